@@ -1,0 +1,302 @@
+//! The history: every operation clients invoked and completed, every operation the
+//! storage served, and every point event servers and the nemesis observed, stamped with
+//! true (simulated) time.
+//!
+//! One [`Event`] per line in JSONL (see `DESIGN.md`, "History"). Types follow Jepsen:
+//! `invoke`, `ok`, `fail` (definitely did not happen), `info` (may have happened, at any
+//! time after its invoke) and `event` (a point event a server or the nemesis observed).
+//!
+//! # Vocabulary recorded by a run
+//!
+//! | process | type | f | fields |
+//! |---|---|---|---|
+//! | `client-N` | invoke/ok/fail/info | `acquire` | `lock`; ok: `token` (if the algorithm has one), `valid_ms` |
+//! | `client-N` | invoke/ok/fail/info | `read` | `key`, `token`; ok: `value` |
+//! | `client-N` | invoke/ok/fail/info | `write` | `key`, `token`, `value`; ok: `accepted` |
+//! | `client-N` | invoke/ok/fail/info | `release` | `lock`, `token`; invoke: `reason` = `done` \| `expired` |
+//! | `storage` | ok | `read` / `write` | `key`, `token`, `value`, `accepted`, `client` |
+//! | `redis-N` | event | `expire` | `key` (a lock key expired on the server) |
+//! | `nemesis` | event | `pause` `resume` `partition` `heal` `clock-jump` `skew` `drift` `crash` `restart` | `nodes`, `value` (details) |
+//!
+//! Every event also carries the recording node's local clocks (`local_ns`: monotonic,
+//! `wall_ms`: wall clock) when it has them, so a replay can show true time and each
+//! node's local time side by side.
+
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The Jepsen-style type of an [`Event`].
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum EventType {
+    /// An operation began.
+    Invoke,
+    /// An operation completed and took effect.
+    Ok,
+    /// An operation completed and definitely did not take effect.
+    Fail,
+    /// An operation's outcome is unknown: it may take effect at any time after its invoke.
+    Info,
+    /// A point event observed by a server or the nemesis.
+    Event,
+}
+
+impl EventType {
+    /// The name used in JSONL (`"invoke"`, `"ok"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Invoke => "invoke",
+            EventType::Ok => "ok",
+            EventType::Fail => "fail",
+            EventType::Info => "info",
+            EventType::Event => "event",
+        }
+    }
+}
+
+/// One line of a history.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// Position in the history, from 0.
+    pub index: u64,
+    /// True (simulated) time in nanoseconds since the start of the run.
+    pub time_ns: u64,
+    /// The process (node) that recorded the event, e.g. `client-1`, `storage`, `nemesis`.
+    pub process: String,
+    /// Jepsen type.
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    /// The operation or event name, e.g. `acquire`, `write`, `expire`, `pause`.
+    pub f: String,
+    /// Lock name for lock operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    /// Key for storage operations and server events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Operation value (read result, written value, fault details).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    /// Fencing token, when the operation carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// For storage writes: whether the write was accepted (fencing may reject it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
+    /// Why: a release's reason (`done`, `expired`), a failure's cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For storage events: the client that sent the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// For nemesis events: the nodes affected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    /// For a successful lease acquire: the validity the client computed, in local ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_ms: Option<u64>,
+    /// The recording node's monotonic clock at the event, in nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_ns: Option<i64>,
+    /// The recording node's wall clock at the event, in ms since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<i64>,
+}
+
+impl Event {
+    /// A new event with the given process, type and f; other fields empty.
+    pub fn new(process: impl Into<String>, kind: EventType, f: impl Into<String>) -> Event {
+        Event {
+            process: process.into(),
+            kind,
+            f: f.into(),
+            ..Event::default()
+        }
+    }
+
+    /// Builder: set `time_ns`.
+    pub fn at(mut self, time_ns: u64) -> Event {
+        self.time_ns = time_ns;
+        self
+    }
+
+    /// Builder: set `lock`.
+    pub fn lock(mut self, lock: impl Into<String>) -> Event {
+        self.lock = Some(lock.into());
+        self
+    }
+
+    /// Builder: set `key`.
+    pub fn key(mut self, key: impl Into<String>) -> Event {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Builder: set `token` (None leaves it empty).
+    pub fn token(mut self, token: Option<u64>) -> Event {
+        self.token = token;
+        self
+    }
+
+    /// Builder: set `value`.
+    pub fn value(mut self, value: impl Into<serde_json::Value>) -> Event {
+        self.value = Some(value.into());
+        self
+    }
+
+    /// Builder: set `accepted`.
+    pub fn accepted(mut self, accepted: bool) -> Event {
+        self.accepted = Some(accepted);
+        self
+    }
+
+    /// Builder: set `reason`.
+    pub fn reason(mut self, reason: impl Into<String>) -> Event {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Builder: set `client`.
+    pub fn client(mut self, client: impl Into<String>) -> Event {
+        self.client = Some(client.into());
+        self
+    }
+
+    /// Builder: set `nodes`.
+    pub fn nodes(mut self, nodes: Vec<String>) -> Event {
+        self.nodes = Some(nodes);
+        self
+    }
+
+    /// The value as an integer, if it is one.
+    pub fn value_i64(&self) -> Option<i64> {
+        self.value.as_ref().and_then(|v| v.as_i64())
+    }
+
+    /// True time in milliseconds (for messages).
+    pub fn time_ms(&self) -> f64 {
+        self.time_ns as f64 / 1e6
+    }
+}
+
+/// A whole history, in recording order (which is true-time order).
+pub type History = Vec<Event>;
+
+/// Shared, append-only recorder used by every node of a run. Cloning shares the buffer.
+///
+/// A run is single-threaded (turmoil), so `Rc<RefCell<_>>` is enough and keeps the order
+/// of events exactly the order in which the simulation produced them.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    events: Rc<RefCell<Vec<Event>>>,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    /// Append `event`, assigning its index. `time_ns` must already be set.
+    pub fn push(&self, mut event: Event) {
+        let mut events = self.events.borrow_mut();
+        event.index = events.len() as u64;
+        events.push(event);
+    }
+
+    /// Take a copy of everything recorded so far.
+    pub fn snapshot(&self) -> History {
+        self.events.borrow().clone()
+    }
+
+    /// Take everything recorded, leaving the recorder empty.
+    pub fn take(&self) -> History {
+        std::mem::take(&mut *self.events.borrow_mut())
+    }
+
+    /// Number of events recorded so far.
+    pub fn len(&self) -> usize {
+        self.events.borrow().len()
+    }
+
+    /// Whether nothing has been recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Serialise a history as JSONL (one event per line, trailing newline).
+pub fn to_jsonl(history: &[Event]) -> String {
+    let mut out = String::with_capacity(history.len() * 128);
+    for e in history {
+        // Serialising our own struct cannot fail.
+        out.push_str(&serde_json::to_string(e).expect("event serialises"));
+        out.push('\n');
+    }
+    out
+}
+
+/// Parse a JSONL history. Errors name the 1-based line and what was wrong.
+pub fn from_jsonl(text: &str) -> Result<History, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let e: Event =
+            serde_json::from_str(line).map_err(|err| format!("line {}: {}", i + 1, err))?;
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// A stable 64-bit FNV-1a hash of a history's JSONL bytes (for determinism checks).
+pub fn hash(history: &[Event]) -> u64 {
+    fnv1a(to_jsonl(history).as_bytes())
+}
+
+/// FNV-1a over bytes: stable across machines and Rust versions, unlike `DefaultHasher`.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_round_trip() {
+        let r = Recorder::new();
+        r.push(Event::new("client-1", EventType::Invoke, "acquire").at(5).lock("L"));
+        r.push(
+            Event::new("client-1", EventType::Ok, "acquire")
+                .at(9)
+                .lock("L")
+                .token(Some(34)),
+        );
+        let h = r.take();
+        assert_eq!(h[1].index, 1);
+        let text = to_jsonl(&h);
+        assert!(text.starts_with(
+            r#"{"index":0,"time_ns":5,"process":"client-1","type":"invoke","f":"acquire","lock":"L"}"#
+        ));
+        assert_eq!(from_jsonl(&text).unwrap(), h);
+        assert_eq!(hash(&h), hash(&from_jsonl(&text).unwrap()));
+    }
+
+    #[test]
+    fn jsonl_errors_name_the_line() {
+        let err = from_jsonl("\n{\"index\":0}\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        let err = from_jsonl(r#"{"index":0,"time_ns":1,"process":"p","type":"bogus","f":"x"}"#)
+            .unwrap_err();
+        assert!(err.contains("line 1"), "{err}");
+    }
+}

@@ -1,0 +1,6 @@
+//! locksim: deterministic simulation and verification of distributed locks.
+#![warn(missing_docs)]
+
+pub mod check;
+pub mod history;
+pub mod locks;

@@ -1,0 +1,2 @@
+//! Lock algorithms: servers and clients.
+pub mod redis;

@@ -1,0 +1,1 @@
+//! The Redis server model (a pure state machine).
