@@ -27,10 +27,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The Jepsen-style type of an [`Event`].
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum EventType {
     /// An operation began.
+    #[default]
     Invoke,
     /// An operation completed and took effect.
     Ok,
