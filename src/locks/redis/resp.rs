@@ -1,1 +1,999 @@
-//! RESP2 codec.
+//! RESP2 codec: the Redis serialization protocol, version 2.
+//!
+//! Pure functions over byte slices, so the same code serves the simulated server, the
+//! lock clients and (later) a live `redis-server`:
+//!
+//! - [`Value`] and [`Value::encode`]: replies (and anything else) on the wire;
+//! - [`decode`]: incremental decoding of one value, for clients reading replies;
+//! - [`decode_command`]: what a Redis server accepts from clients: a multibulk array of
+//!   bulk strings, or an inline command line;
+//! - [`encode_command`]: a command as clients send it.
+//!
+//! Decoders never panic on any input: a malformed frame is a [`ProtocolError`] and an
+//! incomplete one is `Ok(None)` ("read more bytes and call again with the whole buffer").
+
+use std::fmt;
+
+/// The largest bulk string (and array) length accepted: Redis's default
+/// `proto-max-bulk-len`, 512 MiB.
+pub const MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
+
+/// The longest line (length header, integer, simple string, inline command) a decoder
+/// buffers while waiting for its terminator: Redis's `PROTO_INLINE_MAX_SIZE`, 64 KiB.
+pub const MAX_LINE_LEN: usize = 64 * 1024;
+
+/// The deepest nesting of arrays [`decode`] accepts. Bounded so that neither decoding
+/// nor dropping a hostile value can exhaust the stack.
+pub const MAX_DEPTH: usize = 128;
+
+/// One RESP2 value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// `+OK\r\n`: a simple string (no CR or LF inside).
+    Simple(String),
+    /// `-ERR message\r\n`: an error; the text includes the code (`ERR`, `NOSCRIPT`, ...).
+    Error(String),
+    /// `:42\r\n`: a signed 64-bit integer.
+    Integer(i64),
+    /// `$3\r\nfoo\r\n`: a binary-safe string; `None` is the nil bulk `$-1\r\n`.
+    Bulk(Option<Vec<u8>>),
+    /// `*2\r\n...`: an array; `None` is the nil array `*-1\r\n`.
+    Array(Option<Vec<Value>>),
+}
+
+impl Value {
+    /// `+OK`.
+    pub fn ok() -> Value {
+        Value::Simple("OK".to_string())
+    }
+
+    /// The nil bulk string `$-1` (what Redis 2 protocol replies for "no value").
+    pub fn nil() -> Value {
+        Value::Bulk(None)
+    }
+
+    /// A bulk string holding a copy of `bytes`.
+    pub fn bulk(bytes: &[u8]) -> Value {
+        Value::Bulk(Some(bytes.to_vec()))
+    }
+
+    /// An integer reply.
+    pub fn int(n: i64) -> Value {
+        Value::Integer(n)
+    }
+
+    /// A simple string reply.
+    pub fn simple(s: impl Into<String>) -> Value {
+        Value::Simple(s.into())
+    }
+
+    /// An error reply. `msg` includes the error code, e.g. `"ERR syntax error"`.
+    /// CR and LF become spaces, as Redis's `addReplyError` does, so the value is exactly
+    /// what a client decodes.
+    pub fn err(msg: impl Into<String>) -> Value {
+        Value::Error(sanitize_line(msg.into()))
+    }
+
+    /// An array of values.
+    pub fn array(items: Vec<Value>) -> Value {
+        Value::Array(Some(items))
+    }
+
+    /// The integer, if this is an integer reply.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Integer(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The bytes, if this is a non-nil bulk string.
+    pub fn as_bulk(&self) -> Option<&[u8]> {
+        match self {
+            Value::Bulk(Some(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a simple string.
+    pub fn as_simple(&self) -> Option<&str> {
+        match self {
+            Value::Simple(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The message (with its code), if this is an error reply.
+    pub fn as_error(&self) -> Option<&str> {
+        match self {
+            Value::Error(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is a non-nil array.
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(Some(items)) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// True for the nil bulk string and the nil array.
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Bulk(None) | Value::Array(None))
+    }
+
+    /// True for `+OK`.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Value::Simple(s) if s == "OK")
+    }
+
+    /// True for an error reply.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Value::Error(_))
+    }
+
+    /// Appends the wire form of this value to `out`. CR and LF inside simple strings and
+    /// errors are written as spaces (they cannot be framed otherwise).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Simple(s) => encode_line(b'+', s, out),
+            Value::Error(s) => encode_line(b'-', s, out),
+            Value::Integer(n) => {
+                out.push(b':');
+                out.extend_from_slice(n.to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            Value::Bulk(None) => out.extend_from_slice(b"$-1\r\n"),
+            Value::Bulk(Some(b)) => encode_bulk(b, out),
+            Value::Array(None) => out.extend_from_slice(b"*-1\r\n"),
+            Value::Array(Some(items)) => {
+                encode_header(b'*', items.len(), out);
+                for item in items {
+                    item.encode(out);
+                }
+            }
+        }
+    }
+
+    /// The wire form of this value.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+}
+
+fn sanitize_line(s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s.replace(['\r', '\n'], " ")
+    } else {
+        s
+    }
+}
+
+fn encode_line(tag: u8, s: &str, out: &mut Vec<u8>) {
+    out.push(tag);
+    out.extend(
+        s.bytes()
+            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    out.extend_from_slice(b"\r\n");
+}
+
+fn encode_header(tag: u8, len: usize, out: &mut Vec<u8>) {
+    out.push(tag);
+    out.extend_from_slice(len.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn encode_bulk(b: &[u8], out: &mut Vec<u8>) {
+    encode_header(b'$', b.len(), out);
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A command's arguments, the name first (what [`decode_command`] yields).
+pub type Command = Vec<Vec<u8>>;
+
+/// Appends a command as clients send it: a multibulk array of bulk strings.
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    encode_header(b'*', args.len(), out);
+    for arg in args {
+        encode_bulk(arg, out);
+    }
+}
+
+/// A malformed RESP stream. The message is Redis's where Redis has one (e.g.
+/// `Protocol error: expected '$', got 'x'`); a server replies with
+/// [`ProtocolError::to_reply`] and closes the connection, as Redis does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtocolError {
+    message: String,
+}
+
+impl ProtocolError {
+    /// A protocol error with the given message.
+    pub fn new(message: impl Into<String>) -> ProtocolError {
+        ProtocolError {
+            message: message.into(),
+        }
+    }
+
+    /// The message, e.g. `Protocol error: invalid bulk length`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The error reply Redis sends before closing the connection: `-ERR <message>`.
+    pub fn to_reply(&self) -> Value {
+        Value::err(format!("ERR {}", self.message))
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+fn perr<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
+    Err(ProtocolError::new(message))
+}
+
+/// Parses a decimal i64 exactly as Redis's `string2ll` does: an optional `-`, then
+/// digits without leading zeros (`0` alone is fine), no `+`, no spaces, no overflow.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (negative, digits) = match s.split_first() {
+        None => return None,
+        Some((b'-', rest)) => (true, rest),
+        Some(_) => (false, s),
+    };
+    match digits {
+        [b'0'] if !negative => return Some(0),
+        [b'1'..=b'9', ..] => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    if negative {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Reads a line terminated by CRLF starting at `start`: `Ok(Some((line, next)))`, or
+/// `Ok(None)` if the terminator has not arrived. A CR not followed by LF is an error.
+fn read_line(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, ProtocolError> {
+    let rest = buf.get(start..).unwrap_or(&[]);
+    match rest.iter().position(|&b| b == b'\r') {
+        None if rest.len() > MAX_LINE_LEN => perr("Protocol error: line too long"),
+        None => Ok(None),
+        Some(cr) => match rest.get(cr + 1) {
+            None => Ok(None),
+            Some(b'\n') => Ok(Some((&rest[..cr], start + cr + 2))),
+            Some(_) => perr("Protocol error: expected '\\n' after '\\r'"),
+        },
+    }
+}
+
+/// Reads a length header (`$` or `*`) at `start`: -1 for nil, else 0..=[`MAX_BULK_LEN`].
+fn read_len(buf: &[u8], start: usize, what: &str) -> Result<Option<(i64, usize)>, ProtocolError> {
+    let Some((line, next)) = read_line(buf, start)? else {
+        return Ok(None);
+    };
+    match parse_i64(line) {
+        Some(n) if (-1..=MAX_BULK_LEN).contains(&n) => Ok(Some((n, next))),
+        _ => perr(format!("Protocol error: invalid {what} length")),
+    }
+}
+
+/// Decodes one value from the front of `buf`.
+///
+/// Returns `Ok(None)` when `buf` holds only part of a value (call again with more bytes,
+/// from the same start), or the value and the number of bytes it took. Rejects unknown
+/// type bytes, bad integers, lengths below -1 or above [`MAX_BULK_LEN`], a bulk string
+/// not followed by CRLF, lines longer than [`MAX_LINE_LEN`] and nesting deeper than
+/// [`MAX_DEPTH`]. Never panics.
+pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
+    let mut pos = 0;
+    // Arrays being filled: (items so far, expected count). An explicit stack rather than
+    // recursion, so hostile nesting cannot overflow the call stack.
+    let mut stack: Vec<(Vec<Value>, usize)> = Vec::new();
+    loop {
+        let Some(&tag) = buf.get(pos) else {
+            return Ok(None);
+        };
+        let mut value = match tag {
+            b'+' | b'-' | b':' => {
+                let Some((line, next)) = read_line(buf, pos + 1)? else {
+                    return Ok(None);
+                };
+                pos = next;
+                match tag {
+                    b'+' => Value::Simple(String::from_utf8_lossy(line).into_owned()),
+                    b'-' => Value::Error(String::from_utf8_lossy(line).into_owned()),
+                    _ => match parse_i64(line) {
+                        Some(n) => Value::Integer(n),
+                        None => return perr("Protocol error: invalid integer"),
+                    },
+                }
+            }
+            b'$' => {
+                let Some((len, next)) = read_len(buf, pos + 1, "bulk")? else {
+                    return Ok(None);
+                };
+                if len < 0 {
+                    pos = next;
+                    Value::Bulk(None)
+                } else {
+                    let end = next + len as usize;
+                    if buf.len() < end + 2 {
+                        return Ok(None);
+                    }
+                    if &buf[end..end + 2] != b"\r\n" {
+                        return perr("Protocol error: expected '\\r\\n' after bulk string");
+                    }
+                    pos = end + 2;
+                    Value::Bulk(Some(buf[next..end].to_vec()))
+                }
+            }
+            b'*' => {
+                let Some((len, next)) = read_len(buf, pos + 1, "multibulk")? else {
+                    return Ok(None);
+                };
+                pos = next;
+                match len {
+                    -1 => Value::Array(None),
+                    0 => Value::Array(Some(Vec::new())),
+                    n => {
+                        if stack.len() >= MAX_DEPTH {
+                            return perr("Protocol error: arrays nested too deeply");
+                        }
+                        // Capacity is capped: the count is untrusted until items arrive.
+                        let n = n as usize;
+                        stack.push((Vec::with_capacity(n.min(1024)), n));
+                        continue;
+                    }
+                }
+            }
+            other => {
+                return perr(format!(
+                    "Protocol error: unexpected reply type byte {:?}",
+                    char::from(other)
+                ))
+            }
+        };
+        // Hand the finished value to its enclosing arrays, closing those now full.
+        loop {
+            let Some((items, expected)) = stack.last_mut() else {
+                return Ok(Some((value, pos)));
+            };
+            items.push(value);
+            if items.len() < *expected {
+                break;
+            }
+            match stack.pop() {
+                Some((items, _)) => value = Value::Array(Some(items)),
+                None => unreachable!("stack.last_mut() was Some"),
+            }
+        }
+    }
+}
+
+/// Decodes one client command from the front of `buf`, as a Redis server does: a
+/// multibulk array of bulk strings (when the first byte is `*`), otherwise an inline
+/// command (a line ending in `\n` or `\r\n`, split on spaces with Redis's quoting rules:
+/// `"..."` with `\n \r \t \b \a \xHH` escapes, `'...'`).
+///
+/// Returns `Ok(None)` when more bytes are needed, else the arguments (never empty) and
+/// the bytes consumed. Empty commands (`*0`, `*-1`, blank lines), which Redis skips
+/// without replying, are skipped and counted in the bytes consumed. Errors carry
+/// Redis's messages (`Protocol error: expected '$', got 'x'`, `invalid bulk length`,
+/// `invalid multibulk length`, `unbalanced quotes in request`, `too big inline
+/// request`, ...). Stricter than Redis in one way: the CR after a header line or bulk
+/// argument must be followed by LF (Redis skips two bytes unchecked).
+pub fn decode_command(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let rest = &buf[pos..];
+        let parsed = if rest[0] == b'*' {
+            decode_multibulk(rest)?
+        } else {
+            decode_inline(rest)?
+        };
+        let Some((args, used)) = parsed else {
+            return Ok(None);
+        };
+        pos += used;
+        if !args.is_empty() {
+            return Ok(Some((args, pos)));
+        }
+    }
+    Ok(None)
+}
+
+/// Finds a CRLF-terminated header line at `start` the way Redis's
+/// `processMultibulkBuffer` does. `too_big` names Redis's error when no CR arrives.
+fn command_line<'a>(
+    buf: &'a [u8],
+    start: usize,
+    too_big: &str,
+) -> Result<Option<(&'a [u8], usize)>, ProtocolError> {
+    let rest = buf.get(start..).unwrap_or(&[]);
+    match rest.iter().position(|&b| b == b'\r') {
+        None if rest.len() > MAX_LINE_LEN => perr(format!("Protocol error: {too_big}")),
+        None => Ok(None),
+        Some(cr) => match rest.get(cr + 1) {
+            None => Ok(None),
+            Some(b'\n') => Ok(Some((&rest[..cr], start + cr + 2))),
+            Some(_) => perr("Protocol error: expected '\\n' after '\\r'"),
+        },
+    }
+}
+
+fn decode_multibulk(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> {
+    let Some((line, mut pos)) = command_line(buf, 0, "too big mbulk count string")? else {
+        return Ok(None);
+    };
+    let count = match parse_i64(&line[1..]) {
+        Some(n) if n <= i64::from(i32::MAX) => n,
+        _ => return perr("Protocol error: invalid multibulk length"),
+    };
+    if count <= 0 {
+        return Ok(Some((Vec::new(), pos)));
+    }
+    let mut args = Vec::with_capacity((count as usize).min(1024));
+    for _ in 0..count {
+        let Some((line, next)) = command_line(buf, pos, "too big bulk count string")? else {
+            return Ok(None);
+        };
+        match line.first() {
+            Some(b'$') => {}
+            Some(&c) => {
+                return perr(format!(
+                    "Protocol error: expected '$', got '{}'",
+                    char::from(c)
+                ))
+            }
+            None => return perr("Protocol error: expected '$', got ' '"),
+        }
+        let len = match parse_i64(&line[1..]) {
+            Some(n) if (0..=MAX_BULK_LEN).contains(&n) => n as usize,
+            _ => return perr("Protocol error: invalid bulk length"),
+        };
+        let end = next + len;
+        if buf.len() < end + 2 {
+            return Ok(None);
+        }
+        if &buf[end..end + 2] != b"\r\n" {
+            return perr("Protocol error: expected '\\r\\n' after bulk argument");
+        }
+        args.push(buf[next..end].to_vec());
+        pos = end + 2;
+    }
+    Ok(Some((args, pos)))
+}
+
+fn decode_inline(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() > MAX_LINE_LEN {
+            return perr("Protocol error: too big inline request");
+        }
+        return Ok(None);
+    };
+    let line = match buf[..nl].split_last() {
+        Some((b'\r', line)) => line,
+        _ => &buf[..nl],
+    };
+    match split_args(line) {
+        Some(args) => Ok(Some((args, nl + 1))),
+        None => perr("Protocol error: unbalanced quotes in request"),
+    }
+}
+
+/// Redis's `sdssplitargs`: splits an inline command line into arguments. `None` means
+/// unbalanced quotes (or a closing quote not followed by a space). Like the C original,
+/// the line ends at the first NUL byte.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let line = match line.iter().position(|&b| b == 0) {
+        Some(nul) => &line[..nul],
+        None => line,
+    };
+    // C's isspace in the "C" locale.
+    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r');
+    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let mut args = Vec::new();
+    let mut p = 0;
+    loop {
+        while p < line.len() && is_space(line[p]) {
+            p += 1;
+        }
+        if p >= line.len() {
+            return Some(args);
+        }
+        let mut current = Vec::new();
+        let (mut in_dq, mut in_sq, mut done) = (false, false, false);
+        while !done {
+            let c = at(p);
+            if in_dq {
+                if c == b'\\'
+                    && at(p + 1) == b'x'
+                    && at(p + 2).is_ascii_hexdigit()
+                    && at(p + 3).is_ascii_hexdigit()
+                {
+                    current.push(hex_val(at(p + 2)) * 16 + hex_val(at(p + 3)));
+                    p += 3;
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    current.push(match at(p) {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => b'\x08',
+                        b'a' => b'\x07',
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    // A closing quote must be followed by a space or the end.
+                    if at(p + 1) != 0 && !is_space(at(p + 1)) {
+                        return None;
+                    }
+                    done = true;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else if in_sq {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
+                } else if c == b'\'' {
+                    if at(p + 1) != 0 && !is_space(at(p + 1)) {
+                        return None;
+                    }
+                    done = true;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    _ => current.push(c),
+                }
+            }
+            if p < line.len() {
+                p += 1;
+            }
+        }
+        args.push(current);
+    }
+}
+
+fn hex_val(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => c.wrapping_sub(b'A').wrapping_add(10),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn enc(v: &Value) -> Vec<u8> {
+        v.to_bytes()
+    }
+
+    fn cmd(args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let mut out = Vec::new();
+        encode_command(&args, &mut out);
+        out
+    }
+
+    fn args(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|a| a.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn encodes_every_type() {
+        assert_eq!(enc(&Value::ok()), b"+OK\r\n");
+        assert_eq!(enc(&Value::err("ERR x")), b"-ERR x\r\n");
+        assert_eq!(enc(&Value::int(-42)), b":-42\r\n");
+        assert_eq!(enc(&Value::bulk(b"foo")), b"$3\r\nfoo\r\n");
+        assert_eq!(enc(&Value::bulk(b"")), b"$0\r\n\r\n");
+        assert_eq!(enc(&Value::nil()), b"$-1\r\n");
+        assert_eq!(enc(&Value::Array(None)), b"*-1\r\n");
+        assert_eq!(enc(&Value::array(vec![])), b"*0\r\n");
+        assert_eq!(
+            enc(&Value::array(vec![Value::int(1), Value::bulk(b"a")])),
+            b"*2\r\n:1\r\n$1\r\na\r\n"
+        );
+    }
+
+    #[test]
+    fn newlines_in_lines_become_spaces() {
+        assert_eq!(Value::err("ERR a\r\nb"), Value::Error("ERR a  b".into()));
+        assert_eq!(enc(&Value::Simple("a\nb".into())), b"+a b\r\n");
+    }
+
+    #[test]
+    fn accessors() {
+        assert_eq!(Value::int(3).as_int(), Some(3));
+        assert_eq!(Value::bulk(b"x").as_bulk(), Some(&b"x"[..]));
+        assert_eq!(Value::nil().as_bulk(), None);
+        assert!(Value::nil().is_nil() && Value::Array(None).is_nil());
+        assert!(Value::ok().is_ok() && !Value::simple("PONG").is_ok());
+        assert_eq!(Value::err("ERR e").as_error(), Some("ERR e"));
+        assert!(Value::err("ERR e").is_error());
+        assert_eq!(Value::simple("PONG").as_simple(), Some("PONG"));
+        assert_eq!(
+            Value::array(vec![Value::int(1)])
+                .as_array()
+                .map(|a| a.len()),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn decodes_complete_values() {
+        assert_eq!(decode(b"+OK\r\n").unwrap(), Some((Value::ok(), 5)));
+        assert_eq!(decode(b":-7\r\nrest").unwrap(), Some((Value::int(-7), 5)));
+        assert_eq!(decode(b"$-1\r\n").unwrap(), Some((Value::nil(), 5)));
+        assert_eq!(decode(b"*-1\r\n").unwrap(), Some((Value::Array(None), 5)));
+        assert_eq!(decode(b"$0\r\n\r\n").unwrap(), Some((Value::bulk(b""), 6)));
+        assert_eq!(
+            decode(b"*2\r\n*1\r\n:1\r\n$2\r\nab\r\n").unwrap(),
+            Some((
+                Value::array(vec![Value::array(vec![Value::int(1)]), Value::bulk(b"ab")]),
+                20
+            ))
+        );
+    }
+
+    #[test]
+    fn bulk_strings_are_binary_safe() {
+        let v = Value::bulk(b"a\r\nb\0c");
+        assert_eq!(decode(&enc(&v)).unwrap(), Some((v.clone(), enc(&v).len())));
+    }
+
+    #[test]
+    fn partial_frames_need_more() {
+        for input in [
+            &b""[..],
+            b"+O",
+            b"+OK\r",
+            b":12",
+            b"$3\r\nfo",
+            b"$3\r\nfoo",
+            b"$3\r\nfoo\r",
+            b"*2\r\n:1\r\n",
+            b"*1\r\n*1\r\n",
+        ] {
+            assert_eq!(decode(input).unwrap(), None, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_values() {
+        for input in [
+            &b"?x\r\n"[..],
+            b":12a\r\n",
+            b":+1\r\n",
+            b": 1\r\n",
+            b":01\r\n",
+            b":-0\r\n",
+            b":\r\n",
+            b":99999999999999999999\r\n",
+            b"$-2\r\n",
+            b"*-2\r\n",
+            b"$536870913\r\n",
+            b"$abc\r\n",
+            b"$3\r\nfooXY",
+            b"+OK\rX",
+        ] {
+            assert!(decode(input).is_err(), "{input:?}");
+        }
+        assert_eq!(decode(b"$536870912\r\n").unwrap(), None);
+    }
+
+    #[test]
+    fn rejects_lines_that_never_end() {
+        let long = [b'+']
+            .iter()
+            .chain([b'a'; MAX_LINE_LEN + 1].iter())
+            .copied()
+            .collect::<Vec<_>>();
+        assert!(decode(&long).is_err());
+    }
+
+    #[test]
+    fn rejects_deep_nesting_without_overflowing_the_stack() {
+        let mut deep = b"*1\r\n".repeat(100_000);
+        deep.extend_from_slice(b":1\r\n");
+        assert!(decode(&deep).is_err());
+        let mut ok = b"*1\r\n".repeat(MAX_DEPTH);
+        ok.extend_from_slice(b":1\r\n");
+        assert!(decode(&ok).unwrap().is_some());
+    }
+
+    #[test]
+    fn integer_parsing_matches_string2ll() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"9223372036854775808",
+            b"1.5",
+            b"1 ",
+            b"00",
+            b"-0",
+            b"+5",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn protocol_error_display_and_reply() {
+        let e = ProtocolError::new("Protocol error: invalid bulk length");
+        assert_eq!(e.to_string(), "Protocol error: invalid bulk length");
+        assert_eq!(e.message(), "Protocol error: invalid bulk length");
+        assert_eq!(
+            e.to_reply(),
+            Value::Error("ERR Protocol error: invalid bulk length".into())
+        );
+        let _: &dyn std::error::Error = &e;
+    }
+
+    #[test]
+    fn command_roundtrip() {
+        let bytes = cmd(&["SET", "k", "v", "PX", "100"]);
+        assert_eq!(
+            bytes,
+            b"*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nPX\r\n$3\r\n100\r\n"
+        );
+        assert_eq!(
+            decode_command(&bytes).unwrap(),
+            Some((args(&["SET", "k", "v", "PX", "100"]), bytes.len()))
+        );
+        for cut in 0..bytes.len() {
+            assert_eq!(decode_command(&bytes[..cut]).unwrap(), None, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn commands_decode_one_at_a_time() {
+        let mut bytes = cmd(&["GET", "a"]);
+        let first = bytes.len();
+        bytes.extend(cmd(&["GET", "b"]));
+        let (a, n) = decode_command(&bytes).unwrap().unwrap();
+        assert_eq!((a, n), (args(&["GET", "a"]), first));
+        let (b, m) = decode_command(&bytes[n..]).unwrap().unwrap();
+        assert_eq!((b, n + m), (args(&["GET", "b"]), bytes.len()));
+    }
+
+    #[test]
+    fn empty_commands_are_skipped() {
+        let mut bytes = b"*0\r\n*-1\r\n\r\n  \n".to_vec();
+        let skipped = bytes.len();
+        assert_eq!(decode_command(&bytes).unwrap(), None);
+        bytes.extend(cmd(&["PING"]));
+        assert_eq!(
+            decode_command(&bytes).unwrap(),
+            Some((args(&["PING"]), bytes.len()))
+        );
+        assert!(skipped < bytes.len());
+    }
+
+    #[test]
+    fn inline_commands() {
+        assert_eq!(
+            decode_command(b"PING\r\n").unwrap(),
+            Some((args(&["PING"]), 6))
+        );
+        assert_eq!(
+            decode_command(b"set  k\tv\n").unwrap(),
+            Some((args(&["set", "k", "v"]), 9))
+        );
+        assert_eq!(decode_command(b"GET k").unwrap(), None);
+        assert_eq!(
+            decode_command(b"SET \"a b\" 'c d' \"\\x41\\n\"\r\n")
+                .unwrap()
+                .unwrap()
+                .0,
+            args(&["SET", "a b", "c d", "A\n"])
+        );
+        assert_eq!(
+            decode_command(b"SET 'it\\'s' x\n").unwrap().unwrap().0,
+            args(&["SET", "it's", "x"])
+        );
+        assert_eq!(
+            decode_command(b"SET a\"b c\"d\n").unwrap_err().message(),
+            "Protocol error: unbalanced quotes in request"
+        );
+        assert_eq!(
+            decode_command(b"SET \"abc\n").unwrap_err().message(),
+            "Protocol error: unbalanced quotes in request"
+        );
+        assert_eq!(
+            decode_command(b"SET ab\"cd\" x\n").unwrap().unwrap().0,
+            args(&["SET", "abcd", "x"])
+        );
+    }
+
+    #[test]
+    fn too_big_inline_request() {
+        let long = vec![b'a'; MAX_LINE_LEN + 1];
+        assert_eq!(
+            decode_command(&long).unwrap_err().message(),
+            "Protocol error: too big inline request"
+        );
+        assert_eq!(decode_command(&long[..MAX_LINE_LEN]).unwrap(), None);
+    }
+
+    #[test]
+    fn multibulk_errors_carry_redis_messages() {
+        let msg = |b: &[u8]| decode_command(b).unwrap_err().message().to_string();
+        assert_eq!(
+            msg(b"*1\r\nx3\r\n"),
+            "Protocol error: expected '$', got 'x'"
+        );
+        assert_eq!(msg(b"*x\r\n"), "Protocol error: invalid multibulk length");
+        assert_eq!(
+            msg(b"*3000000000\r\n"),
+            "Protocol error: invalid multibulk length"
+        );
+        assert_eq!(msg(b"*1\r\n$-1\r\n"), "Protocol error: invalid bulk length");
+        assert_eq!(
+            msg(b"*1\r\n$536870913\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(msg(b"*1\r\n$1x\r\n"), "Protocol error: invalid bulk length");
+        assert!(decode_command(b"*1\r\n$1\r\naXY").is_err());
+        let mut long = b"*".to_vec();
+        long.extend(vec![b'1'; MAX_LINE_LEN + 1]);
+        assert_eq!(msg(&long), "Protocol error: too big mbulk count string");
+        let mut long = b"*1\r\n$".to_vec();
+        long.extend(vec![b'1'; MAX_LINE_LEN + 1]);
+        assert_eq!(msg(&long), "Protocol error: too big bulk count string");
+        // Redis only checks the '$' once the header line is complete.
+        assert_eq!(decode_command(b"*1\r\nx3").unwrap(), None);
+    }
+
+    #[test]
+    fn split_args_edge_cases() {
+        assert_eq!(split_args(b""), Some(vec![]));
+        assert_eq!(split_args(b"   "), Some(vec![]));
+        assert_eq!(split_args(b"\"\""), Some(vec![vec![]]));
+        assert_eq!(split_args(b"a\0b c"), Some(args(&["a"])));
+        assert_eq!(split_args(b"\"a\\"), None);
+        assert_eq!(split_args(b"'a'b"), None);
+        assert_eq!(split_args(b"\"\\xzz\""), Some(args(&["xzz"])));
+    }
+
+    fn value_strategy() -> impl Strategy<Value = Value> {
+        let line = "[^\r\n]{0,12}";
+        let leaf = prop_oneof![
+            line.prop_map(Value::Simple),
+            line.prop_map(Value::Error),
+            any::<i64>().prop_map(Value::Integer),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..24))
+                .prop_map(Value::Bulk),
+            Just(Value::Array(None)),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            proptest::collection::vec(inner, 0..6).prop_map(|v| Value::Array(Some(v)))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn prop_roundtrip_at_any_split(values in proptest::collection::vec(value_strategy(), 1..5),
+                                       cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8)) {
+            let mut bytes = Vec::new();
+            for v in &values {
+                v.encode(&mut bytes);
+            }
+            // Every strict prefix of the first value is incomplete, never an error.
+            let first = values[0].to_bytes();
+            for cut in 0..first.len() {
+                prop_assert_eq!(decode(&first[..cut]).unwrap(), None);
+            }
+            // Feed the stream in chunks ending at random points, like a socket would.
+            let mut ends: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            ends.push(bytes.len());
+            ends.sort_unstable();
+            let mut buf = Vec::new();
+            let mut fed = 0;
+            let mut out = Vec::new();
+            for end in ends {
+                buf.extend_from_slice(&bytes[fed..end]);
+                fed = end;
+                while let Some((v, n)) = decode(&buf).unwrap() {
+                    out.push(v);
+                    buf.drain(..n);
+                }
+            }
+            prop_assert!(buf.is_empty());
+            prop_assert_eq!(out, values);
+        }
+
+        #[test]
+        fn prop_command_roundtrip_at_any_split(
+            cmds in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 1..5), 1..4),
+            cut in any::<prop::sample::Index>()) {
+            let mut bytes = Vec::new();
+            for c in &cmds {
+                let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+                encode_command(&refs, &mut bytes);
+            }
+            let cut = cut.index(bytes.len() + 1);
+            let mut buf = bytes[..cut].to_vec();
+            let mut out = Vec::new();
+            while let Some((a, n)) = decode_command(&buf).unwrap() {
+                out.push(a);
+                buf.drain(..n);
+            }
+            buf.extend_from_slice(&bytes[cut..]);
+            while let Some((a, n)) = decode_command(&buf).unwrap() {
+                out.push(a);
+                buf.drain(..n);
+            }
+            prop_assert!(buf.is_empty());
+            prop_assert_eq!(out, cmds);
+        }
+
+        #[test]
+        fn prop_random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode(&bytes);
+            let _ = decode_command(&bytes);
+            let _ = split_args(&bytes);
+        }
+
+        #[test]
+        fn prop_protocol_shaped_bytes_never_panic(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just(b"*".to_vec()), Just(b"$".to_vec()), Just(b":".to_vec()),
+                    Just(b"+".to_vec()), Just(b"-".to_vec()), Just(b"\r\n".to_vec()),
+                    Just(b"\r".to_vec()), Just(b"\n".to_vec()), Just(b"-1".to_vec()),
+                    Just(b"\"".to_vec()), Just(b"'".to_vec()), Just(b"\\x4".to_vec()),
+                    "[0-9]{1,3}".prop_map(String::into_bytes),
+                    proptest::collection::vec(any::<u8>(), 0..4),
+                ], 0..40)) {
+            let bytes = parts.concat();
+            if let Ok(Some((_, n))) = decode(&bytes) {
+                prop_assert!(n <= bytes.len());
+            }
+            if let Ok(Some((a, n))) = decode_command(&bytes) {
+                prop_assert!(n <= bytes.len() && !a.is_empty());
+            }
+        }
+    }
+}
