@@ -34,7 +34,7 @@ use crate::history::{Event, EventType};
 use std::collections::{BTreeMap, VecDeque};
 
 fn is_counter_key(e: &Event) -> bool {
-    e.key.as_deref().map_or(true, |k| k == "counter")
+    e.key.as_deref().is_none_or(|k| k == "counter")
 }
 
 /// "client-0 wrote 5 at 1500.0 ms (token 3)"

@@ -127,7 +127,7 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
             }
         }
 
-        if hi.map_or(true, |h| t > h.token.unwrap_or(0)) {
+        if hi.is_none_or(|h| t > h.token.unwrap_or(0)) {
             hi = Some(e);
         }
     }

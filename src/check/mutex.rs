@@ -85,7 +85,7 @@ impl Reporter {
 pub(super) fn ms(ns: u64) -> String {
     let whole = ns / 1_000_000;
     let frac = ns % 1_000_000;
-    if frac % 100_000 == 0 {
+    if frac.is_multiple_of(100_000) {
         format!("{whole}.{} ms", frac / 100_000)
     } else {
         let digits = format!("{frac:06}");
@@ -126,7 +126,7 @@ enum End {
     Release,
     Crash,
     Reacquire,
-    EndOfRun,
+    Unreleased,
 }
 
 /// An open hold while walking the history.
@@ -209,7 +209,7 @@ fn holds_with_end(history: &[Event], end_ns: u64) -> Vec<(Hold, End)> {
                     start_event: o.start_event,
                     end_event: None,
                 },
-                End::EndOfRun,
+                End::Unreleased,
             ));
         }
     }
@@ -243,7 +243,7 @@ fn describe(h: &Hold, why: End, first: bool) -> String {
         End::Release => format!("to {}", ms(h.end_ns)),
         End::Crash => format!("until it crashed at {}", ms(h.end_ns)),
         End::Reacquire => format!("to {} (when it acquired again)", ms(h.end_ns)),
-        End::EndOfRun => format!("to the end of the run at {} (never released)", ms(h.end_ns)),
+        End::Unreleased => format!("to the end of the run at {} (never released)", ms(h.end_ns)),
     };
     format!(
         "{} {what} from {} {until}{}",
@@ -605,6 +605,87 @@ pub(super) mod tests {
         sorted(ev)
     }
 
+    /// An arbitrary (often nonsensical) event: checks must never panic on it.
+    fn any_event() -> impl Strategy<Value = Event> {
+        let kinds = prop::sample::select(vec![
+            EventType::Invoke,
+            EventType::Ok,
+            EventType::Fail,
+            EventType::Info,
+            EventType::Event,
+        ]);
+        let procs = prop::sample::select(vec!["client-0", "client-1", "storage", "nemesis"]);
+        let fs = prop::sample::select(vec![
+            "acquire", "release", "read", "write", "crash", "heal", "expire",
+        ]);
+        (
+            (procs, kinds, fs, any::<u64>(), 0u64..3),
+            (
+                prop::option::of(prop::sample::select(vec!["L", "M"])),
+                prop::option::of(prop::sample::select(vec![0u64, 1, 2, u64::MAX])),
+                prop::option::of(prop::sample::select(vec![
+                    0i64,
+                    1,
+                    2,
+                    -1,
+                    i64::MAX,
+                    i64::MIN,
+                ])),
+                prop::option::of(any::<bool>()),
+                prop::option::of(prop::sample::select(vec!["client-0", "client-1"])),
+                prop::option::of(prop::sample::select(vec!["counter", "x"])),
+            ),
+        )
+            .prop_map(
+                |((p, k, f, big, small), (lock, token, value, accepted, client, key))| {
+                    let mut e = Event::new(p, k, f).at(if small == 0 { big } else { small });
+                    e.lock = lock.map(String::from);
+                    e.token = token;
+                    e.value = value.map(serde_json::Value::from);
+                    e.accepted = accepted;
+                    e.client = client.map(String::from);
+                    e.key = key.map(String::from);
+                    if p == "nemesis" {
+                        e.nodes = Some(vec!["client-0".into()]);
+                    }
+                    e
+                },
+            )
+    }
+
+    #[test]
+    fn large_histories_are_fast() {
+        // 100k events: 25k sequential holds, then one client never releases and every
+        // later hold overlaps it (counted, only 20 listed).
+        let mut ev = Vec::new();
+        for i in 0..25_000u64 {
+            let p = format!("client-{}", i % 5);
+            ev.extend(acq(&p, 2 * i, Some(i + 1)));
+            ev.extend(rel(&p, 2 * i + 1));
+        }
+        let h = indexed(ev.clone());
+        let start = std::time::Instant::now();
+        let params = crate::check::CheckParams {
+            end_ns: 60_000 * MS,
+            liveness_ns: 5000 * MS,
+        };
+        let reports = crate::check::check_all(&h, params);
+        assert!(
+            reports.iter().all(|r| r.violations.is_empty()),
+            "{reports:#?}"
+        );
+        let mut ev2 = acq("client-9", 0, None);
+        ev2.extend(ev);
+        let v = check_mutex(&indexed(ev2), 60_000 * MS);
+        assert_eq!(v.len(), MAX_REPORTED);
+        assert!(
+            v[19].message.contains("of 25000 violations"),
+            "{}",
+            v[19].message
+        );
+        assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    }
+
     proptest! {
         #[test]
         fn non_overlapping_never_violates_and_one_shift_always_does(
@@ -636,6 +717,21 @@ pub(super) mod tests {
             let pi = format!("client-{}", holds[i].2);
             let pj = format!("client-{}", holds[j].2);
             prop_assert!(v.iter().any(|x| x.message.contains(&pi) && x.message.contains(&pj)));
+        }
+
+        #[test]
+        fn checks_never_panic(
+            events in prop::collection::vec(any_event(), 0..60),
+            end in any::<u64>(),
+            live in any::<u64>(),
+        ) {
+            let h = indexed(events);
+            for (end_ns, liveness_ns) in [(end, live), (u64::MAX, 1), (10, 5), (0, 0)] {
+                let reports = crate::check::check_all(&h, crate::check::CheckParams { end_ns, liveness_ns });
+                for r in reports {
+                    prop_assert!(r.violations.len() <= MAX_REPORTED);
+                }
+            }
         }
     }
 }

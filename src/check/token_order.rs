@@ -130,7 +130,7 @@ pub fn check_token_order(history: &[Event]) -> Vec<Violation> {
             let b = &grants[bi];
             while next_ok < grants.len() && grants[next_ok].ok_pos < b.invoke_pos {
                 let cand = &grants[next_ok];
-                if max.map_or(true, |m| cand.token > grants[m].token) {
+                if max.is_none_or(|m| cand.token > grants[m].token) {
                     max = Some(next_ok);
                 }
                 next_ok += 1;
