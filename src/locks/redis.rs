@@ -1,3 +1,14 @@
-//! Redis: the RESP codec, the server model and the lock clients.
+//! Redis: the RESP codec, the server model, its network edge and the lock client.
+//!
+//! The server model ([`server::RedisServer`]) is a pure state machine over the server's
+//! wall clock; [`serve_node`] is the I/O edge that feeds it commands from the network,
+//! drives active expiry and persistence, and records expirations in the history.
+
+pub mod conn;
+mod lock;
 pub mod resp;
+mod serve;
 pub mod server;
+
+pub use lock::RedisLock;
+pub use serve::{serve_node, REDIS_PORT};

@@ -34,6 +34,12 @@ pub const UNLOCK_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\
 /// `KEYS[1]`'s TTL to `ARGV[2]` ms only if its value is `ARGV[1]`. Returns 1 or 0.
 pub const EXTEND_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";
 
+/// Acquire with a fencing token in one atomic step: `SET KEYS[1] ARGV[1] NX PX ARGV[2]`
+/// and, only if that set the key, `INCR KEYS[2]`. Returns the token, or nil if the lock
+/// was held. Atomicity matters: with SET and INCR as two round trips, a holder that
+/// pauses between them gets a token *newer* than its successor's.
+pub const TOKEN_ACQUIRE_SCRIPT: &str = "if redis.call(\"set\",KEYS[1],ARGV[1],\"NX\",\"PX\",ARGV[2]) then\n    return redis.call(\"incr\",KEYS[2])\nelse\n    return false\nend";
+
 /// The SHA1 of a script as Redis names it (`EVALSHA`, `SCRIPT LOAD`): 40 lowercase hex
 /// digits.
 pub fn script_sha(script: &str) -> String {
@@ -132,6 +138,7 @@ fn script_error(msg: &str, sha: &str, line: u32) -> Value {
 enum Script {
     Unlock,
     Extend,
+    AcquireToken,
 }
 
 impl Script {
@@ -142,6 +149,8 @@ impl Script {
             Some(Script::Unlock)
         } else if text == EXTEND_SCRIPT.as_bytes() {
             Some(Script::Extend)
+        } else if text == TOKEN_ACQUIRE_SCRIPT.as_bytes() {
+            Some(Script::AcquireToken)
         } else {
             None
         }
@@ -696,6 +705,9 @@ impl RedisServer {
         argv: &[Vec<u8>],
         fx: &mut Effects,
     ) -> Value {
+        if script == Script::AcquireToken {
+            return self.acquire_token(now, sha, keys, argv, fx);
+        }
         // `redis.call("get", nil)` raises in Lua.
         let Some(key) = keys.first() else {
             return script_error(ERR_LUA_ARGS, sha, 1);
@@ -727,6 +739,39 @@ impl RedisServer {
                 self.set_deadline(now, key, when, &[], fx);
                 Value::int(1)
             }
+            Script::AcquireToken => unreachable!("handled above"),
+        }
+    }
+
+    /// [`TOKEN_ACQUIRE_SCRIPT`], by running the two commands it calls.
+    fn acquire_token(
+        &mut self,
+        now: i64,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        fx: &mut Effects,
+    ) -> Value {
+        let (Some(lock), Some(counter), Some(value), Some(ttl)) =
+            (keys.first(), keys.get(1), argv.first(), argv.get(1))
+        else {
+            return script_error(ERR_LUA_ARGS, sha, 1);
+        };
+        let set = vec![
+            b"SET".to_vec(),
+            lock.clone(),
+            value.clone(),
+            b"NX".to_vec(),
+            b"PX".to_vec(),
+            ttl.clone(),
+        ];
+        match self.set(now, &set, fx) {
+            Value::Error(e) => script_error(&e, sha, 1),
+            v if v.is_nil() => Value::nil(),
+            _ => match self.incr_by(now, &[b"INCR".to_vec(), counter.clone()], 1, fx) {
+                Value::Error(e) => script_error(&e, sha, 2),
+                token => token,
+            },
         }
     }
 
@@ -1430,6 +1475,40 @@ mod tests {
         assert_eq!(o.reply, Value::int(1));
         assert_eq!(o.propagate, vec![c(&["DEL", "L"])]);
         assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn token_acquire_script_is_atomic_set_nx_px_plus_incr() {
+        let mut s = RedisServer::new();
+        let o = eval(
+            &mut s,
+            1000,
+            TOKEN_ACQUIRE_SCRIPT,
+            &["L", "L:token"],
+            &["a", "100"],
+        );
+        assert_eq!(o.reply, Value::int(1));
+        assert_eq!(s.get_expire_at(b"L"), Some(1100));
+        // Held: nil, and the counter does not move.
+        let o = eval(
+            &mut s,
+            1050,
+            TOKEN_ACQUIRE_SCRIPT,
+            &["L", "L:token"],
+            &["b", "100"],
+        );
+        assert!(o.reply.is_nil());
+        assert!(o.propagate.is_empty());
+        // After expiry the next holder gets the next token.
+        let o = eval(
+            &mut s,
+            1101,
+            TOKEN_ACQUIRE_SCRIPT,
+            &["L", "L:token"],
+            &["b", "100"],
+        );
+        assert_eq!(o.reply, Value::int(2));
+        assert_eq!(s.peek(b"L"), Some(&b"b"[..]));
     }
 
     #[test]

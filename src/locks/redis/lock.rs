@@ -1,0 +1,268 @@
+//! The single-node Redis lock client, every published variant as a parameter.
+//!
+//! * `acquire = set-nx-px`: `SET lock value NX PX ttl` (redis.io, "Distributed Locks with
+//!   Redis"); with `token = incr` a script sets the key and `INCR`s a counter atomically.
+//! * `acquire = setnx-then-expire`: the old two-step pattern, `SETNX` then `PEXPIRE`; a
+//!   crash between them leaves a key with no TTL: nobody ever acquires again.
+//! * `unlock = compare-and-delete` (the redis.io script) or `del` (deletes whoever holds
+//!   it — a holder that paused past its lease deletes its successor's lock).
+//! * `renew = watchdog`: like Redisson, a task extends the lease every `ttl / 3` with a
+//!   compare-and-pexpire script while the lock is held. It is frozen with its process.
+//!
+//! Validity is measured on the client's monotonic clock from *before* the request that
+//! set the key: `valid_until = start + ttl − (ttl × drift_factor + 2 ms)`.
+
+use super::conn::{CallError, Remote};
+use super::resp::Value;
+use super::server::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
+use super::REDIS_PORT;
+use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
+use crate::scenario::{Acquire, FaultPoint, RedisParams, Renew, TokenSource, Unlock};
+use crate::sim::NodeCtx;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The Redis lock client.
+pub struct RedisLock {
+    params: RedisParams,
+    remote: Remote,
+    /// The value of the most recent acquire attempt (to clean up after an unknown outcome).
+    last_value: Option<String>,
+    watchdog: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Outcome of one acquire attempt.
+enum Attempt {
+    Granted(Option<u64>),
+    Busy,
+}
+
+impl RedisLock {
+    /// A client for `redis-0` with these parameters.
+    pub fn new(params: RedisParams) -> RedisLock {
+        let timeout = Duration::from_millis(params.request_timeout_ms);
+        RedisLock {
+            params,
+            remote: Remote::new("redis-0", REDIS_PORT, timeout),
+            last_value: None,
+            watchdog: None,
+        }
+    }
+
+    fn lease_end(params: &RedisParams, start_mono_ns: i64) -> i64 {
+        let ttl = params.ttl_ms as f64 * 1e6;
+        let drift = ttl * params.drift_factor + 2e6;
+        start_mono_ns + (ttl - drift) as i64
+    }
+
+    async fn attempt(
+        &mut self,
+        ctx: &NodeCtx,
+        lock: &str,
+        value: &str,
+    ) -> Result<Attempt, CallError> {
+        let ttl = self.params.ttl_ms.to_string();
+        let token_key = format!("{lock}:token");
+        match self.params.acquire {
+            Acquire::SetNxPx => {
+                if self.params.token == TokenSource::Incr {
+                    let r = eval(
+                        &mut self.remote,
+                        ctx,
+                        TOKEN_ACQUIRE_SCRIPT,
+                        &[lock, &token_key],
+                        &[value, &ttl],
+                    )
+                    .await?;
+                    Ok(match r {
+                        Value::Integer(t) => Attempt::Granted(Some(t as u64)),
+                        _ => Attempt::Busy,
+                    })
+                } else {
+                    let args: [&[u8]; 6] = [
+                        b"SET",
+                        lock.as_bytes(),
+                        value.as_bytes(),
+                        b"NX",
+                        b"PX",
+                        ttl.as_bytes(),
+                    ];
+                    let r = self.remote.call(ctx, &args).await?;
+                    Ok(match r {
+                        Value::Simple(s) if s == "OK" => Attempt::Granted(None),
+                        _ => Attempt::Busy,
+                    })
+                }
+            }
+            Acquire::SetnxThenExpire => {
+                let args: [&[u8]; 3] = [b"SETNX", lock.as_bytes(), value.as_bytes()];
+                if self.remote.call(ctx, &args).await? != Value::Integer(1) {
+                    return Ok(Attempt::Busy);
+                }
+                // The key exists with no TTL until the PEXPIRE below lands.
+                ctx.fault_point(FaultPoint::MidAcquire).await;
+                let token = if self.params.token == TokenSource::Incr {
+                    let args: [&[u8]; 2] = [b"INCR", token_key.as_bytes()];
+                    match self.remote.call(ctx, &args).await? {
+                        Value::Integer(t) => Some(t as u64),
+                        other => return Err(CallError::Io(format!("INCR replied {other:?}"))),
+                    }
+                } else {
+                    None
+                };
+                let args: [&[u8]; 3] = [b"PEXPIRE", lock.as_bytes(), ttl.as_bytes()];
+                self.remote.call(ctx, &args).await?;
+                Ok(Attempt::Granted(token))
+            }
+        }
+    }
+
+    fn start_watchdog(&mut self, ctx: &NodeCtx, lock: &str, value: &str, lease: Rc<Cell<i64>>) {
+        let params = self.params.clone();
+        let (ctx2, lock, value) = (ctx.clone(), lock.to_string(), value.to_string());
+        let handle = ctx.spawn(async move {
+            let timeout = Duration::from_millis(params.request_timeout_ms);
+            let mut remote = Remote::new("redis-0", REDIS_PORT, timeout);
+            let ttl = params.ttl_ms.to_string();
+            loop {
+                ctx2.sleep(Duration::from_millis((params.ttl_ms / 3).max(1)))
+                    .await;
+                let start = ctx2.mono_ns();
+                match eval(&mut remote, &ctx2, EXTEND_SCRIPT, &[&lock], &[&value, &ttl]).await {
+                    Ok(Value::Integer(1)) => lease.set(Self::lease_end(&params, start)),
+                    // The key is gone or someone else's: the lock is lost; stop renewing.
+                    Ok(_) => return,
+                    Err(_) => {}
+                }
+            }
+        });
+        self.watchdog = Some(handle);
+    }
+
+    fn stop_watchdog(&mut self) {
+        if let Some(h) = self.watchdog.take() {
+            h.abort();
+        }
+    }
+
+    async fn unlock(&mut self, ctx: &NodeCtx, lock: &str, value: &str) -> Result<bool, LockError> {
+        self.stop_watchdog();
+        let r = match self.params.unlock {
+            Unlock::CompareAndDelete => {
+                eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await
+            }
+            Unlock::Del => {
+                let args: [&[u8]; 2] = [b"DEL", lock.as_bytes()];
+                self.remote.call(ctx, &args).await
+            }
+        };
+        match r {
+            Ok(Value::Integer(n)) => Ok(n > 0),
+            Ok(other) => Err(LockError::Failed(format!("unexpected reply {other:?}"))),
+            Err(e) if e.maybe_applied() => Err(LockError::Indeterminate(e.to_string())),
+            Err(e) => Err(LockError::Failed(e.to_string())),
+        }
+    }
+
+    async fn acquire_impl(
+        &mut self,
+        ctx: &NodeCtx,
+        lock: &str,
+        timeout: Duration,
+    ) -> Result<Grant, LockError> {
+        let value = format!("{}:{:016x}", ctx.name(), ctx.rand_u64());
+        self.last_value = Some(value.clone());
+        let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        let mut unknown = None;
+        loop {
+            let start = ctx.mono_ns();
+            match self.attempt(ctx, lock, &value).await {
+                Ok(Attempt::Granted(token)) => {
+                    let lease = Rc::new(Cell::new(Self::lease_end(&self.params, start)));
+                    if self.params.renew == Renew::Watchdog {
+                        self.start_watchdog(ctx, lock, &value, lease.clone());
+                    }
+                    return Ok(Grant {
+                        lock: lock.to_string(),
+                        token,
+                        owner_value: value,
+                        valid_until: Some(lease),
+                    });
+                }
+                Ok(Attempt::Busy) => {}
+                // A two-step acquire that failed after its first step: the lock key may be
+                // set with no TTL. Naive clients propagate the error, as here.
+                Err(e) if self.params.acquire == Acquire::SetnxThenExpire && e.maybe_applied() => {
+                    return Err(LockError::Indeterminate(format!(
+                        "acquire step failed: {e}"
+                    )));
+                }
+                Err(e) if e.maybe_applied() => unknown = Some(e.to_string()),
+                Err(_) => {}
+            }
+            if ctx.mono_ns() >= deadline {
+                return Err(match unknown {
+                    Some(e) => LockError::Indeterminate(format!("timed out; an attempt {e}")),
+                    None => LockError::Failed("timed out: lock busy".into()),
+                });
+            }
+            ctx.sleep_ms_in(self.params.retry_delay_ms).await;
+        }
+    }
+}
+
+/// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
+async fn eval(
+    remote: &mut Remote,
+    ctx: &NodeCtx,
+    script: &str,
+    keys: &[&str],
+    args: &[&str],
+) -> Result<Value, CallError> {
+    let sha = super::server::script_sha(script);
+    let numkeys = keys.len().to_string();
+    let mut cmd: Vec<&[u8]> = vec![b"EVALSHA", sha.as_bytes(), numkeys.as_bytes()];
+    cmd.extend(keys.iter().map(|k| k.as_bytes()));
+    cmd.extend(args.iter().map(|a| a.as_bytes()));
+    match remote.call(ctx, &cmd).await? {
+        Value::Error(e) if e.starts_with("NOSCRIPT") => {
+            cmd[0] = b"EVAL";
+            cmd[1] = script.as_bytes();
+            remote.call(ctx, &cmd).await
+        }
+        v => Ok(v),
+    }
+}
+
+impl LockClient for RedisLock {
+    fn acquire<'a>(
+        &'a mut self,
+        ctx: &'a NodeCtx,
+        lock: &'a str,
+        timeout: Duration,
+    ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
+        Box::pin(self.acquire_impl(ctx, lock, timeout))
+    }
+
+    fn release<'a>(
+        &'a mut self,
+        ctx: &'a NodeCtx,
+        grant: &'a Grant,
+    ) -> LocalBoxFuture<'a, Result<bool, LockError>> {
+        Box::pin(self.unlock(ctx, &grant.lock, &grant.owner_value))
+    }
+
+    fn abandon<'a>(
+        &'a mut self,
+        ctx: &'a NodeCtx,
+        lock: &'a str,
+    ) -> LocalBoxFuture<'a, Result<bool, LockError>> {
+        Box::pin(async move {
+            match self.last_value.clone() {
+                Some(v) => self.unlock(ctx, lock, &v).await,
+                None => Ok(false),
+            }
+        })
+    }
+}

@@ -1,0 +1,192 @@
+//! The protected resource: a storage server holding counters, optionally fenced.
+//!
+//! Kleppmann's storage ("How to do distributed locking", 2016): every request carries the
+//! client's fencing token; the storage remembers the highest token it has accepted and
+//! rejects anything older. Without tokens it accepts everything — the lock alone must
+//! then keep writers apart, which no lease lock can do under process pauses.
+//!
+//! With `fence_reads` (the default) a read carries its token too and raises the
+//! high-water mark. Fencing writes alone is not enough for a read-modify-write: a stale
+//! holder that reads, pauses, and writes *before* the new holder's first write is still
+//! accepted, and the new holder's write then loses the stale one's update.
+//!
+//! The storage's state lives outside its turmoil host, so it survives crashes (it is the
+//! durable system of record). It records every request it serves, with true time.
+
+use crate::history::EventType;
+use crate::locks::redis::conn::{serve, CallError, Remote};
+use crate::locks::redis::resp::Value;
+use crate::sim::NodeCtx;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// TCP port of the storage server.
+pub const STORAGE_PORT: u16 = 7000;
+
+#[derive(Default)]
+struct Store {
+    values: BTreeMap<String, i64>,
+    /// Highest token accepted so far (None: no token seen).
+    hi: Option<u64>,
+}
+
+/// The storage's durable state. Cloning shares it.
+#[derive(Clone, Default)]
+pub struct StorageState(Rc<RefCell<Store>>);
+
+impl StorageState {
+    /// Empty storage: every counter is 0.
+    pub fn new() -> StorageState {
+        StorageState::default()
+    }
+
+    /// Whether a request with `token` is current: no token (unfenced) or ≥ the mark.
+    fn admits(&self, token: Option<u64>) -> bool {
+        match (token, self.0.borrow().hi) {
+            (Some(t), Some(hi)) => t >= hi,
+            _ => true,
+        }
+    }
+
+    fn raise(&self, token: Option<u64>) {
+        if let Some(t) = token {
+            let mut s = self.0.borrow_mut();
+            s.hi = Some(s.hi.map_or(t, |h| h.max(t)));
+        }
+    }
+
+    /// `READ key token|- client` → the value, or an error when fenced out.
+    /// `WRITE key value token|- client` → 1 accepted, 0 rejected.
+    fn handle(&self, ctx: &NodeCtx, args: Vec<Vec<u8>>, fence_reads: bool) -> Value {
+        let text: Vec<String> = args
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let token = |s: &str| s.parse::<u64>().ok();
+        match text.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["READ", key, tok, client] => {
+                let token = token(tok);
+                let accepted = !fence_reads || self.admits(token);
+                if accepted && fence_reads {
+                    self.raise(token);
+                }
+                let value = *self.0.borrow().values.get(key).unwrap_or(&0);
+                ctx.record(
+                    ctx.event(EventType::Ok, "read")
+                        .key(key)
+                        .token(token)
+                        .value(value)
+                        .accepted(accepted)
+                        .client(client),
+                );
+                if accepted {
+                    Value::Integer(value)
+                } else {
+                    Value::Error(format!("STALE token {tok} is older than the storage's"))
+                }
+            }
+            ["WRITE", key, value, tok, client] => {
+                let Ok(value) = value.parse::<i64>() else {
+                    return Value::Error("ERR value is not an integer".into());
+                };
+                let token = token(tok);
+                let accepted = self.admits(token);
+                if accepted {
+                    self.raise(token);
+                    self.0.borrow_mut().values.insert(key.to_string(), value);
+                }
+                ctx.record(
+                    ctx.event(EventType::Ok, "write")
+                        .key(key)
+                        .token(token)
+                        .value(value)
+                        .accepted(accepted)
+                        .client(client),
+                );
+                Value::Integer(accepted as i64)
+            }
+            _ => Value::Error(format!("ERR unknown storage command {text:?}")),
+        }
+    }
+}
+
+/// The storage server's main loop.
+pub async fn storage_main(ctx: NodeCtx, state: StorageState, fence_reads: bool) {
+    serve(ctx, STORAGE_PORT, move |ctx, args| {
+        state.handle(ctx, args, fence_reads)
+    })
+    .await
+}
+
+/// Result of a storage request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageReply {
+    /// Read value, or whether a write was accepted.
+    Ok(i64),
+    /// The storage refused the request (a stale token on a fenced read).
+    Rejected(String),
+}
+
+/// A client's connection to the storage.
+pub struct StorageClient {
+    remote: Remote,
+}
+
+impl StorageClient {
+    /// A client whose requests time out after `timeout` local time.
+    pub fn new(timeout: Duration) -> StorageClient {
+        StorageClient {
+            remote: Remote::new("storage", STORAGE_PORT, timeout),
+        }
+    }
+
+    fn tok(token: Option<u64>) -> String {
+        token.map_or("-".to_string(), |t| t.to_string())
+    }
+
+    /// Read `key`, carrying `token`.
+    pub async fn read(
+        &mut self,
+        ctx: &NodeCtx,
+        key: &str,
+        token: Option<u64>,
+    ) -> Result<StorageReply, CallError> {
+        let tok = Self::tok(token);
+        let args: [&[u8]; 4] = [
+            b"READ",
+            key.as_bytes(),
+            tok.as_bytes(),
+            ctx.name().as_bytes(),
+        ];
+        Self::reply(self.remote.call(ctx, &args).await?)
+    }
+
+    /// Write `value` to `key`, carrying `token`.
+    pub async fn write(
+        &mut self,
+        ctx: &NodeCtx,
+        key: &str,
+        value: i64,
+        token: Option<u64>,
+    ) -> Result<StorageReply, CallError> {
+        let (tok, v) = (Self::tok(token), value.to_string());
+        let args: [&[u8]; 5] = [
+            b"WRITE",
+            key.as_bytes(),
+            v.as_bytes(),
+            tok.as_bytes(),
+            ctx.name().as_bytes(),
+        ];
+        Self::reply(self.remote.call(ctx, &args).await?)
+    }
+
+    fn reply(v: Value) -> Result<StorageReply, CallError> {
+        match v {
+            Value::Integer(i) => Ok(StorageReply::Ok(i)),
+            Value::Error(e) => Ok(StorageReply::Rejected(e)),
+            other => Err(CallError::Io(format!("unexpected reply {other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! [`NodeCtx`]: everything node code may use — its name, its clock, local-time sleeps,
+//! pausable task spawning, its seeded RNG, its disk and the history recorder.
+//!
+//! Node code never touches `std::time`, OS randomness or `tokio::spawn` directly: every
+//! source of time, randomness and concurrency goes through the context, which is what
+//! makes a run a pure function of (scenario, seed) and lets the nemesis pause a node.
+
+use super::clock::Clock;
+use super::disk::Disk;
+use super::pause::{PauseSwitch, YieldNow};
+use crate::history::{Event, EventType, Recorder};
+use crate::scenario::FaultPoint;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A fault waiting for the node to reach a [`FaultPoint`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArmedFault {
+    /// Pause the node for this many true ns.
+    Pause {
+        /// Pause length.
+        duration_ns: u64,
+    },
+    /// Crash the node, restarting after this many ns (or never).
+    Crash {
+        /// Down time.
+        down_ns: Option<u64>,
+    },
+}
+
+/// What node code asks of the driver (which owns turmoil's `Sim`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRequest {
+    /// The node paused itself at a fault point; resume it after this many ns.
+    ResumeAfter(u64),
+    /// The node reached an armed crash point; crash it now.
+    Crash(Option<u64>),
+}
+
+/// Per-node state that outlives crashes and restarts (owned by the world).
+pub struct NodeState {
+    name: String,
+    /// The node's clock.
+    pub clock: RefCell<Clock>,
+    /// The node's pause switch.
+    pub pause: PauseSwitch,
+    /// The node's durable storage.
+    pub disk: RefCell<Disk>,
+    rng: RefCell<ChaCha8Rng>,
+    armed: RefCell<Vec<(FaultPoint, ArmedFault)>>,
+    requests: RefCell<Vec<NodeRequest>>,
+    crashed: Cell<bool>,
+}
+
+impl NodeState {
+    /// Fresh state for node `name` in a run with `seed`.
+    pub fn new(name: &str, seed: u64) -> NodeState {
+        NodeState {
+            name: name.to_string(),
+            clock: RefCell::new(Clock::default()),
+            pause: PauseSwitch::new(),
+            disk: RefCell::new(Disk::new()),
+            rng: RefCell::new(node_rng(seed, name)),
+            armed: RefCell::new(Vec::new()),
+            requests: RefCell::new(Vec::new()),
+            crashed: Cell::new(false),
+        }
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Arm `fault` to strike when the node next reaches `point`.
+    pub fn arm(&self, point: FaultPoint, fault: ArmedFault) {
+        self.armed.borrow_mut().push((point, fault));
+    }
+
+    /// Take the requests node code made since the last call.
+    pub fn take_requests(&self) -> Vec<NodeRequest> {
+        std::mem::take(&mut *self.requests.borrow_mut())
+    }
+
+    /// Mark crashed or restarted. A crash drops unsynced disk data and pending faults.
+    pub fn set_crashed(&self, crashed: bool) {
+        self.crashed.set(crashed);
+        if crashed {
+            self.disk.borrow_mut().crash();
+            self.pause.reset();
+            self.requests.borrow_mut().clear();
+        }
+    }
+
+    /// Whether the node is down.
+    pub fn is_crashed(&self) -> bool {
+        self.crashed.get()
+    }
+}
+
+/// A ChaCha RNG derived from the run seed and the node name (FNV-1a of the name), so a
+/// node's random choices do not shift when another node is added.
+pub fn node_rng(seed: u64, name: &str) -> ChaCha8Rng {
+    let h = crate::history::fnv1a(name.as_bytes());
+    ChaCha8Rng::seed_from_u64(seed ^ h.rotate_left(17))
+}
+
+/// The handle node code gets. Cheap to clone.
+#[derive(Clone)]
+pub struct NodeCtx {
+    state: Rc<NodeState>,
+    recorder: Recorder,
+}
+
+/// A deadline passed before the operation completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed;
+
+impl NodeCtx {
+    /// A context over `state`, recording into `recorder`.
+    pub fn new(state: Rc<NodeState>, recorder: Recorder) -> NodeCtx {
+        NodeCtx { state, recorder }
+    }
+
+    /// The node's name, e.g. `client-0`.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// True simulated time since the start of the run, ns. For recording only: node logic
+    /// must use [`NodeCtx::mono_ns`] / [`NodeCtx::wall_ms`], as real code would.
+    pub fn true_ns(&self) -> u64 {
+        turmoil::sim_elapsed()
+            .expect("NodeCtx used outside a simulation")
+            .as_nanos() as u64
+    }
+
+    /// The node's monotonic clock, ns.
+    pub fn mono_ns(&self) -> i64 {
+        self.state.clock.borrow().mono_ns(self.true_ns())
+    }
+
+    /// The node's wall clock, ms since the Unix epoch.
+    pub fn wall_ms(&self) -> i64 {
+        self.state.clock.borrow().wall_ms(self.true_ns())
+    }
+
+    /// Sleep `d` of this node's *monotonic* time. Re-checks after waking, so a drift
+    /// change mid-sleep is honoured.
+    pub async fn sleep(&self, d: Duration) {
+        let target = self.mono_ns() + d.as_nanos() as i64;
+        loop {
+            let now = self.mono_ns();
+            if now >= target {
+                return;
+            }
+            let local = (target - now) as u64;
+            let true_ns = self.state.clock.borrow().true_duration_ns(local);
+            tokio::time::sleep(Duration::from_nanos(true_ns.max(1))).await;
+        }
+    }
+
+    /// Run `fut` with a deadline of `d` local monotonic time.
+    pub async fn timeout<F: Future>(&self, d: Duration, fut: F) -> Result<F::Output, Elapsed> {
+        tokio::select! {
+            // Biased: when both are ready in one poll, the operation wins, deterministically.
+            biased;
+            out = fut => Ok(out),
+            _ = self.sleep(d) => Err(Elapsed),
+        }
+    }
+
+    /// Spawn a task on this node. It is paused with the node and dies with it on a crash.
+    pub fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        tokio::task::spawn_local(self.state.pause.wrap(fut))
+    }
+
+    /// A uniform draw from `[lo, hi]` with the node's seeded RNG.
+    pub fn rand_range(&self, lo: u64, hi: u64) -> u64 {
+        self.state.rng.borrow_mut().gen_range(lo..=hi)
+    }
+
+    /// A random u64 from the node's seeded RNG.
+    pub fn rand_u64(&self) -> u64 {
+        self.state.rng.borrow_mut().gen()
+    }
+
+    /// Sleep a uniform draw from `[lo, hi]` ms of local time.
+    pub async fn sleep_ms_in(&self, range: [u64; 2]) {
+        let ms = self.rand_range(range[0], range[1]);
+        self.sleep(Duration::from_millis(ms)).await;
+    }
+
+    /// The node's disk (survives crashes; only fsynced data survives them).
+    pub fn disk(&self) -> std::cell::RefMut<'_, Disk> {
+        self.state.disk.borrow_mut()
+    }
+
+    /// Record an event from this node: stamps true time, the node's clocks and its name.
+    pub fn record(&self, mut event: Event) {
+        let t = self.true_ns();
+        let clock = self.state.clock.borrow();
+        event.time_ns = t;
+        event.local_ns = Some(clock.mono_ns(t));
+        event.wall_ms = Some(clock.wall_ms(t));
+        if event.process.is_empty() {
+            event.process = self.state.name.clone();
+        }
+        drop(clock);
+        self.recorder.push(event);
+    }
+
+    /// Shorthand: record an event of this process with type `kind` and op `f`.
+    pub fn event(&self, kind: EventType, f: &str) -> Event {
+        Event::new(self.state.name.clone(), kind, f)
+    }
+
+    /// A fault point: if a fault is armed for `point`, it strikes here. A pause freezes
+    /// the whole node (this task and every other) until the driver resumes it; a crash
+    /// never returns (the driver kills the node right after this tick).
+    pub async fn fault_point(&self, point: FaultPoint) {
+        let fault = {
+            let mut armed = self.state.armed.borrow_mut();
+            let pos = armed.iter().position(|(p, _)| *p == point);
+            pos.map(|i| armed.remove(i).1)
+        };
+        match fault {
+            None => {}
+            Some(ArmedFault::Pause { duration_ns }) => {
+                self.record(
+                    Event::new("nemesis", EventType::Event, "pause")
+                        .nodes(vec![self.name().to_string()])
+                        .value(serde_json::json!({
+                            "duration_ms": duration_ns as f64 / 1e6,
+                            "at": point.name(),
+                        })),
+                );
+                self.state.pause.pause();
+                self.state
+                    .requests
+                    .borrow_mut()
+                    .push(NodeRequest::ResumeAfter(duration_ns));
+                // Return Pending once: the Pausable wrapper then sees the switch and parks.
+                YieldNow::new().await;
+            }
+            Some(ArmedFault::Crash { down_ns }) => {
+                self.state
+                    .requests
+                    .borrow_mut()
+                    .push(NodeRequest::Crash(down_ns));
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! Builds a turmoil `Sim` from a [`Scenario`], runs one seed and returns its history.
+//!
+//! The driver loop owns the `Sim`: before every tick it applies the nemesis actions that
+//! are due (partitions through turmoil, pauses through each node's [`PauseSwitch`](super::pause::PauseSwitch),
+//! clock faults on each node's [`Clock`](super::clock::Clock), crashes through turmoil's
+//! `crash`/`bounce`), and after every tick it serves what node code asked for (a pause
+//! that struck at a fault point needs a resume; a crash point needs a crash).
+//!
+//! Everything is single-threaded and ordered: hosts in registration order, actions in
+//! schedule order, maps are `BTreeMap`s. A run is a pure function of (scenario, seed).
+
+use super::nemesis::{self, Action};
+use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
+use crate::history::{Event, EventType, History, Recorder};
+use crate::resource::{self, StorageState};
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// turmoil's tick: messages move and hosts run in steps of this much true time.
+pub const TICK: Duration = Duration::from_millis(1);
+
+/// The outcome of one seed.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The seed.
+    pub seed: u64,
+    /// Everything recorded, in true-time order.
+    pub history: History,
+    /// True time at which the run stopped, ns.
+    pub end_ns: u64,
+    /// A harness failure (a host returned an error): the history is incomplete.
+    pub error: Option<String>,
+}
+
+/// Run `scenario` with `seed`.
+pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
+    let scenario = Rc::new(scenario.clone());
+    let recorder = Recorder::new();
+    let net = &scenario.network;
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_millis(scenario.duration_ms + 1000))
+        .tick_duration(TICK)
+        .epoch(UNIX_EPOCH + Duration::from_nanos(super::clock::EPOCH_NS as u64))
+        .rng_seed(seed)
+        // The default (64) panics under bursts or long pauses; real kernels buffer MBs.
+        .tcp_capacity(65536)
+        .min_message_latency(Duration::from_millis(net.latency_ms[0]))
+        .max_message_latency(Duration::from_millis(net.latency_ms[1]))
+        .fail_rate(net.loss)
+        .repair_rate(if net.loss > 0.0 { 0.5 } else { 0.0 })
+        .build();
+
+    let mut nodes: BTreeMap<String, Rc<NodeState>> = BTreeMap::new();
+    let storage_state = StorageState::new();
+    for name in scenario.nodes() {
+        let state = Rc::new(NodeState::new(&name, seed));
+        nodes.insert(name.clone(), state.clone());
+        let (rec, sc, st) = (recorder.clone(), scenario.clone(), storage_state.clone());
+        let role = Role::of(&name, &scenario);
+        sim.host(name.as_str(), move || {
+            let ctx = NodeCtx::new(state.clone(), rec.clone());
+            let (sc, st) = (sc.clone(), st.clone());
+            state.pause.wrap(async move {
+                match role {
+                    Role::Server => crate::locks::server_main(&sc, ctx).await,
+                    Role::Storage => resource::storage_main(ctx, st, sc.workload.fence_reads).await,
+                    Role::Client => crate::workload::client_main(ctx, sc).await,
+                }
+                Ok(())
+            })
+        });
+    }
+
+    let mut driver = Driver {
+        nodes,
+        recorder: recorder.clone(),
+        cuts: BTreeMap::new(),
+        partitions: BTreeMap::new(),
+        pending: BTreeMap::new(),
+        seq: 0,
+        all: scenario.nodes(),
+    };
+    for (t, a) in nemesis::schedule(&scenario, seed) {
+        driver.push(t, a);
+    }
+
+    let end = Duration::from_millis(scenario.duration_ms);
+    let mut error = None;
+    while sim.elapsed() < end {
+        let now = sim.elapsed().as_nanos() as u64;
+        while let Some(entry) = driver.pending.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let action = entry.remove();
+            driver.apply(&mut sim, now, action);
+        }
+        if let Err(e) = sim.step() {
+            error = Some(e.to_string());
+            break;
+        }
+        let now = sim.elapsed().as_nanos() as u64;
+        let requests: Vec<(String, NodeRequest)> = driver
+            .nodes
+            .iter()
+            .flat_map(|(n, s)| s.take_requests().into_iter().map(|r| (n.clone(), r)))
+            .collect();
+        for (node, req) in requests {
+            match req {
+                NodeRequest::ResumeAfter(d) => driver.push(now + d, Action::Resume { node }),
+                NodeRequest::Crash(down_ns) => {
+                    driver.apply(&mut sim, now, Action::Crash { node, down_ns })
+                }
+            }
+        }
+    }
+    RunResult {
+        seed,
+        history: recorder.take(),
+        end_ns: sim.elapsed().as_nanos() as u64,
+        error,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Role {
+    Server,
+    Storage,
+    Client,
+}
+
+impl Role {
+    fn of(name: &str, s: &Scenario) -> Role {
+        if name == "storage" {
+            Role::Storage
+        } else if s.servers().iter().any(|n| n == name) {
+            Role::Server
+        } else {
+            Role::Client
+        }
+    }
+}
+
+struct Driver {
+    nodes: BTreeMap<String, Rc<NodeState>>,
+    recorder: Recorder,
+    /// Directed links currently cut, with how many partitions cut them: overlapping
+    /// partitions heal independently.
+    cuts: BTreeMap<(String, String), u32>,
+    /// Live partitions by id: the directed links each one cut.
+    partitions: BTreeMap<u64, Vec<(String, String)>>,
+    /// Future actions by (time, insertion sequence).
+    pending: BTreeMap<(u64, u64), Action>,
+    seq: u64,
+    all: Vec<String>,
+}
+
+impl Driver {
+    fn push(&mut self, t: u64, a: Action) {
+        self.pending.insert((t, self.seq), a);
+        self.seq += 1;
+    }
+
+    fn record(&self, now: u64, f: &str, nodes: Vec<String>, value: serde_json::Value) {
+        let mut e = Event::new("nemesis", EventType::Event, f)
+            .at(now)
+            .nodes(nodes.clone())
+            .value(value);
+        // A single affected node's clocks, for replays that show local time.
+        if let [one] = &nodes[..] {
+            if let Some(s) = self.nodes.get(one) {
+                let c = s.clock.borrow();
+                e.local_ns = Some(c.mono_ns(now));
+                e.wall_ms = Some(c.wall_ms(now));
+            }
+        }
+        self.recorder.push(e);
+    }
+
+    fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: Action) {
+        use serde_json::json;
+        match action {
+            Action::Pause { node, duration_ns } => {
+                let s = &self.nodes[&node];
+                if s.is_crashed() || s.pause.is_paused() {
+                    return;
+                }
+                s.pause.pause();
+                self.record(
+                    now,
+                    "pause",
+                    vec![node.clone()],
+                    json!({"duration_ms": duration_ns as f64 / 1e6, "at": "anywhere"}),
+                );
+                self.push(now + duration_ns, Action::Resume { node });
+            }
+            Action::ArmPause {
+                node,
+                duration_ns,
+                point,
+            } => {
+                self.nodes[&node].arm(point, ArmedFault::Pause { duration_ns });
+            }
+            Action::Resume { node } => {
+                let s = &self.nodes[&node];
+                if s.pause.is_paused() {
+                    s.pause.resume();
+                    self.record(now, "resume", vec![node], json!(null));
+                }
+            }
+            Action::Partition { id, side, oneway } => {
+                let mut links = Vec::new();
+                for a in &side {
+                    for b in self.all.iter().filter(|b| !side.contains(b)) {
+                        links.push((a.clone(), b.clone()));
+                        if !oneway {
+                            links.push((b.clone(), a.clone()));
+                        }
+                    }
+                }
+                for (a, b) in &links {
+                    let n = self.cuts.entry((a.clone(), b.clone())).or_insert(0);
+                    if *n == 0 {
+                        sim.partition_oneway(a.as_str(), b.as_str());
+                    }
+                    *n += 1;
+                }
+                self.partitions.insert(id, links);
+                self.record(now, "partition", side, json!({"id": id, "oneway": oneway}));
+            }
+            Action::Heal { id } => {
+                if let Some(links) = self.partitions.remove(&id) {
+                    self.uncut(sim, links);
+                    self.record(now, "heal", vec![], json!({"id": id}));
+                }
+            }
+            Action::HealAll => {
+                let links: Vec<_> = std::mem::take(&mut self.partitions)
+                    .into_values()
+                    .flatten()
+                    .collect();
+                self.uncut(sim, links);
+                self.record(now, "heal", vec![], json!({"id": "all"}));
+            }
+            Action::ClockJump { node, delta_ns } => {
+                let s = &self.nodes[&node];
+                s.clock.borrow_mut().jump(delta_ns);
+                let err = s.clock.borrow().wall_error_ns(now);
+                self.record(
+                    now,
+                    "clock-jump",
+                    vec![node],
+                    json!({"delta_ms": delta_ns as f64 / 1e6, "wall_error_ms": err as f64 / 1e6}),
+                );
+            }
+            Action::Skew { node, skew_ns } => {
+                self.nodes[&node].clock.borrow_mut().skew(now, skew_ns);
+                self.record(
+                    now,
+                    "skew",
+                    vec![node],
+                    json!({"skew_ms": skew_ns as f64 / 1e6}),
+                );
+            }
+            Action::Drift { node, ppm } => {
+                self.nodes[&node].clock.borrow_mut().set_drift(now, ppm);
+                self.record(now, "drift", vec![node], json!({"drift_ppm": ppm}));
+            }
+            Action::Crash { node, down_ns } => {
+                let s = self.nodes[&node].clone();
+                if s.is_crashed() {
+                    return;
+                }
+                sim.crash(node.as_str());
+                s.set_crashed(true);
+                self.record(
+                    now,
+                    "crash",
+                    vec![node.clone()],
+                    json!({"down_ms": down_ns.map(|d| d as f64 / 1e6)}),
+                );
+                if let Some(d) = down_ns {
+                    self.push(now + d, Action::Restart { node });
+                }
+            }
+            Action::ArmCrash {
+                node,
+                down_ns,
+                point,
+            } => {
+                self.nodes[&node].arm(point, ArmedFault::Crash { down_ns });
+            }
+            Action::Restart { node } => {
+                let s = self.nodes[&node].clone();
+                if !s.is_crashed() {
+                    return;
+                }
+                s.set_crashed(false);
+                sim.bounce(node.as_str());
+                self.record(now, "restart", vec![node], json!(null));
+            }
+        }
+    }
+
+    fn uncut(&mut self, sim: &mut turmoil::Sim<'_>, links: Vec<(String, String)>) {
+        for (a, b) in links {
+            let key = (a, b);
+            if let Some(n) = self.cuts.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.cuts.remove(&key);
+                    sim.repair_oneway(key.0.as_str(), key.1.as_str());
+                }
+            }
+        }
+    }
+}

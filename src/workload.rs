@@ -1,0 +1,194 @@
+//! What clients do: acquire → read → work → (validity check) → write → release → think,
+//! recording every invocation and completion Jepsen-style.
+//!
+//! The counter workload makes lost updates visible: each holder reads the counter, works,
+//! and writes counter + 1. If two clients ever act as holders at once, both read the same
+//! value and one increment is lost — unless the storage fences the stale one out.
+//!
+//! Between the validity check and the write sits a *pause point*: a pause armed with
+//! `at = "before-write"` strikes there. No client code can close that window; only the
+//! resource can (Kleppmann, "How to do distributed locking", 2016).
+
+use crate::history::EventType;
+use crate::locks::{client_for, Grant, LockError};
+use crate::resource::{StorageClient, StorageReply};
+use crate::scenario::{FaultPoint, Scenario};
+use crate::sim::NodeCtx;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The lock every client contends for.
+pub const LOCK: &str = "L";
+/// The storage key of the counter.
+pub const COUNTER: &str = "counter";
+
+/// A client node's main loop (runs until the simulation ends or the node crashes).
+pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
+    let w = &scenario.workload;
+    let mut lock = client_for(&scenario);
+    let mut storage = StorageClient::new(Duration::from_millis(w.storage_timeout_ms));
+    let acquire_timeout = Duration::from_millis(w.acquire_timeout_ms);
+    // Stagger the start so clients do not move in lockstep.
+    ctx.sleep_ms_in(w.think_ms).await;
+    loop {
+        ctx.record(ctx.event(EventType::Invoke, "acquire").lock(LOCK));
+        let grant = match lock.acquire(&ctx, LOCK, acquire_timeout).await {
+            Ok(g) => {
+                let mut e = ctx
+                    .event(EventType::Ok, "acquire")
+                    .lock(LOCK)
+                    .token(g.token);
+                e.valid_ms = g
+                    .valid_until_ns()
+                    .map(|v| ((v - ctx.mono_ns()).max(0) / 1_000_000) as u64);
+                ctx.record(e);
+                g
+            }
+            Err(err) => {
+                let kind = match err {
+                    LockError::Failed(_) => EventType::Fail,
+                    LockError::Indeterminate(_) => EventType::Info,
+                };
+                ctx.record(ctx.event(kind, "acquire").lock(LOCK).reason(err.reason()));
+                if kind == EventType::Info {
+                    release(&ctx, &mut *lock, None, "abandon").await;
+                }
+                ctx.sleep_ms_in(w.think_ms).await;
+                continue;
+            }
+        };
+        let token = if w.fencing { grant.token } else { None };
+        let reason = critical_section(&ctx, &scenario, &mut storage, &grant, token).await;
+        release(&ctx, &mut *lock, Some(&grant), reason).await;
+        ctx.sleep_ms_in(w.think_ms).await;
+    }
+}
+
+/// Read, work, check validity, write. Returns the reason for the release that follows:
+/// `done`, `expired` (the lease ran out by the local clock: the write was skipped) or
+/// `read-failed`.
+async fn critical_section(
+    ctx: &NodeCtx,
+    scenario: &Scenario,
+    storage: &mut StorageClient,
+    grant: &Grant,
+    token: Option<u64>,
+) -> &'static str {
+    let w = &scenario.workload;
+    ctx.record(
+        ctx.event(EventType::Invoke, "read")
+            .key(COUNTER)
+            .token(token),
+    );
+    let value = match storage.read(ctx, COUNTER, token).await {
+        Ok(StorageReply::Ok(v)) => {
+            ctx.record(
+                ctx.event(EventType::Ok, "read")
+                    .key(COUNTER)
+                    .token(token)
+                    .value(v),
+            );
+            v
+        }
+        Ok(StorageReply::Rejected(e)) => {
+            ctx.record(
+                ctx.event(EventType::Fail, "read")
+                    .key(COUNTER)
+                    .token(token)
+                    .reason(e),
+            );
+            return "read-failed";
+        }
+        Err(e) => {
+            // A read has no effect, so a lost reply is simply a failed read.
+            ctx.record(
+                ctx.event(EventType::Fail, "read")
+                    .key(COUNTER)
+                    .token(token)
+                    .reason(e.to_string()),
+            );
+            return "read-failed";
+        }
+    };
+    ctx.sleep_ms_in(w.work_ms).await;
+    if w.check_validity {
+        if let Some(until) = grant.valid_until_ns() {
+            if ctx.mono_ns() >= until {
+                return "expired";
+            }
+        }
+    }
+    ctx.fault_point(FaultPoint::BeforeWrite).await;
+    let new = value + 1;
+    ctx.record(
+        ctx.event(EventType::Invoke, "write")
+            .key(COUNTER)
+            .token(token)
+            .value(new),
+    );
+    let done = match storage.write(ctx, COUNTER, new, token).await {
+        Ok(StorageReply::Ok(a)) => ctx
+            .event(EventType::Ok, "write")
+            .key(COUNTER)
+            .token(token)
+            .value(new)
+            .accepted(a == 1),
+        Ok(StorageReply::Rejected(e)) => ctx
+            .event(EventType::Fail, "write")
+            .key(COUNTER)
+            .token(token)
+            .value(new)
+            .reason(e),
+        Err(e) => {
+            let kind = if e.maybe_applied() {
+                EventType::Info
+            } else {
+                EventType::Fail
+            };
+            ctx.event(kind, "write")
+                .key(COUNTER)
+                .token(token)
+                .value(new)
+                .reason(e.to_string())
+        }
+    };
+    ctx.record(done);
+    "done"
+}
+
+async fn release(
+    ctx: &NodeCtx,
+    lock: &mut dyn crate::locks::LockClient,
+    grant: Option<&Grant>,
+    reason: &str,
+) {
+    let token = grant.and_then(|g| g.token);
+    ctx.record(
+        ctx.event(EventType::Invoke, "release")
+            .lock(LOCK)
+            .token(token)
+            .reason(reason),
+    );
+    let result = match grant {
+        Some(g) => lock.release(ctx, g).await,
+        None => lock.abandon(ctx, LOCK).await,
+    };
+    let done = match result {
+        Ok(released) => ctx
+            .event(EventType::Ok, "release")
+            .lock(LOCK)
+            .token(token)
+            .value(released),
+        Err(LockError::Failed(r)) => ctx
+            .event(EventType::Fail, "release")
+            .lock(LOCK)
+            .token(token)
+            .reason(r),
+        Err(LockError::Indeterminate(r)) => ctx
+            .event(EventType::Info, "release")
+            .lock(LOCK)
+            .token(token)
+            .reason(r),
+    };
+    ctx.record(done);
+}
