@@ -289,6 +289,10 @@ pub enum FaultPoint {
     /// Armed at the drawn instant; strikes when the client next reaches the point between
     /// its validity check and its write (Kleppmann's window).
     BeforeWrite,
+    /// Armed at the drawn instant; strikes right after the client's next successful
+    /// acquire, before it reads: the holder then sleeps through its lease and wakes up
+    /// believing it holds the lock (an extension of DESIGN.md).
+    AfterAcquire,
     /// Armed at the drawn instant; strikes inside a multi-step acquire, after the lock key
     /// is set and before it is complete (e.g. between SETNX and EXPIRE). An extension of
     /// DESIGN.md, which names only the first two points: row 3 needs it.
@@ -301,6 +305,7 @@ impl FaultPoint {
         match self {
             FaultPoint::Anywhere => "anywhere",
             FaultPoint::BeforeWrite => "before-write",
+            FaultPoint::AfterAcquire => "after-acquire",
             FaultPoint::MidAcquire => "mid-acquire",
         }
     }

@@ -57,6 +57,7 @@ pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
                 continue;
             }
         };
+        ctx.fault_point(FaultPoint::AfterAcquire).await;
         let token = if w.fencing { grant.token } else { None };
         let reason = critical_section(&ctx, &scenario, &mut storage, &grant, token).await;
         release(&ctx, &mut *lock, Some(&grant), reason).await;

@@ -23,7 +23,7 @@ pub fn list_command() -> u8 {
     for (kind, meaning) in [
         (
             "pause",
-            "stop-the-world freeze of a node (at = anywhere | before-write | mid-acquire)",
+            "stop-the-world freeze of a node (at = anywhere | after-acquire | before-write | mid-acquire)",
         ),
         (
             "partition",
