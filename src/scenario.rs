@@ -525,7 +525,7 @@ impl Scenario {
             message,
         };
         // First pass: which algorithm decides the shape of [lock].
-        let table: toml::Table = toml::from_str(text).map_err(|e| err(toml_message(&e)))?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
         let algorithm = match table.get("algorithm") {
             None => return Err(err("missing key `algorithm`: expected one of redis, redis-replicated, redlock, zk, raft".into())),
             Some(toml::Value::String(s)) => s.clone(),
@@ -539,7 +539,7 @@ impl Scenario {
         let (algorithm, raw) = match algorithm.as_str() {
             "redis" => {
                 let raw: RawScenario<RedisParams> =
-                    toml::from_str(text).map_err(|e| err(toml_message(&e)))?;
+                    toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
                 let lock = LockParams::Redis(raw.lock.clone());
                 (Algorithm::Redis, raw.map_lock(lock))
             }
@@ -892,23 +892,35 @@ impl<L> RawScenario<L> {
     }
 }
 
-/// toml's message, flattened to one line where it spans several, keeping the location.
-fn toml_message(e: &toml::de::Error) -> String {
-    let msg = e.message().trim().to_string();
-    match e.span() {
-        Some(span) => format!("{msg} ({})", locate(e, span.start)),
-        None => msg,
-    }
-}
-
-fn locate(e: &toml::de::Error, _offset: usize) -> String {
-    // The full Display names the line and column first: "TOML parse error at line L, column C".
-    let full = e.to_string();
-    full.lines()
-        .next()
-        .and_then(|l| l.strip_prefix("TOML parse error at "))
-        .unwrap_or("unknown position")
-        .to_string()
+/// toml's message on one line, with the dotted key and the line/column it refers to.
+fn toml_message(e: &toml::de::Error, text: &str) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    let Some(span) = e.span() else {
+        return msg;
+    };
+    let start = span.start.min(text.len());
+    let line_no = text[..start].matches('\n').count() + 1;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..start].chars().count() + 1;
+    let line = text[line_start..].lines().next().unwrap_or("");
+    // serde names unknown fields itself; for type errors, name the key from the source.
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains('`'))
+        .map(|k| {
+            let section = text[..line_start].lines().rev().find_map(|l| {
+                l.trim()
+                    .strip_prefix('[')
+                    .map(|s| s.trim_matches(['[', ']']))
+            });
+            match section {
+                Some(sec) => format!("key `{sec}.{k}`: "),
+                None => format!("key `{k}`: "),
+            }
+        })
+        .unwrap_or_default();
+    format!("{key}{msg} (line {line_no}, column {column})")
 }
 
 #[cfg(test)]
@@ -1012,6 +1024,17 @@ ttl_ms = 100
         assert!(e.message.contains("line"), "{e}");
         let e = parse("algorithm = 3").unwrap_err();
         assert!(e.message.contains("expected a string"), "{e}");
+    }
+
+    #[test]
+    fn type_errors_name_the_dotted_key() {
+        let e = parse(&format!("{MINIMAL}[workload]\nclients = \"many\"\n")).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("key `workload.clients`: invalid type"),
+            "{e}"
+        );
+        assert!(e.message.contains("line 8"), "{e}");
     }
 
     #[test]

@@ -91,13 +91,14 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
             ) else {
                 continue;
             };
-            // Faults that shaped the story: from a little before the first involved event.
+            // Faults and server expirations that shaped the story, from a little before the
+            // first involved event.
             let from = lo.saturating_sub(2_000_000_000);
             let mut lines: Vec<&Event> = history
                 .iter()
                 .filter(|e| {
-                    v.events.contains(&e.index)
-                        || (e.process == "nemesis" && e.time_ns >= from && e.time_ns <= hi)
+                    let context = e.process == "nemesis" || e.f == "expire";
+                    v.events.contains(&e.index) || (context && e.time_ns >= from && e.time_ns <= hi)
                 })
                 .collect();
             lines.sort_by_key(|e| e.index);

@@ -90,7 +90,8 @@ pub fn run_command(
             outcomes.len(),
             jobs
         ));
-        for (name, t) in &summary.checks {
+        for name in crate::check::CHECK_NAMES {
+            let t = &summary.checks[*name];
             let verdict = if t.violations == 0 {
                 "holds".to_string()
             } else {

@@ -174,7 +174,9 @@ impl RedisLock {
         let value = format!("{}:{:016x}", ctx.name(), ctx.rand_u64());
         self.last_value = Some(value.clone());
         let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        // Why the attempts so far failed: an outcome-unknown error wins over a definite one.
         let mut unknown = None;
+        let mut last = "lock busy".to_string();
         loop {
             let start = ctx.mono_ns();
             match self.attempt(ctx, lock, &value).await {
@@ -190,7 +192,7 @@ impl RedisLock {
                         valid_until: Some(lease),
                     });
                 }
-                Ok(Attempt::Busy) => {}
+                Ok(Attempt::Busy) => last = "lock busy".into(),
                 // A two-step acquire that failed after its first step: the lock key may be
                 // set with no TTL. Naive clients propagate the error, as here.
                 Err(e) if self.params.acquire == Acquire::SetnxThenExpire && e.maybe_applied() => {
@@ -199,12 +201,12 @@ impl RedisLock {
                     )));
                 }
                 Err(e) if e.maybe_applied() => unknown = Some(e.to_string()),
-                Err(_) => {}
+                Err(e) => last = e.to_string(),
             }
             if ctx.mono_ns() >= deadline {
                 return Err(match unknown {
                     Some(e) => LockError::Indeterminate(format!("timed out; an attempt {e}")),
-                    None => LockError::Failed("timed out: lock busy".into()),
+                    None => LockError::Failed(format!("timed out; last attempt: {last}")),
                 });
             }
             ctx.sleep_ms_in(self.params.retry_delay_ms).await;
