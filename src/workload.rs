@@ -34,6 +34,7 @@ pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
         ctx.record(ctx.event(EventType::Invoke, "acquire").lock(LOCK));
         let grant = match lock.acquire(&ctx, LOCK, acquire_timeout).await {
             Ok(g) => {
+                tracing::debug!(token = ?g.token, "acquired {LOCK}");
                 let mut e = ctx
                     .event(EventType::Ok, "acquire")
                     .lock(LOCK)
@@ -45,6 +46,7 @@ pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
                 g
             }
             Err(err) => {
+                tracing::debug!(reason = err.reason(), "acquire failed");
                 let kind = match err {
                     LockError::Failed(_) => EventType::Fail,
                     LockError::Indeterminate(_) => EventType::Info,
@@ -115,6 +117,11 @@ async fn critical_section(
     if w.check_validity {
         if let Some(until) = grant.valid_until_ns() {
             if ctx.mono_ns() >= until {
+                tracing::debug!(
+                    mono_ns = ctx.mono_ns(),
+                    until,
+                    "lease expired: skipping the write"
+                );
                 return "expired";
             }
         }

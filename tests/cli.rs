@@ -181,3 +181,23 @@ fn list_names_algorithms_faults_and_scenarios() {
     }
     assert!(!out.contains("INVALID"), "{out}");
 }
+
+#[test]
+fn replay_trace_logs_every_node_in_simulated_time() {
+    let (_, _, err) = locksim(&[
+        "replay",
+        "sims/redis-01-pause-past-lease.toml",
+        "--seed",
+        "0",
+        "--trace",
+    ]);
+    // Server commands, client decisions and nemesis actions, each with its node.
+    assert!(
+        err.contains("redis-0") && err.contains("SET L client-"),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    assert!(err.contains("client-0") && err.contains("acquired L"));
+    assert!(err.contains("nemesis at") && err.contains("ArmPause"));
+    assert!(err.contains("ms"), "simulated-time stamps");
+}

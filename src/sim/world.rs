@@ -181,6 +181,7 @@ impl Driver {
 
     fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: Action) {
         use serde_json::json;
+        tracing::info!("nemesis at {:.3} ms: {action:?}", now as f64 / 1e6);
         match action {
             Action::Pause { node, duration_ns } => {
                 let s = &self.nodes[&node];

@@ -54,6 +54,12 @@ pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
     }
     serve(ctx, REDIS_PORT, move |ctx, args| {
         let out = server.borrow_mut().execute(ctx.wall_ms(), &args);
+        tracing::debug!(
+            wall_ms = ctx.wall_ms(),
+            "{} -> {:?}",
+            show(&args),
+            out.reply
+        );
         record_expired(ctx, &out.expired);
         persist(ctx, persistence, &out.propagate);
         out.reply
@@ -61,8 +67,27 @@ pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
     .await
 }
 
+/// A command as a short printable line for traces.
+fn show(args: &[Vec<u8>]) -> String {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| {
+            let w = String::from_utf8_lossy(a);
+            // Scripts are long: their first line says which one it is.
+            w.lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(48)
+                .collect()
+        })
+        .collect();
+    words.join(" ")
+}
+
 fn record_expired(ctx: &NodeCtx, keys: &[Vec<u8>]) {
     for k in keys {
+        tracing::debug!(key = %String::from_utf8_lossy(k), "expired");
         ctx.record(
             ctx.event(EventType::Event, "expire")
                 .key(String::from_utf8_lossy(k)),
