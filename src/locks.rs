@@ -4,8 +4,9 @@
 //! of a client that differ in one line.
 
 pub mod redis;
+pub mod redlock;
 
-use crate::scenario::{LockParams, Scenario};
+use crate::scenario::{Algorithm, LockParams, Scenario};
 use crate::sim::NodeCtx;
 use std::cell::Cell;
 use std::future::Future;
@@ -85,14 +86,19 @@ pub trait LockClient {
 /// The client for the scenario's algorithm.
 pub fn client_for(scenario: &Scenario) -> Box<dyn LockClient> {
     match &scenario.lock {
-        LockParams::Redis(p) => Box::new(redis::RedisLock::new(p.clone())),
+        LockParams::Redis(p) => Box::new(redis::RedisLock::new(p.clone(), scenario.algorithm)),
+        LockParams::Redlock(p) => Box::new(redlock::Redlock::new(p.clone())),
     }
 }
 
 /// The main loop of lock server `ctx.name()`.
 pub async fn server_main(scenario: &Scenario, ctx: NodeCtx) {
-    match &scenario.lock {
-        LockParams::Redis(p) => redis::serve_node(ctx, p.persistence).await,
+    match (&scenario.algorithm, &scenario.lock) {
+        (Algorithm::RedisReplicated, LockParams::Redis(p)) => {
+            redis::replicated_main(ctx, p.clone(), scenario.servers()).await
+        }
+        (_, LockParams::Redis(p)) => redis::serve_node(ctx, p.persistence).await,
+        (_, LockParams::Redlock(p)) => redlock::server_main(ctx, p).await,
     }
 }
 

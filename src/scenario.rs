@@ -35,14 +35,19 @@ pub type Range<T> = [T; 2];
 pub enum Algorithm {
     /// Single Redis node with the SET NX PX lock (or its variants).
     Redis,
+    /// A Redis primary with asynchronous replicas and sentinel failover; the same lock
+    /// client, which finds the primary through the sentinels.
+    RedisReplicated,
+    /// Redlock over N independent Redis nodes.
+    Redlock,
 }
 
 impl Algorithm {
     /// Every algorithm name in the DESIGN, with whether it is implemented.
     pub const ALL: &'static [(&'static str, bool)] = &[
         ("redis", true),
-        ("redis-replicated", false),
-        ("redlock", false),
+        ("redis-replicated", true),
+        ("redlock", true),
         ("zk", false),
         ("raft", false),
     ];
@@ -51,6 +56,8 @@ impl Algorithm {
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Redis => "redis",
+            Algorithm::RedisReplicated => "redis-replicated",
+            Algorithm::Redlock => "redlock",
         }
     }
 }
@@ -139,6 +146,134 @@ pub struct RedisParams {
     /// Clock-drift allowance subtracted from the lease: `ttl × factor + 2 ms` [0.01].
     #[serde(default = "default_drift_factor")]
     pub drift_factor: f64,
+    /// `redis-replicated` only: number of replicas [2].
+    pub replicas: Option<u32>,
+    /// `redis-replicated` only: number of sentinels [3] (quorum: a majority of them).
+    pub sentinels: Option<u32>,
+    /// `redis-replicated` only: a sentinel considers the primary down after this long
+    /// without a reply to PING [1000].
+    pub down_after_ms: Option<u64>,
+    /// `redis-replicated` only: delay before a replica applies each replicated command,
+    /// ms [[0, 50]].
+    pub replication_lag_ms: Option<Range<u64>>,
+    /// `redis-replicated` only: after acquiring, the client runs `WAIT wait_replicas
+    /// wait_timeout_ms` and treats fewer acknowledgements as a failed acquire [0: no WAIT].
+    pub wait_replicas: Option<u32>,
+    /// `redis-replicated` only: the WAIT timeout, ms [100].
+    pub wait_timeout_ms: Option<u64>,
+}
+
+/// Replication settings of `redis-replicated`, with defaults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replication {
+    /// Number of replicas.
+    pub replicas: u32,
+    /// Number of sentinels.
+    pub sentinels: u32,
+    /// Down-after period, ms.
+    pub down_after_ms: u64,
+    /// Replication lag range, ms.
+    pub lag_ms: Range<u64>,
+    /// Replicas to WAIT for after an acquire (0: no WAIT).
+    pub wait_replicas: u32,
+    /// WAIT timeout, ms.
+    pub wait_timeout_ms: u64,
+}
+
+impl RedisParams {
+    /// The replication settings with their defaults.
+    pub fn replication(&self) -> Replication {
+        Replication {
+            replicas: self.replicas.unwrap_or(2),
+            sentinels: self.sentinels.unwrap_or(3),
+            down_after_ms: self.down_after_ms.unwrap_or(1000),
+            lag_ms: self.replication_lag_ms.unwrap_or([0, 50]),
+            wait_replicas: self.wait_replicas.unwrap_or(0),
+            wait_timeout_ms: self.wait_timeout_ms.unwrap_or(100),
+        }
+    }
+
+    /// The replication-only keys that are set (an error for plain `redis`).
+    fn replication_keys_set(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (k, set) in [
+            ("replicas", self.replicas.is_some()),
+            ("sentinels", self.sentinels.is_some()),
+            ("down_after_ms", self.down_after_ms.is_some()),
+            ("replication_lag_ms", self.replication_lag_ms.is_some()),
+            ("wait_replicas", self.wait_replicas.is_some()),
+            ("wait_timeout_ms", self.wait_timeout_ms.is_some()),
+        ] {
+            if set {
+                v.push(k);
+            }
+        }
+        v
+    }
+}
+
+/// Which clock a Redlock client measures elapsed acquisition time with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockKind {
+    /// The monotonic clock: immune to wall-clock steps.
+    Monotonic,
+    /// The wall clock, as the reference clients that call `time()` do.
+    Wall,
+}
+
+/// `[lock]` for `algorithm = "redlock"` (redis.io, "Distributed Locks with Redis").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedlockParams {
+    /// Number of independent Redis nodes `redis-0 .. redis-N-1` [5].
+    #[serde(default = "default_redlock_nodes")]
+    pub nodes: u32,
+    /// Lease time in ms [1000].
+    #[serde(default = "default_ttl")]
+    pub ttl_ms: u64,
+    /// Drift allowance: `drift = ttl × factor + 2 ms` [0.01].
+    #[serde(default = "default_drift_factor")]
+    pub drift_factor: f64,
+    /// Clock used to measure the acquisition time [monotonic].
+    #[serde(default = "default_clock_kind")]
+    pub clock: ClockKind,
+    /// Refuse a majority whose remaining validity is not positive [true]. `false` models a
+    /// client that returns as soon as a majority answers, without re-checking.
+    #[serde(default = "default_true")]
+    pub reject_expired: bool,
+    /// Per-node request deadline, local ms [50] (small against the TTL, as the spec asks).
+    #[serde(default = "default_node_timeout")]
+    pub node_timeout_ms: u64,
+    /// Attempts per acquire before giving up [3].
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Random delay between attempts, local ms [[50, 150]].
+    #[serde(default = "default_redlock_retry_delay")]
+    pub retry_delay_ms: Range<u64>,
+    /// Each node's persistence [none].
+    #[serde(default = "default_persistence")]
+    pub persistence: Persistence,
+    /// A restarted node stays unavailable this long before serving (antirez's delayed
+    /// restart; at least the max TTL makes a fast restart safe) [0].
+    #[serde(default)]
+    pub restart_delay_ms: u64,
+}
+
+fn default_redlock_nodes() -> u32 {
+    5
+}
+fn default_clock_kind() -> ClockKind {
+    ClockKind::Monotonic
+}
+fn default_node_timeout() -> u64 {
+    50
+}
+fn default_retries() -> u32 {
+    3
+}
+fn default_redlock_retry_delay() -> Range<u64> {
+    [50, 150]
 }
 
 fn default_ttl() -> u64 {
@@ -172,8 +307,10 @@ fn default_drift_factor() -> f64 {
 /// Algorithm parameters, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LockParams {
-    /// `algorithm = "redis"`.
+    /// `algorithm = "redis"` and `"redis-replicated"`.
     Redis(RedisParams),
+    /// `algorithm = "redlock"`.
+    Redlock(RedlockParams),
 }
 
 impl LockParams {
@@ -181,6 +318,7 @@ impl LockParams {
     pub fn ttl_ms(&self) -> u64 {
         match self {
             LockParams::Redis(p) => p.ttl_ms,
+            LockParams::Redlock(p) => p.ttl_ms,
         }
     }
 }
@@ -413,6 +551,9 @@ pub struct ExplicitFault {
     /// `partition`: drop only traffic from `nodes` to the others [false].
     #[serde(default)]
     pub oneway: bool,
+    /// `partition`: cut `nodes` off from these nodes only [every other node].
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 /// `[faults]`.
@@ -537,16 +678,32 @@ impl Scenario {
             }
         };
         let (algorithm, raw) = match algorithm.as_str() {
-            "redis" => {
+            name @ ("redis" | "redis-replicated") => {
                 let raw: RawScenario<RedisParams> =
                     toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
+                let alg = if name == "redis" {
+                    if let Some(k) = raw.lock.replication_keys_set().first() {
+                        return Err(err(format!(
+                            "key `lock.{k}`: only valid with algorithm = \"redis-replicated\""
+                        )));
+                    }
+                    Algorithm::Redis
+                } else {
+                    Algorithm::RedisReplicated
+                };
                 let lock = LockParams::Redis(raw.lock.clone());
-                (Algorithm::Redis, raw.map_lock(lock))
+                (alg, raw.map_lock(lock))
+            }
+            "redlock" => {
+                let raw: RawScenario<RedlockParams> =
+                    toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
+                let lock = LockParams::Redlock(raw.lock.clone());
+                (Algorithm::Redlock, raw.map_lock(lock))
             }
             other => {
                 return Err(match Algorithm::ALL.iter().find(|(n, _)| *n == other) {
                     Some(_) => err(format!(
-                        "key `algorithm`: `{other}` is not implemented yet; implemented: redis"
+                        "key `algorithm`: `{other}` is not implemented yet; implemented: redis, redis-replicated, redlock"
                     )),
                     None => err(format!(
                         "key `algorithm`: unknown algorithm `{other}`; expected one of redis, redis-replicated, redlock, zk, raft"
@@ -579,10 +736,18 @@ impl Scenario {
         v
     }
 
-    /// Lock server node names.
+    /// Lock server node names: Redis nodes first, then sentinels.
     pub fn servers(&self) -> Vec<String> {
-        match self.algorithm {
-            Algorithm::Redis => vec!["redis-0".to_string()],
+        let redis = |n: u32| (0..n).map(|i| format!("redis-{i}")).collect::<Vec<_>>();
+        match (&self.algorithm, &self.lock) {
+            (Algorithm::RedisReplicated, LockParams::Redis(p)) => {
+                let r = p.replication();
+                let mut v = redis(r.replicas + 1);
+                v.extend((0..r.sentinels).map(|i| format!("sentinel-{i}")));
+                v
+            }
+            (Algorithm::Redlock, LockParams::Redlock(p)) => redis(p.nodes),
+            _ => redis(1),
         }
     }
 
@@ -643,6 +808,46 @@ impl Scenario {
             LockParams::Redis(p) => {
                 positive("lock.ttl_ms", p.ttl_ms)?;
                 positive("lock.request_timeout_ms", p.request_timeout_ms)?;
+                range("lock.retry_delay_ms", &p.retry_delay_ms)?;
+                if !(0.0..1.0).contains(&p.drift_factor) {
+                    return Err(format!(
+                        "key `lock.drift_factor`: expected a number in [0, 1), got {}",
+                        p.drift_factor
+                    ));
+                }
+                let r = p.replication();
+                if !(1..=8).contains(&r.replicas) {
+                    return Err(format!(
+                        "key `lock.replicas`: expected 1 to 8, got {}",
+                        r.replicas
+                    ));
+                }
+                if !(1..=7).contains(&r.sentinels) {
+                    return Err(format!(
+                        "key `lock.sentinels`: expected 1 to 7, got {}",
+                        r.sentinels
+                    ));
+                }
+                positive("lock.down_after_ms", r.down_after_ms)?;
+                range("lock.replication_lag_ms", &r.lag_ms)?;
+                positive("lock.wait_timeout_ms", r.wait_timeout_ms)?;
+                if r.wait_replicas > r.replicas {
+                    return Err(format!(
+                        "key `lock.wait_replicas`: expected at most replicas = {}, got {}",
+                        r.replicas, r.wait_replicas
+                    ));
+                }
+            }
+            LockParams::Redlock(p) => {
+                if !(1..=15).contains(&p.nodes) {
+                    return Err(format!(
+                        "key `lock.nodes`: expected 1 to 15, got {}",
+                        p.nodes
+                    ));
+                }
+                positive("lock.ttl_ms", p.ttl_ms)?;
+                positive("lock.node_timeout_ms", p.node_timeout_ms)?;
+                positive("lock.retries", p.retries as u64)?;
                 range("lock.retry_delay_ms", &p.retry_delay_ms)?;
                 if !(0.0..1.0).contains(&p.drift_factor) {
                     return Err(format!(
@@ -862,7 +1067,19 @@ impl Scenario {
             kind,
         )?;
         forbid("oneway", e.oneway && e.kind != FaultKind::Partition, kind)?;
-        if e.kind == FaultKind::Partition {
+        forbid(
+            "peers",
+            !e.peers.is_empty() && e.kind != FaultKind::Partition,
+            kind,
+        )?;
+        self.validate_names(&key("peers"), &e.peers)?;
+        if let Some(n) = e.peers.iter().find(|p| e.nodes.contains(p)) {
+            return Err(format!(
+                "key `{}`: `{n}` is on both sides of the partition",
+                key("peers")
+            ));
+        }
+        if e.kind == FaultKind::Partition && e.peers.is_empty() {
             let all = self.nodes();
             if e.nodes.len() >= all.len() {
                 return Err(format!(
@@ -981,6 +1198,33 @@ ttl_ms = 100
         assert!(e.message.contains("unknown algorithm `etcd`"), "{e}");
         let e = parse(&MINIMAL.replace("\"redis\"", "\"raft\"")).unwrap_err();
         assert!(e.message.contains("not implemented yet"), "{e}");
+        let e = parse(&format!("{MINIMAL}replicas = 2\n")).unwrap_err();
+        assert!(
+            e.message
+                .contains("only valid with algorithm = \"redis-replicated\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn replicated_and_redlock_node_names() {
+        let s = parse(&format!(
+            "{}replicas = 1\nsentinels = 2\n",
+            MINIMAL.replace("\"redis\"", "\"redis-replicated\"")
+        ))
+        .unwrap();
+        assert_eq!(
+            s.servers(),
+            ["redis-0", "redis-1", "sentinel-0", "sentinel-1"]
+        );
+        let s = parse(&MINIMAL.replace("\"redis\"", "\"redlock\"")).unwrap();
+        assert_eq!(s.servers().len(), 5);
+        let e = parse(&format!(
+            "{}unlock = \"del\"\n",
+            MINIMAL.replace("\"redis\"", "\"redlock\"")
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("unknown field `unlock`"), "{e}");
     }
 
     #[test]

@@ -12,3 +12,16 @@ pub mod server;
 
 pub use lock::RedisLock;
 pub use serve::{serve_node, REDIS_PORT};
+
+/// A node of a `redis-replicated` deployment (replication and sentinels: in progress;
+/// for now every Redis node serves standalone and sentinels idle).
+pub async fn replicated_main(
+    ctx: crate::sim::NodeCtx,
+    params: crate::scenario::RedisParams,
+    _servers: Vec<String>,
+) {
+    if ctx.name().starts_with("sentinel-") {
+        std::future::pending::<()>().await;
+    }
+    serve_node(ctx, params.persistence).await
+}

@@ -42,12 +42,14 @@ pub enum Action {
         /// Node.
         node: String,
     },
-    /// Cut `side` off from every other node (only outbound from `side` when `oneway`).
+    /// Cut `side` off from `peers` (only outbound from `side` when `oneway`).
     Partition {
         /// Partition id (its heal names it).
         id: u64,
         /// The cut-off nodes.
         side: Vec<String>,
+        /// The nodes they are cut off from (empty: every other node).
+        peers: Vec<String>,
         /// Drop only traffic from `side`.
         oneway: bool,
     },
@@ -134,6 +136,7 @@ fn explicit(s: &Scenario, out: &mut Schedule, next_id: &mut u64) {
                     Action::Partition {
                         id,
                         side: e.nodes.clone(),
+                        peers: e.peers.clone(),
                         oneway: e.oneway,
                     },
                 ));
@@ -317,6 +320,7 @@ fn random(s: &Scenario, seed: u64, out: &mut Schedule, next_id: &mut u64) {
                     Action::Partition {
                         id,
                         side,
+                        peers: Vec::new(),
                         oneway: p.oneway,
                     },
                 ));

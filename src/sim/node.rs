@@ -54,6 +54,7 @@ pub struct NodeState {
     armed: RefCell<Vec<(FaultPoint, ArmedFault)>>,
     requests: RefCell<Vec<NodeRequest>>,
     crashed: Cell<bool>,
+    starts: Cell<u32>,
 }
 
 impl NodeState {
@@ -68,6 +69,7 @@ impl NodeState {
             armed: RefCell::new(Vec::new()),
             requests: RefCell::new(Vec::new()),
             crashed: Cell::new(false),
+            starts: Cell::new(0),
         }
     }
 
@@ -114,6 +116,7 @@ pub fn node_rng(seed: u64, name: &str) -> ChaCha8Rng {
 pub struct NodeCtx {
     state: Rc<NodeState>,
     recorder: Recorder,
+    incarnation: u32,
 }
 
 /// A deadline passed before the operation completed.
@@ -121,9 +124,21 @@ pub struct NodeCtx {
 pub struct Elapsed;
 
 impl NodeCtx {
-    /// A context over `state`, recording into `recorder`.
+    /// A context for a (re)start of the node with `state`, recording into `recorder`.
+    /// Each call is a new incarnation: 0 for the first start, 1 after the first restart…
     pub fn new(state: Rc<NodeState>, recorder: Recorder) -> NodeCtx {
-        NodeCtx { state, recorder }
+        let incarnation = state.starts.get();
+        state.starts.set(incarnation + 1);
+        NodeCtx {
+            state,
+            recorder,
+            incarnation,
+        }
+    }
+
+    /// How many times this node has been restarted before this run of its code.
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation
     }
 
     /// The node's name, e.g. `client-0`.

@@ -211,10 +211,24 @@ impl Driver {
                     self.record(now, "resume", vec![node], json!(null));
                 }
             }
-            Action::Partition { id, side, oneway } => {
+            Action::Partition {
+                id,
+                side,
+                peers,
+                oneway,
+            } => {
+                let others: Vec<String> = if peers.is_empty() {
+                    self.all
+                        .iter()
+                        .filter(|b| !side.contains(b))
+                        .cloned()
+                        .collect()
+                } else {
+                    peers.clone()
+                };
                 let mut links = Vec::new();
                 for a in &side {
-                    for b in self.all.iter().filter(|b| !side.contains(b)) {
+                    for b in &others {
                         links.push((a.clone(), b.clone()));
                         if !oneway {
                             links.push((b.clone(), a.clone()));
@@ -229,7 +243,12 @@ impl Driver {
                     *n += 1;
                 }
                 self.partitions.insert(id, links);
-                self.record(now, "partition", side, json!({"id": id, "oneway": oneway}));
+                self.record(
+                    now,
+                    "partition",
+                    side,
+                    json!({"id": id, "oneway": oneway, "from": others}),
+                );
             }
             Action::Heal { id } => {
                 if let Some(links) = self.partitions.remove(&id) {

@@ -40,7 +40,7 @@ enum Attempt {
 
 impl RedisLock {
     /// A client for `redis-0` with these parameters.
-    pub fn new(params: RedisParams) -> RedisLock {
+    pub fn new(params: RedisParams, _algorithm: crate::scenario::Algorithm) -> RedisLock {
         let timeout = Duration::from_millis(params.request_timeout_ms);
         RedisLock {
             params,
