@@ -916,6 +916,16 @@ impl Scenario {
         for (i, e) in f.at.iter().enumerate() {
             self.validate_explicit(i, e)?;
         }
+        let random =
+            f.pause.is_some() || f.partition.is_some() || f.clock.is_some() || f.crash.is_some();
+        if random && self.duration_ms <= self.liveness_ms {
+            // Random faults stop liveness_ms before the end; with no room they would
+            // silently never happen.
+            return Err(format!(
+                "key `faults`: random faults are configured, but they must end liveness_ms = {} before duration_ms = {}, which leaves no time for them; lengthen duration_ms or set a shorter liveness_ms",
+                self.liveness_ms, self.duration_ms
+            ));
+        }
         for name in self.expect.keys() {
             if !CHECK_NAMES.contains(&name.as_str()) {
                 let later = ["lock-linearizable", "storage-linearizable"];
@@ -1279,6 +1289,16 @@ ttl_ms = 100
             "{e}"
         );
         assert!(e.message.contains("line 8"), "{e}");
+    }
+
+    #[test]
+    fn random_faults_need_room_before_the_liveness_tail() {
+        let e = parse(&format!(
+            "{}[faults]\ncrash = {{ nodes = \"servers\", down_ms = [1, 2] }}\n",
+            MINIMAL.replace("ttl_ms = 100", "ttl_ms = 300")
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("leaves no time"), "{e}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ const MIXED: &[&str] = &[
     "redis-03-setnx-then-expire-random",
     "redis-04-server-clock-jump-random",
     "redis-12-watchdog-starvation-random",
+    "redis-05-async-failover-random",
+    "redis-06-minority-primary-random",
 ];
 
 #[test]

@@ -43,6 +43,14 @@ impl Disk {
         }
     }
 
+    /// Empty `name` (durably: a rewrite that replaced the file).
+    pub fn truncate(&mut self, name: &str) {
+        if let Some(f) = self.files.get_mut(name) {
+            f.data.clear();
+            f.synced = 0;
+        }
+    }
+
     /// The current contents of `name` (including unsynced bytes), empty if absent.
     pub fn read(&self, name: &str) -> &[u8] {
         self.files.get(name).map(|f| &f.data[..]).unwrap_or(&[])

@@ -12,12 +12,12 @@
 //! Validity is measured on the client's monotonic clock from *before* the request that
 //! set the key: `valid_until = start + ttl − (ttl × drift_factor + 2 ms)`.
 
-use super::conn::{CallError, Remote};
+use super::conn::{Call, CallError, Discovery, Endpoint};
 use super::resp::Value;
 use super::server::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 use super::REDIS_PORT;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
-use crate::scenario::{Acquire, FaultPoint, RedisParams, Renew, TokenSource, Unlock};
+use crate::scenario::{Acquire, Algorithm, FaultPoint, RedisParams, Renew, TokenSource, Unlock};
 use crate::sim::NodeCtx;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -26,7 +26,9 @@ use std::time::Duration;
 /// The Redis lock client.
 pub struct RedisLock {
     params: RedisParams,
-    remote: Remote,
+    remote: Endpoint,
+    /// `WAIT` for this many replicas (and this long, ms) after acquiring; `redis-replicated`.
+    wait: Option<(u32, u64)>,
     /// The value of the most recent acquire attempt (to clean up after an unknown outcome).
     last_value: Option<String>,
     watchdog: Option<tokio::task::JoinHandle<()>>,
@@ -39,12 +41,23 @@ enum Attempt {
 }
 
 impl RedisLock {
-    /// A client for `redis-0` with these parameters.
-    pub fn new(params: RedisParams, _algorithm: crate::scenario::Algorithm) -> RedisLock {
+    /// A client for `redis-0` (`redis`) or for the primary the sentinels name
+    /// (`redis-replicated`).
+    pub fn new(params: RedisParams, algorithm: Algorithm) -> RedisLock {
         let timeout = Duration::from_millis(params.request_timeout_ms);
+        let (discovery, wait) = match algorithm {
+            Algorithm::RedisReplicated => {
+                let r = params.replication();
+                let sentinels = (0..r.sentinels).map(|i| format!("sentinel-{i}")).collect();
+                let wait = (r.wait_replicas > 0).then_some((r.wait_replicas, r.wait_timeout_ms));
+                (Discovery::Sentinels(sentinels), wait)
+            }
+            _ => (Discovery::Fixed("redis-0".into(), REDIS_PORT), None),
+        };
         RedisLock {
             params,
-            remote: Remote::new("redis-0", REDIS_PORT, timeout),
+            remote: Endpoint::new(discovery, timeout),
+            wait,
             last_value: None,
             watchdog: None,
         }
@@ -121,9 +134,8 @@ impl RedisLock {
     fn start_watchdog(&mut self, ctx: &NodeCtx, lock: &str, value: &str, lease: Rc<Cell<i64>>) {
         let params = self.params.clone();
         let (ctx2, lock, value) = (ctx.clone(), lock.to_string(), value.to_string());
+        let mut remote = self.remote.fresh();
         let handle = ctx.spawn(async move {
-            let timeout = Duration::from_millis(params.request_timeout_ms);
-            let mut remote = Remote::new("redis-0", REDIS_PORT, timeout);
             let ttl = params.ttl_ms.to_string();
             loop {
                 ctx2.sleep(Duration::from_millis((params.ttl_ms / 3).max(1)))
@@ -138,6 +150,28 @@ impl RedisLock {
             }
         });
         self.watchdog = Some(handle);
+    }
+
+    /// `WAIT n ms` after a grant: fewer acknowledgements than asked for and the client
+    /// gives the lock back and retries, rather than hold a lock a failover could lose.
+    async fn replicated(
+        &mut self,
+        ctx: &NodeCtx,
+        lock: &str,
+        value: &str,
+        token: Option<u64>,
+        n: u32,
+        ms: u64,
+    ) -> Result<Attempt, CallError> {
+        let (n_s, ms_s) = (n.to_string(), ms.to_string());
+        let args: [&[u8]; 3] = [b"WAIT", n_s.as_bytes(), ms_s.as_bytes()];
+        match self.remote.call(ctx, &args).await? {
+            Value::Integer(k) if k >= n as i64 => Ok(Attempt::Granted(token)),
+            _ => {
+                let _ = eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await;
+                Ok(Attempt::Busy)
+            }
+        }
     }
 
     fn stop_watchdog(&mut self) {
@@ -179,7 +213,14 @@ impl RedisLock {
         let mut last = "lock busy".to_string();
         loop {
             let start = ctx.mono_ns();
-            match self.attempt(ctx, lock, &value).await {
+            let attempt = self.attempt(ctx, lock, &value).await;
+            let attempt = match (attempt, self.wait) {
+                (Ok(Attempt::Granted(t)), Some((n, ms))) => {
+                    self.replicated(ctx, lock, &value, t, n, ms).await
+                }
+                (other, _) => other,
+            };
+            match attempt {
                 Ok(Attempt::Granted(token)) => {
                     let lease = Rc::new(Cell::new(Self::lease_end(&self.params, start)));
                     if self.params.renew == Renew::Watchdog {
@@ -216,7 +257,7 @@ impl RedisLock {
 
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
 async fn eval(
-    remote: &mut Remote,
+    remote: &mut impl Call,
     ctx: &NodeCtx,
     script: &str,
     keys: &[&str],

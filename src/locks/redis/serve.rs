@@ -1,8 +1,12 @@
-//! The Redis node: network edge, active expiry and AOF persistence around the pure
-//! [`RedisServer`] model.
+//! The Redis node: network edge, active expiry, AOF persistence and replication roles
+//! around the pure [`RedisServer`] model.
+//!
+//! One node type serves both deployments: a standalone primary (`algorithm = "redis"`,
+//! `"redlock"`) and a member of a replicated group (`"redis-replicated"`), whose role a
+//! sentinel changes with `REPLICAOF`. Replication itself lives in `replication.rs`.
 
-use super::conn::serve;
-use super::resp::{decode_command, encode_command};
+use super::replication::{self, Stream};
+use super::resp::{decode_command, encode_command, Value};
 use super::server::RedisServer;
 use crate::history::EventType;
 use crate::scenario::Persistence;
@@ -10,36 +14,94 @@ use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Redis's TCP port.
 pub const REDIS_PORT: u16 = 6379;
 
 const AOF: &str = "appendonly.aof";
 
-/// Run a Redis node on `ctx` with the given persistence, until it crashes.
+/// A node's replication role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Accepts writes and streams them to replicas.
+    Primary,
+    /// Applies the stream of `primary`; refuses writes with `READONLY`.
+    Replica {
+        /// The node it replicates from.
+        primary: String,
+    },
+}
+
+/// A Redis node's state, shared by its connection tasks.
+pub struct NodeState {
+    /// The keyspace.
+    pub server: RedisServer,
+    /// Current role.
+    pub role: Role,
+    /// Bumped on every role change: tasks of an older role see it and stop.
+    pub generation: u64,
+    /// The replication stream (primary side) and offsets.
+    pub stream: Stream,
+    /// Replica side: the primary offset applied so far.
+    pub applied: u64,
+    persistence: Persistence,
+}
+
+impl NodeState {
+    /// The node's AOF policy.
+    pub fn persistence_policy(&self) -> Persistence {
+        self.persistence
+    }
+}
+
+/// A shared handle to a node's state.
+pub type Node = Rc<RefCell<NodeState>>;
+
+/// Run a standalone Redis node (always primary) with the given persistence.
+pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
+    run_node(ctx, persistence, Role::Primary, [0, 0]).await
+}
+
+/// Run a Redis node that starts in `role`; replicas apply each replicated command after a
+/// delay drawn from `lag_ms`.
 ///
-/// * Keys expire by the node's *wall* clock, lazily on access and in an active cycle ten
-///   times a second (Redis's default `hz 10`); both are recorded as `expire` events.
+/// * Keys expire by the node's *wall* clock, lazily on access and, on the primary, in an
+///   active cycle ten times a second (Redis's default `hz 10`); both are recorded as
+///   `expire` events. Replicas never expire keys actively: they wait for the primary's
+///   `DEL`, as real replicas do.
 /// * `always` appends and fsyncs the AOF before replying; `everysec` appends and fsyncs
 ///   once a second (a crash loses the rest); `none` keeps nothing across a restart.
-pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
-    let server = Rc::new(RefCell::new(RedisServer::new()));
+pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms: [u64; 2]) {
+    let mut server = RedisServer::new();
     if persistence != Persistence::None {
         let log = read_aof(ctx.disk().read(AOF));
-        server.borrow_mut().load(ctx.wall_ms(), &log);
+        let dropped = server.load(ctx.wall_ms(), &log);
+        record_expired(&ctx, &dropped);
     }
+    let node: Node = Rc::new(RefCell::new(NodeState {
+        server,
+        role: role.clone(),
+        generation: 0,
+        stream: Stream::default(),
+        applied: 0,
+        persistence,
+    }));
     {
-        let (ctx2, server) = (ctx.clone(), server.clone());
+        let (ctx2, node) = (ctx.clone(), node.clone());
         ctx.spawn(async move {
             loop {
                 ctx2.sleep(Duration::from_millis(100)).await;
-                let keys = server.borrow_mut().active_expire(ctx2.wall_ms());
+                if node.borrow().role != Role::Primary {
+                    continue;
+                }
+                let keys = node.borrow_mut().server.active_expire(ctx2.wall_ms());
                 let dels: Vec<Vec<Vec<u8>>> = keys
                     .iter()
                     .map(|k| vec![b"DEL".to_vec(), k.clone()])
                     .collect();
                 record_expired(&ctx2, &keys);
-                persist(&ctx2, persistence, &dels);
+                propagate(&ctx2, &node, &dels);
             }
         });
     }
@@ -52,23 +114,163 @@ pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
             }
         });
     }
-    serve(ctx, REDIS_PORT, move |ctx, args| {
-        let out = server.borrow_mut().execute(ctx.wall_ms(), &args);
-        tracing::debug!(
-            wall_ms = ctx.wall_ms(),
-            "{} -> {:?}",
-            show(&args),
-            out.reply
-        );
-        record_expired(ctx, &out.expired);
-        persist(ctx, persistence, &out.propagate);
+    if let Role::Replica { .. } = role {
+        replication::start_replica(&ctx, &node, lag_ms);
+    }
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", REDIS_PORT))
+        .await
+        .expect("bind on a fresh simulated host cannot fail");
+    loop {
+        let Ok((stream, peer)) = listener.accept().await else {
+            continue;
+        };
+        let peer = turmoil::reverse_lookup(peer.ip()).unwrap_or_default();
+        ctx.spawn(connection(ctx.clone(), node.clone(), stream, peer, lag_ms));
+    }
+}
+
+/// Commands that change the dataset: refused on a replica (`READONLY`).
+fn is_write(name: &[u8]) -> bool {
+    const WRITES: &[&str] = &[
+        "set",
+        "setnx",
+        "del",
+        "unlink",
+        "expire",
+        "pexpire",
+        "expireat",
+        "pexpireat",
+        "persist",
+        "incr",
+        "decr",
+        "incrby",
+        "decrby",
+        "eval",
+        "evalsha",
+    ];
+    let name = name.to_ascii_lowercase();
+    WRITES.iter().any(|w| w.as_bytes() == name.as_slice())
+}
+
+/// What a command asks of the connection loop.
+enum Step {
+    Reply(Value),
+    /// `WAIT numreplicas timeout`: block until acknowledged or timed out.
+    Wait(u64, u64),
+    /// `PSYNC`: this connection now feeds a replica.
+    Sync,
+}
+
+/// Execute one client command against the node (synchronously: commands are atomic).
+fn execute(
+    ctx: &NodeCtx,
+    node: &Node,
+    args: Vec<Vec<u8>>,
+    last_write: &mut u64,
+    lag: [u64; 2],
+) -> Step {
+    let name = args[0].to_ascii_lowercase();
+    match name.as_slice() {
+        b"psync" | b"sync" => return Step::Sync,
+        b"replconf" => return Step::Reply(Value::ok()),
+        b"wait" => {
+            let parsed = (args.len() == 3)
+                .then(|| {
+                    let n = std::str::from_utf8(&args[1]).ok()?.parse::<u64>().ok()?;
+                    let t = std::str::from_utf8(&args[2]).ok()?.parse::<u64>().ok()?;
+                    Some((n, t))
+                })
+                .flatten();
+            return match parsed {
+                Some((n, t)) if args.len() == 3 => Step::Wait(n, t),
+                _ if args.len() != 3 => Step::Reply(Value::err(
+                    "ERR wrong number of arguments for 'wait' command",
+                )),
+                _ => Step::Reply(Value::err("ERR value is not an integer or out of range")),
+            };
+        }
+        b"role" => return Step::Reply(replication::role_reply(&node.borrow())),
+        b"replicaof" | b"slaveof" => {
+            return Step::Reply(replication::replicaof(ctx, node, &args, lag));
+        }
+        _ => {}
+    }
+    let replica = matches!(node.borrow().role, Role::Replica { .. });
+    if replica && is_write(&name) {
+        return Step::Reply(Value::err(
+            "READONLY You can't write against a read only replica.",
+        ));
+    }
+    let out = node.borrow_mut().server.execute(ctx.wall_ms(), &args);
+    tracing::debug!(
+        wall_ms = ctx.wall_ms(),
+        "{} -> {:?}",
+        show(&args),
         out.reply
-    })
-    .await
+    );
+    if !replica {
+        record_expired(ctx, &out.expired);
+        propagate(ctx, node, &out.propagate);
+    }
+    *last_write = node.borrow().stream.offset();
+    Step::Reply(out.reply)
+}
+
+async fn connection(
+    ctx: NodeCtx,
+    node: Node,
+    mut stream: turmoil::net::TcpStream,
+    peer: String,
+    lag: [u64; 2],
+) {
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 4096];
+    // Offset after this client's last command: what its WAIT waits for.
+    let mut last_write = 0u64;
+    loop {
+        let mut out = Vec::new();
+        loop {
+            match decode_command(&buf) {
+                Ok(Some((args, used))) => {
+                    buf.drain(..used);
+                    match execute(&ctx, &node, args, &mut last_write, lag) {
+                        Step::Reply(v) => v.encode(&mut out),
+                        Step::Wait(n, timeout_ms) => {
+                            let acked =
+                                replication::wait(&ctx, &node, last_write, n, timeout_ms).await;
+                            Value::Integer(acked as i64).encode(&mut out);
+                        }
+                        Step::Sync => {
+                            if !out.is_empty() && stream.write_all(&out).await.is_err() {
+                                return;
+                            }
+                            replication::feed_replica(&ctx, &node, stream, peer, buf).await;
+                            return;
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // Redis replies with the protocol error and closes the connection.
+                    e.to_reply().encode(&mut out);
+                    let _ = stream.write_all(&out).await;
+                    return;
+                }
+            }
+        }
+        if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            return;
+        }
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// A command as a short printable line for traces.
-fn show(args: &[Vec<u8>]) -> String {
+pub(crate) fn show(args: &[Vec<u8>]) -> String {
     let words: Vec<String> = args
         .iter()
         .map(|a| {
@@ -85,7 +287,7 @@ fn show(args: &[Vec<u8>]) -> String {
     words.join(" ")
 }
 
-fn record_expired(ctx: &NodeCtx, keys: &[Vec<u8>]) {
+pub(crate) fn record_expired(ctx: &NodeCtx, keys: &[Vec<u8>]) {
     for k in keys {
         tracing::debug!(key = %String::from_utf8_lossy(k), "expired");
         ctx.record(
@@ -95,8 +297,39 @@ fn record_expired(ctx: &NodeCtx, keys: &[Vec<u8>]) {
     }
 }
 
-fn persist(ctx: &NodeCtx, persistence: Persistence, cmds: &[Vec<Vec<u8>>]) {
-    if persistence == Persistence::None || cmds.is_empty() {
+/// Write a primary's effects to its AOF and its replication stream.
+pub(crate) fn propagate(ctx: &NodeCtx, node: &Node, cmds: &[Vec<Vec<u8>>]) {
+    if cmds.is_empty() {
+        return;
+    }
+    let mut bytes = Vec::new();
+    for c in cmds {
+        let args: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
+        encode_command(&args, &mut bytes);
+    }
+    let persistence = {
+        let mut n = node.borrow_mut();
+        n.stream.append(&bytes);
+        n.persistence
+    };
+    persist(ctx, persistence, &bytes);
+}
+
+/// Append already-encoded commands to the AOF per the persistence policy.
+pub(crate) fn persist(ctx: &NodeCtx, persistence: Persistence, bytes: &[u8]) {
+    if persistence == Persistence::None || bytes.is_empty() {
+        return;
+    }
+    let mut disk = ctx.disk();
+    disk.append(AOF, bytes);
+    if persistence == Persistence::Always {
+        disk.fsync(AOF);
+    }
+}
+
+/// Replace the AOF with a snapshot (a replica after a full resync, as `BGREWRITEAOF`).
+pub(crate) fn rewrite_aof(ctx: &NodeCtx, persistence: Persistence, cmds: &[Vec<Vec<u8>>]) {
+    if persistence == Persistence::None {
         return;
     }
     let mut bytes = Vec::new();
@@ -105,14 +338,13 @@ fn persist(ctx: &NodeCtx, persistence: Persistence, cmds: &[Vec<Vec<u8>>]) {
         encode_command(&args, &mut bytes);
     }
     let mut disk = ctx.disk();
+    disk.truncate(AOF);
     disk.append(AOF, &bytes);
-    if persistence == Persistence::Always {
-        disk.fsync(AOF);
-    }
+    disk.fsync(AOF);
 }
 
 /// Decode an AOF; a torn tail (a crash mid-append) is dropped, as `aof-load-truncated yes`.
-fn read_aof(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
+pub(crate) fn read_aof(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
     let mut log = Vec::new();
     while let Ok(Some((cmd, n))) = decode_command(bytes) {
         log.push(cmd);

@@ -299,6 +299,18 @@ impl RedisServer {
         self.keys.get(key).map(|e| e.value.as_slice())
     }
 
+    /// The dataset as commands that rebuild it (`SET k v [PXAT t]`), in key order: what a
+    /// primary sends a replica on a full resynchronisation (Redis sends an RDB file).
+    pub fn snapshot(&self) -> Vec<Vec<Vec<u8>>> {
+        self.keys
+            .iter()
+            .map(|(k, e)| match e.expire_at_ms {
+                Some(at) => cmd(&[b"SET", k, &e.value, b"PXAT", at.to_string().as_bytes()]),
+                None => cmd(&[b"SET", k, &e.value]),
+            })
+            .collect()
+    }
+
     /// The number of keys stored, including expired ones not yet removed (like DBSIZE).
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -1475,6 +1487,18 @@ mod tests {
         assert_eq!(o.reply, Value::int(1));
         assert_eq!(o.propagate, vec![c(&["DEL", "L"])]);
         assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn snapshot_rebuilds_the_dataset() {
+        let mut s = RedisServer::new();
+        run(&mut s, 1000, &["SET", "a", "1", "PX", "500"]);
+        run(&mut s, 1000, &["SET", "b", "2"]);
+        let mut copy = RedisServer::new();
+        copy.load(1000, &s.snapshot());
+        assert_eq!(copy.snapshot(), s.snapshot());
+        assert_eq!(copy.get_expire_at(b"a"), Some(1500));
+        assert_eq!(copy.peek(b"b"), Some(&b"2"[..]));
     }
 
     #[test]
