@@ -211,8 +211,11 @@ fn execute(
     if !replica {
         record_expired(ctx, &out.expired);
         propagate(ctx, node, &out.propagate);
+        if !out.propagate.is_empty() {
+            // What this client's WAIT waits for (Redis's `c->woff`).
+            *last_write = node.borrow().stream.offset();
+        }
     }
-    *last_write = node.borrow().stream.offset();
     Step::Reply(out.reply)
 }
 
