@@ -769,11 +769,20 @@ impl Scenario {
     }
 
     fn validate(&self) -> Result<(), String> {
+        // Every time is bounded by one simulated hour, so local-time arithmetic in a run
+        // can never overflow, whatever the input.
+        const HOUR: u64 = 3_600_000;
         let range = |key: &str, r: &Range<u64>| -> Result<(), String> {
             if r[0] > r[1] {
                 return Err(format!(
                     "key `{key}`: expected [min, max] with min <= max, got [{}, {}]",
                     r[0], r[1]
+                ));
+            }
+            if r[1] > HOUR {
+                return Err(format!(
+                    "key `{key}`: expected values of at most {HOUR} (one hour), got {}",
+                    r[1]
                 ));
             }
             Ok(())
@@ -785,11 +794,22 @@ impl Scenario {
                     r[0], r[1]
                 ));
             }
+            if r[0] < -(HOUR as i64) || r[1] > HOUR as i64 {
+                return Err(format!(
+                    "key `{key}`: expected values within ±{HOUR}, got [{}, {}]",
+                    r[0], r[1]
+                ));
+            }
             Ok(())
         };
         let positive = |key: &str, v: u64| -> Result<(), String> {
             if v == 0 {
                 return Err(format!("key `{key}`: expected a positive number, got 0"));
+            }
+            if v > HOUR {
+                return Err(format!(
+                    "key `{key}`: expected at most {HOUR} (one hour), got {v}"
+                ));
             }
             Ok(())
         };
@@ -994,6 +1014,19 @@ impl Scenario {
             }
             Ok(())
         };
+        for (k, v) in [
+            ("duration_ms", e.duration_ms),
+            ("down_ms", e.down_ms),
+            ("delta_ms", e.delta_ms.map(i64::unsigned_abs)),
+            ("skew_ms", e.skew_ms.map(i64::unsigned_abs)),
+        ] {
+            if v.is_some_and(|v| v > 3_600_000) {
+                return Err(format!(
+                    "key `{}`: expected at most 3600000 (one hour) in magnitude",
+                    key(k)
+                ));
+            }
+        }
         if e.at_ms >= self.duration_ms {
             return Err(format!(
                 "key `{}`: expected a time before duration_ms = {}, got {}",
@@ -1299,6 +1332,31 @@ ttl_ms = 100
         ))
         .unwrap_err();
         assert!(e.message.contains("leaves no time"), "{e}");
+    }
+
+    #[test]
+    fn absurd_times_are_rejected_not_overflowed() {
+        let e = parse(&format!(
+            "{MINIMAL}[workload]\nwork_ms = [0, 9223372036854775807]\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message.contains("workload.work_ms") && e.message.contains("one hour"),
+            "{e}"
+        );
+        let e = parse(&MINIMAL.replace("ttl_ms = 100", "ttl_ms = 99999999999")).unwrap_err();
+        assert!(e.message.contains("lock.ttl_ms"), "{e}");
+    }
+
+    /// No input text makes the parser panic.
+    #[test]
+    fn parser_never_panics() {
+        use proptest::prelude::*;
+        let keys = "(name|algorithm|duration_ms|ttl_ms|clients|work_ms|at_ms|kind|nodes|\\[lock\\]|\\[workload\\]|\\[\\[faults.at\\]\\]|\\[faults\\]|pause|=|\"redis\"|\"pause\"|\\[1, 2\\]|-5|\n| ){0,40}";
+        proptest!(ProptestConfig::with_cases(500), |(text in keys)| {
+            let _ = parse(&text);
+            let _ = parse(&format!("{MINIMAL}{text}"));
+        });
     }
 
     #[test]
