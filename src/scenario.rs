@@ -717,7 +717,9 @@ impl Scenario {
             description: raw.description,
             algorithm,
             duration_ms: raw.duration_ms,
-            liveness_ms: raw.liveness_ms.unwrap_or(5 * raw.lock.ttl_ms()),
+            liveness_ms: raw
+                .liveness_ms
+                .unwrap_or(raw.lock.ttl_ms().saturating_mul(5)),
             lock: raw.lock,
             workload: raw.workload,
             network: raw.network,
@@ -823,7 +825,6 @@ impl Scenario {
                 self.duration_ms
             ));
         }
-        positive("liveness_ms", self.liveness_ms)?;
         match &self.lock {
             LockParams::Redis(p) => {
                 positive("lock.ttl_ms", p.ttl_ms)?;
@@ -877,6 +878,7 @@ impl Scenario {
                 }
             }
         }
+        positive("liveness_ms", self.liveness_ms)?;
         let w = &self.workload;
         if !(1..=64).contains(&w.clients) {
             return Err(format!(
