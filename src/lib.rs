@@ -2,5 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod edn;
 pub mod history;
+pub mod linearizability;
 pub mod locks;
