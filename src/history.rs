@@ -27,7 +27,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The Jepsen-style type of an [`Event`].
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EventType {
     /// An operation began.
@@ -275,7 +277,11 @@ mod tests {
     #[test]
     fn jsonl_round_trip() {
         let r = Recorder::new();
-        r.push(Event::new("client-1", EventType::Invoke, "acquire").at(5).lock("L"));
+        r.push(
+            Event::new("client-1", EventType::Invoke, "acquire")
+                .at(5)
+                .lock("L"),
+        );
         r.push(
             Event::new("client-1", EventType::Ok, "acquire")
                 .at(9)

@@ -37,6 +37,7 @@ use super::model::{Model, Operation};
 use super::ops::{InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// No owner.
 const NONE: u32 = u32::MAX;
@@ -73,7 +74,7 @@ pub struct LockState {
 #[derive(Clone, Debug, Default)]
 pub struct FencedLock {
     tokens: bool,
-    keys: Vec<Option<String>>,
+    keys: Vec<Option<Arc<str>>>,
     procs: Vec<String>,
 }
 
@@ -93,9 +94,9 @@ impl FencedLock {
 
     /// Interpret raw operations; decides whether tokens are checked.
     pub fn ops_from_raw(&mut self, raw: &[RawOp]) -> Result<Vec<Operation<LockOp>>, InputError> {
-        let lock_keys: HashSet<&Option<String>> = raw
+        let lock_keys: HashSet<&Option<Arc<str>>> = raw
             .iter()
-            .filter(|r| matches!(r.f.as_str(), "acquire" | "release"))
+            .filter(|r| matches!(&*r.f, "acquire" | "release"))
             .map(|r| &r.key)
             .collect();
         let token_of = |r: &RawOp| {
@@ -104,7 +105,7 @@ impl FencedLock {
         };
         self.tokens = raw
             .iter()
-            .any(|r| r.f == "acquire" && !r.is_indeterminate() && token_of(r).is_some());
+            .any(|r| &*r.f == "acquire" && !r.is_indeterminate() && token_of(r).is_some());
         let mut procs: HashMap<String, u32> = HashMap::new();
         self.procs.clear();
         self.keys.clear();
@@ -119,7 +120,7 @@ impl FencedLock {
                 procs.insert(name.to_string(), p);
                 p
             };
-            let op = match r.f.as_str() {
+            let op = match &*r.f {
                 "acquire" => LockOp::Acquire {
                     p: pid(&r.process),
                     token: token_of(r),

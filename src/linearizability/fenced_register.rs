@@ -18,6 +18,7 @@ use super::ops::{intern_process, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::edn::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A fenced-register operation over interned values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +51,7 @@ pub struct FencedRegister {
     values: Vec<Value>,
     index: HashMap<Value, u32>,
     init: u32,
-    keys: Vec<Option<String>>,
+    keys: Vec<Option<Arc<str>>>,
     procs: Vec<String>,
 }
 
@@ -89,7 +90,7 @@ impl FencedRegister {
         &mut self,
         raw: &[RawOp],
     ) -> Result<Vec<Operation<FencedRegisterOp>>, InputError> {
-        let relevant = |r: &&RawOp| matches!(r.f.as_str(), "read" | "write");
+        let relevant = |r: &&RawOp| matches!(&*r.f, "read" | "write");
         let any_client = raw.iter().filter(relevant).any(|r| !r.point);
         let mut procs: HashMap<&str, u32> = HashMap::new();
         let mut out = Vec::new();
@@ -100,7 +101,7 @@ impl FencedRegister {
             .filter(relevant)
             .filter(|r| r.point != any_client)
         {
-            let op = if r.f == "read" {
+            let op = if &*r.f == "read" {
                 if r.is_indeterminate() {
                     continue;
                 }

@@ -66,8 +66,10 @@ impl<O> Operation<O> {
 pub trait Model {
     /// The object's state. Hashing must be deterministic (no random state inside).
     type State: Clone + Eq + Hash + Debug;
-    /// One operation: its input and its observed output.
-    type Op: Clone + Debug;
+    /// One operation: its input and its observed output. Equal operations must behave
+    /// identically in [`Model::step`] (the search treats equal indeterminate operations
+    /// as interchangeable).
+    type Op: Clone + Debug + Eq + Hash;
 
     /// The initial state.
     fn init(&self) -> Self::State;

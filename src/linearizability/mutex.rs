@@ -9,6 +9,7 @@ use super::model::{Model, Operation};
 use super::ops::{intern_process, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A mutex operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,7 +23,7 @@ pub enum MutexOp {
 /// The `mutex` model.
 #[derive(Clone, Debug, Default)]
 pub struct Mutex {
-    keys: Vec<Option<String>>,
+    keys: Vec<Option<Arc<str>>>,
     procs: Vec<String>,
 }
 
@@ -44,7 +45,7 @@ impl Mutex {
         self.keys.clear();
         self.procs.clear();
         for r in raw {
-            let op = match r.f.as_str() {
+            let op = match &*r.f {
                 "acquire" => MutexOp::Acquire,
                 "release" => MutexOp::Release,
                 other => {

@@ -3,12 +3,15 @@
 //! completions indeterminate. See the module docs of `linearizability` for the rules.
 
 use super::model::INDETERMINATE;
+use super::search::FxHasher;
 use crate::edn::{self, Value};
 use crate::history::{Event, EventType};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fmt::Write;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 /// A history that cannot be checked: which file, which line, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,9 +58,9 @@ impl std::error::Error for InputError {}
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawOp {
     /// Process name (`"3"` for Jepsen process 3, `"client-1"`).
-    pub process: String,
+    pub process: Arc<str>,
     /// Operation name, without a colon (`read`, `cas`, `acquire`, `expire`).
-    pub f: String,
+    pub f: Arc<str>,
     /// The completion's value when it completed `ok`, else the invocation's value.
     pub value: Value,
     /// Position of the invocation (events are numbered in file order).
@@ -71,7 +74,7 @@ pub struct RawOp {
     /// True time of the completion in ns, when recorded.
     pub ret_ns: Option<u64>,
     /// Lock name or key (`lock`, else `key`), when recorded.
-    pub key: Option<String>,
+    pub key: Option<Arc<str>>,
     /// Fencing token (completion's, else invocation's), when recorded.
     pub token: Option<u64>,
     /// For writes to fenced storage: whether it was accepted.
@@ -91,45 +94,81 @@ impl RawOp {
 struct RawEvent {
     line: usize,
     kind: EventType,
-    process: String,
-    f: String,
+    process: Arc<str>,
+    f: Arc<str>,
     value: Value,
     time_ns: Option<u64>,
-    key: Option<String>,
+    key: Option<Arc<str>>,
     token: Option<u64>,
     accepted: Option<bool>,
 }
 
-/// Pair invocations with completions. `ok` completions from a process that never invokes
-/// and whose name is not an integer (a server's own log, such as `storage`) become point
-/// operations; any other completion without an invoke is an error.
-fn pair(events: Vec<RawEvent>) -> Result<Vec<RawOp>, InputError> {
-    let invokers: std::collections::HashSet<String> = events
-        .iter()
-        .filter(|e| e.kind == EventType::Invoke)
-        .map(|e| e.process.clone())
-        .collect();
-    // Ops in invocation order; `None` for dropped (failed) ones.
-    let mut out: Vec<Option<RawOp>> = Vec::with_capacity(events.len() / 2 + 1);
-    let mut pending: HashMap<String, usize> = HashMap::new();
-    for (pos, e) in events.into_iter().enumerate() {
-        let pos = pos as u64;
+type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// Shares one allocation per distinct name (processes, `f`s, keys).
+#[derive(Default)]
+struct Interner {
+    names: HashMap<Box<str>, Arc<str>, FxBuild>,
+}
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.names.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.names.insert(s.into(), a.clone());
+        a
+    }
+}
+
+/// Pairs invocations with completions as events stream in. `ok` completions from a
+/// process that never invokes and whose name is not an integer (a server's own log, such
+/// as `storage`) become point operations; any other completion without an invoke is an
+/// error, reported for the earliest line.
+#[derive(Default)]
+struct Pairer {
+    out: Vec<Option<RawOp>>,
+    pending: HashMap<Arc<str>, usize, FxBuild>,
+    invoked: HashSet<Arc<str>, FxBuild>,
+    /// Completions without an invoke: (line, process, message).
+    orphans: Vec<(usize, Arc<str>, String)>,
+    pos: u64,
+}
+
+impl Pairer {
+    fn orphan_error(&self, before: usize) -> Option<InputError> {
+        self.orphans
+            .iter()
+            .find(|(line, p, _)| *line < before && self.invoked.contains(p))
+            .map(|(line, _, msg)| InputError::new(*line, msg.clone()))
+    }
+
+    fn push(&mut self, e: RawEvent) -> Result<(), InputError> {
+        let pos = self.pos;
+        self.pos += 1;
         match e.kind {
             EventType::Invoke => {
-                if let Some(&prev) = pending.get(&e.process) {
-                    let prev_line = out[prev].as_ref().map_or(0, |o| o.line);
+                if !self.invoked.contains(&e.process) {
+                    self.invoked.insert(e.process.clone());
+                }
+                if let Some(&prev) = self.pending.get(&e.process) {
+                    if let Some(err) = self.orphan_error(e.line) {
+                        return Err(err);
+                    }
+                    let (prev_line, prev_f) = self.out[prev]
+                        .as_ref()
+                        .map_or((0, "operation"), |o| (o.line, &*o.f));
                     return Err(InputError::new(
                         e.line,
                         format!(
-                            "process {} invokes {} while its {} invoked on line {prev_line} has not completed",
-                            e.process,
-                            e.f,
-                            out[prev].as_ref().map_or("operation", |o| o.f.as_str()),
+                            "process {} invokes {} while its {prev_f} invoked on line {prev_line} has not completed",
+                            e.process, e.f,
                         ),
                     ));
                 }
-                pending.insert(e.process.clone(), out.len());
-                out.push(Some(RawOp {
+                self.pending.insert(e.process.clone(), self.out.len());
+                self.out.push(Some(RawOp {
                     process: e.process,
                     f: e.f,
                     value: e.value,
@@ -145,27 +184,28 @@ fn pair(events: Vec<RawEvent>) -> Result<Vec<RawOp>, InputError> {
                 }));
             }
             EventType::Ok | EventType::Fail | EventType::Info => {
-                let idx = match pending.remove(&e.process) {
+                let idx = match self.pending.remove(&e.process) {
                     Some(i) => i,
-                    None if !invokers.contains(&e.process) && e.process.parse::<i64>().is_err() => {
-                        if e.kind == EventType::Ok {
-                            out.push(Some(point_op(e, pos)));
-                        }
-                        continue;
-                    }
                     None => {
-                        return Err(InputError::new(
-                            e.line,
-                            format!(
-                                "{} completion of {} by process {} without an invoke",
-                                e.kind.as_str(),
-                                e.f,
-                                e.process
-                            ),
-                        ))
+                        let msg = format!(
+                            "{} completion of {} by process {} without an invoke",
+                            e.kind.as_str(),
+                            e.f,
+                            e.process
+                        );
+                        if e.process.parse::<i64>().is_ok() || self.invoked.contains(&e.process) {
+                            return Err(self
+                                .orphan_error(e.line)
+                                .unwrap_or_else(|| InputError::new(e.line, msg)));
+                        }
+                        self.orphans.push((e.line, e.process.clone(), msg));
+                        if e.kind == EventType::Ok {
+                            self.out.push(Some(point_op(e, pos)));
+                        }
+                        return Ok(());
                     }
                 };
-                let op = out[idx].as_mut().expect("pending ops are present");
+                let op = self.out[idx].as_mut().expect("pending ops are present");
                 if op.f != e.f {
                     return Err(InputError::new(
                         e.line,
@@ -190,14 +230,30 @@ fn pair(events: Vec<RawEvent>) -> Result<Vec<RawOp>, InputError> {
                             op.accepted = e.accepted;
                         }
                     }
-                    EventType::Fail => out[idx] = None,
+                    EventType::Fail => self.out[idx] = None,
                     _ => {} // info: stays indeterminate, keeps the invoke's value
                 }
             }
-            EventType::Event => out.push(Some(point_op(e, pos))),
+            EventType::Event => self.out.push(Some(point_op(e, pos))),
         }
+        Ok(())
     }
-    Ok(out.into_iter().flatten().collect())
+
+    fn finish(self) -> Result<Vec<RawOp>, InputError> {
+        if let Some(err) = self.orphan_error(usize::MAX) {
+            return Err(err);
+        }
+        Ok(self.out.into_iter().flatten().collect())
+    }
+}
+
+/// Pair a whole list of events.
+fn pair(events: Vec<RawEvent>) -> Result<Vec<RawOp>, InputError> {
+    let mut p = Pairer::default();
+    for e in events {
+        p.push(e)?;
+    }
+    p.finish()
 }
 
 fn point_op(e: RawEvent, pos: u64) -> RawOp {
@@ -227,6 +283,7 @@ fn name_of(v: &Value) -> Option<String> {
 /// Read a Jepsen EDN history (a vector of maps, or one map per line) into operations.
 pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
     let forms = edn::read_history_forms(text).map_err(|e| InputError::new(e.line, e.message))?;
+    let mut names = Interner::default();
     let mut events = Vec::with_capacity(forms.len());
     for (line, form) in forms {
         let bad = |why: &str| InputError::new(line, format!("{why}: {form}"));
@@ -273,11 +330,11 @@ pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
         events.push(RawEvent {
             line,
             kind,
-            process,
-            f,
+            process: names.get(&process),
+            f: names.get(&f),
             value: map.get("value").cloned().unwrap_or(Value::Nil),
             time_ns,
-            key,
+            key: key.map(|k| names.get(&k)),
             token,
             accepted,
         });
@@ -285,15 +342,15 @@ pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
     pair(events)
 }
 
-fn event_to_raw(e: Event, line: usize) -> RawEvent {
+fn event_to_raw(e: &Event, line: usize, names: &mut Interner) -> RawEvent {
     RawEvent {
         line,
         kind: e.kind,
-        process: e.process,
-        f: e.f,
+        process: names.get(&e.process),
+        f: names.get(&e.f),
         value: e.value.as_ref().map_or(Value::Nil, Value::from_json),
         time_ns: Some(e.time_ns),
-        key: e.lock.or(e.key),
+        key: e.lock.as_ref().or(e.key.as_ref()).map(|k| names.get(k)),
         token: e.token,
         accepted: e.accepted,
     }
@@ -301,12 +358,12 @@ fn event_to_raw(e: Event, line: usize) -> RawEvent {
 
 /// Operations from locksim [`Event`]s (line numbers are positions + 1).
 pub fn raw_ops_from_events(events: &[Event]) -> Result<Vec<RawOp>, InputError> {
-    let raw = events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| event_to_raw(e.clone(), i + 1))
-        .collect();
-    pair(raw)
+    let mut names = Interner::default();
+    let mut p = Pairer::default();
+    for (i, e) in events.iter().enumerate() {
+        p.push(event_to_raw(e, i + 1, &mut names))?;
+    }
+    p.finish()
 }
 
 /// The fields of a JSONL event the checker needs, borrowed where possible.
@@ -335,26 +392,200 @@ struct LiteEvent<'a> {
 /// Read a locksim JSONL history into operations. Lines must be [`Event`]s; fields the
 /// checker does not use are ignored.
 pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
-    let mut raw = Vec::new();
+    let mut names = Interner::default();
+    let mut p = Pairer::default();
+    p.out.reserve(text.len() / 200 + 1);
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let e: LiteEvent =
-            serde_json::from_str(line).map_err(|err| InputError::new(i + 1, err.to_string()))?;
-        raw.push(RawEvent {
-            line: i + 1,
-            kind: e.kind,
-            process: e.process.into_owned(),
-            f: e.f.into_owned(),
-            value: e.value.as_ref().map_or(Value::Nil, Value::from_json),
-            time_ns: e.time_ns,
-            key: e.lock.or(e.key).map(|k| k.into_owned()),
-            token: e.token,
-            accepted: e.accepted,
-        });
+        let e = match fast_event(line, i + 1, &mut names) {
+            Some(e) => e,
+            None => slow_event(line, i + 1, &mut names)?,
+        };
+        p.push(e)?;
     }
-    pair(raw)
+    p.finish()
+}
+
+fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEvent, InputError> {
+    let e: LiteEvent =
+        serde_json::from_str(line).map_err(|err| InputError::new(lineno, err.to_string()))?;
+    Ok(RawEvent {
+        line: lineno,
+        kind: e.kind,
+        process: names.get(&e.process),
+        f: names.get(&e.f),
+        value: e.value.as_ref().map_or(Value::Nil, Value::from_json),
+        time_ns: e.time_ns,
+        key: e.lock.or(e.key).map(|k| names.get(&k)),
+        token: e.token,
+        accepted: e.accepted,
+    })
+}
+
+/// A scanner for the common shape of a JSONL event line: a flat object whose strings
+/// have no escapes. Returns None on anything else, and the serde path then reads (or
+/// rejects, with a precise message) the line.
+fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEvent> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < b.len() && matches!(b[*i], b' ' | b'\t' | b'\r') {
+            *i += 1;
+        }
+    };
+    let string = |i: &mut usize| -> Option<&str> {
+        if b.get(*i) != Some(&b'"') {
+            return None;
+        }
+        let start = *i + 1;
+        let mut j = start;
+        while j < b.len() && b[j] != b'"' {
+            if b[j] == b'\\' || b[j] < 0x20 {
+                return None;
+            }
+            j += 1;
+        }
+        if j >= b.len() {
+            return None;
+        }
+        *i = j + 1;
+        line.get(start..j)
+    };
+    let number = |i: &mut usize| -> Option<u64> {
+        let start = *i;
+        let mut v: u64 = 0;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            v = v.checked_mul(10)?.checked_add((b[*i] - b'0') as u64)?;
+            *i += 1;
+        }
+        if *i == start || (b[start] == b'0' && *i - start > 1) {
+            return None;
+        }
+        match b.get(*i) {
+            Some(b'.' | b'e' | b'E') => None,
+            _ => Some(v),
+        }
+    };
+    ws(&mut i);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let (mut time_ns, mut process, mut kind, mut f) = (None, None, None, None);
+    let (mut lock, mut key, mut value, mut token, mut accepted) = (None, None, None, None, None);
+    ws(&mut i);
+    if b.get(i) == Some(&b'}') {
+        return None;
+    }
+    loop {
+        ws(&mut i);
+        let k = string(&mut i)?;
+        ws(&mut i);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        ws(&mut i);
+        match k {
+            "time_ns" => time_ns = Some(number(&mut i)?),
+            "process" => process = Some(string(&mut i)?),
+            "type" => {
+                kind = Some(match string(&mut i)? {
+                    "invoke" => EventType::Invoke,
+                    "ok" => EventType::Ok,
+                    "fail" => EventType::Fail,
+                    "info" => EventType::Info,
+                    "event" => EventType::Event,
+                    _ => return None,
+                })
+            }
+            "f" => f = Some(string(&mut i)?),
+            "lock" | "key" => {
+                let v = if b.get(i) == Some(&b'n') {
+                    if !line[i..].starts_with("null") {
+                        return None;
+                    }
+                    i += 4;
+                    None
+                } else {
+                    Some(string(&mut i)?)
+                };
+                if k == "lock" {
+                    lock = v;
+                } else {
+                    key = v;
+                }
+            }
+            "token" => {
+                if line[i..].starts_with("null") {
+                    i += 4;
+                } else {
+                    token = Some(number(&mut i)?);
+                }
+            }
+            "accepted" => {
+                if line[i..].starts_with("true") {
+                    accepted = Some(true);
+                    i += 4;
+                } else if line[i..].starts_with("false") {
+                    accepted = Some(false);
+                    i += 5;
+                } else if line[i..].starts_with("null") {
+                    i += 4;
+                } else {
+                    return None;
+                }
+            }
+            "value" => {
+                value = Some(match b.get(i)? {
+                    b'"' => Value::Str(string(&mut i)?.to_string()),
+                    b'n' if line[i..].starts_with("null") => {
+                        i += 4;
+                        Value::Nil
+                    }
+                    b'0'..=b'9' => Value::Int(i64::try_from(number(&mut i)?).ok()?),
+                    _ => return None,
+                })
+            }
+            "index" | "valid_ms" => {
+                number(&mut i)?;
+            }
+            "reason" | "client" => {
+                if line[i..].starts_with("null") {
+                    i += 4;
+                } else {
+                    string(&mut i)?;
+                }
+            }
+            _ => return None,
+        }
+        ws(&mut i);
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') => {
+                i += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    ws(&mut i);
+    if i != b.len() {
+        return None;
+    }
+    Some(RawEvent {
+        line: lineno,
+        kind: kind?,
+        process: names.get(process?),
+        f: names.get(f?),
+        value: value.unwrap_or(Value::Nil),
+        time_ns,
+        key: lock.or(key).map(|k| names.get(k)),
+        token,
+        accepted,
+    })
 }
 
 /// Write locksim events as a Jepsen-style EDN history (one map per line inside a vector):

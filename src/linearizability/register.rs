@@ -13,6 +13,7 @@ use super::model::{Model, Operation};
 use super::ops::{intern_process, InputError, RawOp};
 use crate::edn::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A register operation over interned values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,7 +33,7 @@ pub struct Register {
     index: HashMap<Value, u32>,
     init: u32,
     cas: bool,
-    keys: Vec<Option<String>>,
+    keys: Vec<Option<Arc<str>>>,
     procs: Vec<String>,
 }
 
@@ -83,7 +84,7 @@ impl Register {
         self.keys.clear();
         self.procs.clear();
         for r in raw {
-            let op = match r.f.as_str() {
+            let op = match &*r.f {
                 "read" => {
                     if r.is_indeterminate() {
                         continue; // no effect either way
@@ -171,11 +172,11 @@ impl Model for Register {
 
 /// Group operation indices by key, in order of each key's first appearance. When
 /// `keys` does not cover the operations (built by hand), everything is one part.
-pub(crate) fn partition_by_key(keys: &[Option<String>], n: usize) -> Vec<Vec<usize>> {
+pub(crate) fn partition_by_key(keys: &[Option<Arc<str>>], n: usize) -> Vec<Vec<usize>> {
     if keys.len() != n {
         return vec![(0..n).collect()];
     }
-    let mut index: HashMap<&Option<String>, usize> = HashMap::new();
+    let mut index: HashMap<&Option<Arc<str>>, usize> = HashMap::new();
     let mut parts: Vec<Vec<usize>> = Vec::new();
     for (i, k) in keys.iter().enumerate() {
         let next = parts.len();
@@ -189,7 +190,7 @@ pub(crate) fn partition_by_key(keys: &[Option<String>], n: usize) -> Vec<Vec<usi
 }
 
 /// `key "k"` for a part whose operations carry a key.
-pub(crate) fn describe_key(keys: &[Option<String>], part: &[usize]) -> String {
+pub(crate) fn describe_key(keys: &[Option<Arc<str>>], part: &[usize]) -> String {
     match part.first().and_then(|&i| keys.get(i)) {
         Some(Some(k)) => format!("key {k:?}"),
         _ => String::new(),

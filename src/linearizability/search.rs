@@ -138,13 +138,22 @@ const HEAD: u32 = 0;
 struct CacheEntry<S> {
     next: u32,
     top: u32,
-    u_start: u32,
+    key_start: u32,
     u_len: u32,
+    c_len: u32,
     state: S,
 }
 
-/// Lowe's memo: every configuration (linearized set, state) explored so far. The set is
-/// `{0..top} \ U` with `U` sorted; entries with equal hashes are chained.
+/// Lowe's memo: every configuration (linearized set, state) explored so far. The set of
+/// determinate operations is `{0..top} \ U` with `U` sorted; indeterminate operations
+/// are counted per class (see [`search`]). Entries with equal hashes are chained.
+///
+/// A configuration is skipped when a seen one has the same determinate set and state and
+/// has used no more of any indeterminate class: that one can do everything this one can
+/// (its unused class members were invoked no later), so if a linearization exists from
+/// here, one at least as short exists from there. Among the configurations seen that can
+/// complete, one with the fewest steps left is never skipped nor left unexpanded, so the
+/// search stays complete (the usual memo is the case of equal counts).
 struct Cache<S> {
     heads: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
     entries: Vec<CacheEntry<S>>,
@@ -160,28 +169,37 @@ impl<S: Eq + Clone> Cache<S> {
         }
     }
 
-    /// Insert the configuration unless present; true when it was new.
-    fn insert(&mut self, h: u64, top: u32, u: &[u32], state: &S) -> bool {
+    /// Insert the configuration unless it or one that subsumes it was seen; true when
+    /// it was new. `h` must hash the determinate set and the state only.
+    fn insert(&mut self, h: u64, top: u32, u: &[u32], counts: &[u32], state: &S) -> bool {
         let head = self.heads.get(&h).copied().unwrap_or(NIL);
         let mut e = head;
         while e != NIL {
             let en = &self.entries[e as usize];
             if en.top == top
                 && en.u_len as usize == u.len()
+                && en.c_len as usize <= counts.len()
                 && &en.state == state
-                && &self.pool[en.u_start as usize..(en.u_start + en.u_len) as usize] == u
             {
-                return false;
+                let k = en.key_start as usize;
+                let mid = k + u.len();
+                if &self.pool[k..mid] == u
+                    && dominated(&self.pool[mid..mid + en.c_len as usize], counts)
+                {
+                    return false;
+                }
             }
             e = en.next;
         }
-        let u_start = self.pool.len() as u32;
+        let key_start = self.pool.len() as u32;
         self.pool.extend_from_slice(u);
+        self.pool.extend_from_slice(counts);
         self.entries.push(CacheEntry {
             next: head,
             top,
-            u_start,
+            key_start,
             u_len: u.len() as u32,
+            c_len: counts.len() as u32,
             state: state.clone(),
         });
         self.heads.insert(h, (self.entries.len() - 1) as u32);
@@ -189,25 +207,78 @@ impl<S: Eq + Clone> Cache<S> {
     }
 }
 
+/// What a stack frame linearized.
+#[derive(Clone, Copy)]
+enum Lin {
+    /// A determinate operation (local id).
+    Det { id: u32, prev_top: u32 },
+    /// The next member of an indeterminate class, tried while stopped at return entry
+    /// `ret_id` (a determinate local id).
+    Info { class: u32, ret_id: u32 },
+}
+
 struct Frame<S> {
-    op: u32,
+    lin: Lin,
     prev_state: S,
-    prev_top: u32,
+}
+
+/// Where the search is: at a node of the call/return list, or, stopped at the return
+/// entry of determinate op `ret_id`, trying indeterminate class `class`.
+#[derive(Clone, Copy)]
+enum Cursor {
+    Node(u32),
+    Class { class: u32, ret_id: u32 },
 }
 
 /// Search one part. `Ok(true)`: linearizable; `Ok(false)`: out of time; `Err`: not
 /// linearizable, with the deepest dead end (indices into `ops`).
+///
+/// Determinate operations live in Lowe's doubly-linked list of call/return entries.
+/// Indeterminate operations (return at +∞) are grouped into classes of equal `op`;
+/// within a class they are interchangeable once invoked, so the search only ever
+/// linearizes a class's members in call order (if some linearization uses a later member
+/// while an earlier one is unused, swapping them gives another). A class is then fully
+/// described by how many of its members are linearized, which keeps memo keys small and
+/// removes the symmetric blow-up of many pending `info` operations. Indeterminate
+/// operations are tried when the walk stops at the first pending return entry (the
+/// just-in-time point), if they were invoked before it.
 pub(crate) fn search<M: Model>(
     model: &M,
     ops: &[Operation<M::Op>],
     part: &[usize],
     deadline: Option<Instant>,
 ) -> Result<bool, Explanation> {
-    // Local ids in call order.
-    let mut order: Vec<usize> = part.to_vec();
+    // Determinate operations: local ids in call order.
+    let mut order: Vec<usize> = part
+        .iter()
+        .copied()
+        .filter(|&i| !ops[i].is_indeterminate())
+        .collect();
     order.sort_by_key(|&i| (ops[i].call, ops[i].ret, i));
     let n = order.len();
     let lops: Vec<&Operation<M::Op>> = order.iter().map(|&i| &ops[i]).collect();
+
+    // Indeterminate classes, each in call order; classes in order of first call.
+    let mut info: Vec<usize> = part
+        .iter()
+        .copied()
+        .filter(|&i| ops[i].is_indeterminate())
+        .collect();
+    info.sort_by_key(|&i| (ops[i].call, i));
+    let mut class_index: HashMap<&M::Op, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    for &i in &info {
+        let next = classes.len() as u32;
+        let c = *class_index.entry(&ops[i].op).or_insert(next);
+        if c == next {
+            classes.push(Vec::new());
+        }
+        classes[c as usize].push(i);
+    }
+    let nclasses = classes.len() as u32;
+    let mut linearized_in_class = vec![0u32; classes.len()];
+    // (class, count) for classes with count > 0, sorted by class, flattened.
+    let mut counts: Vec<u32> = Vec::new();
 
     // Entries: node 0 is the head; node ids 1..=2n in time order.
     let mut ev: Vec<(u64, u8, u32)> = Vec::with_capacity(2 * n);
@@ -235,9 +306,8 @@ pub(crate) fn search<M: Model>(
         next[k] = if k + 1 < nodes { (k + 1) as u32 } else { NIL };
         prev[k] = if k > 0 { (k - 1) as u32 } else { NIL };
     }
-    let zob: Vec<u64> = (0..n as u64)
-        .map(|i| splitmix(i ^ 0x6c6f_636b_7369_6d00))
-        .collect();
+    drop(ev);
+    let zob = |x: u64| splitmix(x ^ 0x6c6f_636b_7369_6d00);
 
     let mut cache: Cache<M::State> = Cache::new();
     let mut stack: Vec<Frame<M::State>> = Vec::new();
@@ -246,102 +316,200 @@ pub(crate) fn search<M: Model>(
     let mut top: u32 = 0;
     let mut zh: u64 = 0;
 
-    // Deepest dead end, for the explanation.
-    let mut best_prefix: Vec<u32> = Vec::new();
+    // Deepest dead end, for the explanation (prefix as indices into `ops`).
+    let mut best_prefix: Vec<usize> = Vec::new();
     let mut best: Option<(usize, u32, M::State)> = None;
     let mut low: usize = 0;
+    let frame_op = |f: &Frame<M::State>, in_class: &[u32]| -> usize {
+        match f.lin {
+            Lin::Det { id, .. } => order[id as usize],
+            Lin::Info { class, .. } => {
+                classes[class as usize][in_class[class as usize] as usize - 1]
+            }
+        }
+    };
 
-    let mut node = next[HEAD as usize];
+    let mut cur = Cursor::Node(next[HEAD as usize]);
     let mut iter: u64 = 0;
     loop {
-        if node == NIL {
-            return Ok(true);
-        }
         iter += 1;
         if iter & 0x3fff == 0 {
             if let Some(d) = deadline {
                 if Instant::now() >= d {
+                    if std::env::var("LOCKSIM_DEBUG").is_ok() {
+                        eprintln!("timeout: iter {iter} cache {} stack {} best {:?} n {n} classes {nclasses} counts {:?}", cache.entries.len(), stack.len(), best.as_ref().map(|b| (b.0, b.1, lops[b.1 as usize].call)), counts);
+                    }
                     return Ok(false);
                 }
             }
         }
-        let code = node_op[node as usize];
-        let id = code >> 1;
-        if code & 1 == 0 {
-            // A call entry: try to linearize `id` now.
-            if let Some(ns) = model.step(&state, &lops[id as usize].op) {
-                // Linearize into the set representation.
-                let prev_top = top;
-                if id >= top {
-                    u.extend(top..id);
-                    top = id + 1;
-                } else if let Ok(p) = u.binary_search(&id) {
-                    u.remove(p);
-                }
-                zh ^= zob[id as usize];
-                let h = zh ^ state_hash(&ns);
-                if cache.insert(h, top, &u, &ns) {
-                    let prev_state = std::mem::replace(&mut state, ns);
-                    stack.push(Frame {
-                        op: id,
-                        prev_state,
-                        prev_top,
-                    });
-                    // Lift the call and return entries.
-                    for nd in [call_node[id as usize], ret_node[id as usize]] {
-                        let (p, q) = (prev[nd as usize], next[nd as usize]);
-                        next[p as usize] = q;
-                        if q != NIL {
-                            prev[q as usize] = p;
-                        }
-                    }
-                    node = next[HEAD as usize];
+        match cur {
+            Cursor::Node(NIL) => return Ok(true),
+            Cursor::Node(node) => {
+                let code = node_op[node as usize];
+                let id = code >> 1;
+                if code & 1 == 1 {
+                    cur = Cursor::Class {
+                        class: 0,
+                        ret_id: id,
+                    };
                     continue;
                 }
-                // Seen before: undo.
-                zh ^= zob[id as usize];
-                undo_set(&mut u, &mut top, id, prev_top);
+                // A call entry: try to linearize `id` now.
+                if let Some(ns) = model.step(&state, &lops[id as usize].op) {
+                    let prev_top = top;
+                    if id >= top {
+                        u.extend(top..id);
+                        top = id + 1;
+                    } else if let Ok(p) = u.binary_search(&id) {
+                        u.remove(p);
+                    }
+                    zh ^= zob(id as u64);
+                    let h = zh ^ state_hash(&ns);
+                    if cache.insert(h, top, &u, &counts, &ns) {
+                        let prev_state = std::mem::replace(&mut state, ns);
+                        stack.push(Frame {
+                            lin: Lin::Det { id, prev_top },
+                            prev_state,
+                        });
+                        for nd in [call_node[id as usize], ret_node[id as usize]] {
+                            let (p, q) = (prev[nd as usize], next[nd as usize]);
+                            next[p as usize] = q;
+                            if q != NIL {
+                                prev[q as usize] = p;
+                            }
+                        }
+                        cur = Cursor::Node(next[HEAD as usize]);
+                        continue;
+                    }
+                    zh ^= zob(id as u64);
+                    undo_set(&mut u, &mut top, id, prev_top);
+                }
+                cur = Cursor::Node(next[node as usize]);
             }
-            node = next[node as usize];
-        } else {
-            // A return entry: `id` had to be linearized by now.
-            if lops[id as usize].is_indeterminate() {
-                // Every determinate operation is linearized.
-                return Ok(true);
+            Cursor::Class { class, ret_id } if class < nclasses => {
+                let c = class as usize;
+                let k = linearized_in_class[c];
+                let member = classes[c].get(k as usize).copied();
+                if let Some(i) = member.filter(|&i| ops[i].call <= lops[ret_id as usize].ret) {
+                    if let Some(ns) = model.step(&state, &ops[i].op) {
+                        bump(&mut counts, class, 1);
+                        let h = zh ^ state_hash(&ns);
+                        if cache.insert(h, top, &u, &counts, &ns) {
+                            linearized_in_class[c] += 1;
+                            let prev_state = std::mem::replace(&mut state, ns);
+                            stack.push(Frame {
+                                lin: Lin::Info { class, ret_id },
+                                prev_state,
+                            });
+                            cur = Cursor::Node(next[HEAD as usize]);
+                            continue;
+                        }
+                        bump(&mut counts, class, -1);
+                    }
+                }
+                cur = Cursor::Class {
+                    class: class + 1,
+                    ret_id,
+                };
             }
-            let depth = stack.len();
-            if best.as_ref().is_none_or(|b| depth > b.0) {
-                best_prefix.truncate(low);
-                best_prefix.extend(stack[low..].iter().map(|f| f.op));
-                low = depth;
-                best = Some((depth, id, state.clone()));
-            }
-            let frame = match stack.pop() {
-                Some(f) => f,
-                None => break,
-            };
-            low = low.min(stack.len());
-            state = frame.prev_state;
-            zh ^= zob[frame.op as usize];
-            undo_set(&mut u, &mut top, frame.op, frame.prev_top);
-            for nd in [ret_node[frame.op as usize], call_node[frame.op as usize]] {
-                let (p, q) = (prev[nd as usize], next[nd as usize]);
-                next[p as usize] = nd;
-                if q != NIL {
-                    prev[q as usize] = nd;
+            Cursor::Class { ret_id, .. } => {
+                // Dead end: `ret_id` had to be linearized by now and cannot be.
+                let depth = stack.len();
+                if best.as_ref().is_none_or(|b| depth > b.0) {
+                    best_prefix.truncate(low);
+                    // Replay the class counters for the frames being copied.
+                    let mut in_class = linearized_in_class.clone();
+                    let mut tail: Vec<usize> = Vec::with_capacity(depth - low);
+                    for f in stack[low..].iter().rev() {
+                        tail.push(frame_op(f, &in_class));
+                        if let Lin::Info { class, .. } = f.lin {
+                            in_class[class as usize] -= 1;
+                        }
+                    }
+                    best_prefix.extend(tail.into_iter().rev());
+                    low = depth;
+                    best = Some((depth, ret_id, state.clone()));
+                }
+                let frame = match stack.pop() {
+                    Some(f) => f,
+                    None => break,
+                };
+                low = low.min(stack.len());
+                state = frame.prev_state;
+                match frame.lin {
+                    Lin::Det { id, prev_top } => {
+                        zh ^= zob(id as u64);
+                        undo_set(&mut u, &mut top, id, prev_top);
+                        for nd in [ret_node[id as usize], call_node[id as usize]] {
+                            let (p, q) = (prev[nd as usize], next[nd as usize]);
+                            next[p as usize] = nd;
+                            if q != NIL {
+                                prev[q as usize] = nd;
+                            }
+                        }
+                        cur = Cursor::Node(next[call_node[id as usize] as usize]);
+                    }
+                    Lin::Info { class, ret_id } => {
+                        let c = class as usize;
+                        linearized_in_class[c] -= 1;
+                        bump(&mut counts, class, -1);
+                        cur = Cursor::Class {
+                            class: class + 1,
+                            ret_id,
+                        };
+                    }
                 }
             }
-            node = next[call_node[frame.op as usize] as usize];
         }
     }
     let (_, failing, st) = best.expect("a dead end was recorded before the stack emptied");
     Err(Explanation {
         partition: String::new(),
-        prefix: best_prefix.iter().map(|&l| order[l as usize]).collect(),
+        prefix: best_prefix,
         failing: order[failing as usize],
         concurrent: Vec::new(),
         state: model.describe_state(&st),
     })
+}
+
+/// Whether the sparse `(class, count)` list `a` is componentwise ≤ `b`.
+fn dominated(a: &[u32], b: &[u32]) -> bool {
+    let mut j = 0;
+    for pair in a.chunks_exact(2) {
+        while j < b.len() && b[j] < pair[0] {
+            j += 2;
+        }
+        if j >= b.len() || b[j] != pair[0] || b[j + 1] < pair[1] {
+            return false;
+        }
+    }
+    true
+}
+
+/// Add `delta` to the count of `class` in the flattened sorted `(class, count)` list.
+fn bump(counts: &mut Vec<u32>, class: u32, delta: i32) {
+    let pairs = counts.len() / 2;
+    let (mut lo, mut hi) = (0, pairs);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if counts[2 * mid] < class {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo < pairs && counts[2 * lo] == class {
+        let c = counts[2 * lo + 1] as i64 + delta as i64;
+        if c == 0 {
+            counts.drain(2 * lo..2 * lo + 2);
+        } else {
+            counts[2 * lo + 1] = c as u32;
+        }
+    } else {
+        debug_assert!(delta > 0);
+        counts.splice(2 * lo..2 * lo, [class, delta as u32]);
+    }
 }
 
 /// Undo the set change made by linearizing `id` when the top was `prev_top`.

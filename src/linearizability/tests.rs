@@ -739,3 +739,40 @@ fn timeout_gives_unknown() {
         "{v:?}"
     );
 }
+
+/// Manual benchmark: `LOCKSIM_BENCH=file1,file2 LOCKSIM_MODEL=fenced-lock cargo test
+/// --release --lib bench_files -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_files() {
+    let files = std::env::var("LOCKSIM_BENCH").unwrap_or_default();
+    let model = std::env::var("LOCKSIM_MODEL").unwrap_or_else(|_| "fenced-lock".into());
+    let init = std::env::var("LOCKSIM_INIT").ok();
+    let secs: u64 = std::env::var("LOCKSIM_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    for f in files.split(',').filter(|f| !f.is_empty()) {
+        let start = std::time::Instant::now();
+        let out = check_file(
+            std::path::Path::new(f),
+            &model,
+            init.as_deref(),
+            Some(Duration::from_secs(secs)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let total = start.elapsed();
+        println!(
+            "{f}: {} ops, {} total {:.1} ms (check {:.1} ms, parse {:.1} ms), {:.0} ops/s end-to-end",
+            out.ops,
+            out.verdict.name(),
+            total.as_secs_f64() * 1e3,
+            out.elapsed.as_secs_f64() * 1e3,
+            (total - out.elapsed).as_secs_f64() * 1e3,
+            out.ops as f64 / total.as_secs_f64()
+        );
+        if !matches!(out.verdict, LinVerdict::Linearizable) {
+            println!("{}", out.text);
+        }
+    }
+}
