@@ -199,6 +199,21 @@ impl Model for FencedLock {
         }
     }
 
+    /// Same owner and an earlier (or no) last token: a smaller `last` admits every token
+    /// a larger one does, and leads to the same state after a known token.
+    fn subsumes(&self, a: &LockState, b: &LockState) -> bool {
+        a.owner == b.owner
+            && match (a.last, b.last) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(x), Some(y)) => x <= y,
+            }
+    }
+
+    fn subsumption_hash(&self, s: &LockState) -> u64 {
+        s.owner as u64
+    }
+
     fn partition(&self, ops: &[Operation<LockOp>]) -> Vec<Vec<usize>> {
         partition_by_key(&self.keys, ops.len())
     }

@@ -90,6 +90,23 @@ pub trait Model {
         String::new()
     }
 
+    /// Whether state `a` can do everything `b` can: every operation legal in `b` is legal
+    /// in `a`, and the state it leads to from `a` subsumes the one from `b`. The search
+    /// skips a configuration whose state is subsumed by one already explored (with the
+    /// same operations linearized). The default is equality, always correct.
+    fn subsumes(&self, a: &Self::State, b: &Self::State) -> bool {
+        a == b
+    }
+
+    /// A hash equal for any two states one of which may subsume the other (the default
+    /// hashes the whole state, which matches the default [`Model::subsumes`]).
+    fn subsumption_hash(&self, state: &Self::State) -> u64 {
+        use std::hash::Hasher;
+        let mut h = super::search::FxHasher::default();
+        state.hash(&mut h);
+        h.finish()
+    }
+
     /// A short human description of an operation, e.g. `cas 1→2`.
     fn describe_op(&self, op: &Self::Op) -> String;
 

@@ -3,7 +3,7 @@
 use super::explain::{Explanation, LinVerdict};
 use super::model::{Model, Operation};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
 /// How to run a check.
@@ -125,13 +125,6 @@ fn splitmix(mut x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn state_hash<S: Hash>(s: &S) -> u64 {
-    let mut h = FxHasher::default();
-    s.hash(&mut h);
-    // Final avalanche so that small states spread over the table.
-    splitmix(h.finish())
-}
-
 const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 
@@ -148,8 +141,9 @@ struct CacheEntry<S> {
 /// determinate operations is `{0..top} \ U` with `U` sorted; indeterminate operations
 /// are counted per class (see [`search`]). Entries with equal hashes are chained.
 ///
-/// A configuration is skipped when a seen one has the same determinate set and state and
-/// has used no more of any indeterminate class: that one can do everything this one can
+/// A configuration is skipped when a seen one has the same determinate set, a state that
+/// subsumes its state ([`Model::subsumes`]), and has used no more of any indeterminate
+/// class: that one can do everything this one can
 /// (its unused class members were invoked no later), so if a linearization exists from
 /// here, one at least as short exists from there. Among the configurations seen that can
 /// complete, one with the fewest steps left is never skipped nor left unexpanded, so the
@@ -160,7 +154,7 @@ struct Cache<S> {
     pool: Vec<u32>,
 }
 
-impl<S: Eq + Clone> Cache<S> {
+impl<S: Clone> Cache<S> {
     fn new() -> Self {
         Cache {
             heads: HashMap::default(),
@@ -171,7 +165,15 @@ impl<S: Eq + Clone> Cache<S> {
 
     /// Insert the configuration unless it or one that subsumes it was seen; true when
     /// it was new. `h` must hash the determinate set and the state only.
-    fn insert(&mut self, h: u64, top: u32, u: &[u32], counts: &[u32], state: &S) -> bool {
+    fn insert(
+        &mut self,
+        h: u64,
+        top: u32,
+        u: &[u32],
+        counts: &[u32],
+        state: &S,
+        subsumes: impl Fn(&S, &S) -> bool,
+    ) -> bool {
         let head = self.heads.get(&h).copied().unwrap_or(NIL);
         let mut e = head;
         while e != NIL {
@@ -179,7 +181,7 @@ impl<S: Eq + Clone> Cache<S> {
             if en.top == top
                 && en.u_len as usize == u.len()
                 && en.c_len as usize <= counts.len()
-                && &en.state == state
+                && subsumes(&en.state, state)
             {
                 let k = en.key_start as usize;
                 let mid = k + u.len();
@@ -336,15 +338,14 @@ pub(crate) fn search<M: Model>(
         if iter & 0x3fff == 0 {
             if let Some(d) = deadline {
                 if Instant::now() >= d {
-                    if std::env::var("LOCKSIM_DEBUG").is_ok() {
-                        eprintln!("timeout: iter {iter} cache {} stack {} best {:?} n {n} classes {nclasses} counts {:?}", cache.entries.len(), stack.len(), best.as_ref().map(|b| (b.0, b.1, lops[b.1 as usize].call)), counts);
-                    }
                     return Ok(false);
                 }
             }
         }
         match cur {
-            Cursor::Node(NIL) => return Ok(true),
+            Cursor::Node(NIL) => {
+                return Ok(true);
+            }
             Cursor::Node(node) => {
                 let code = node_op[node as usize];
                 let id = code >> 1;
@@ -365,8 +366,8 @@ pub(crate) fn search<M: Model>(
                         u.remove(p);
                     }
                     zh ^= zob(id as u64);
-                    let h = zh ^ state_hash(&ns);
-                    if cache.insert(h, top, &u, &counts, &ns) {
+                    let h = zh ^ splitmix(model.subsumption_hash(&ns));
+                    if cache.insert(h, top, &u, &counts, &ns, |a, b| model.subsumes(a, b)) {
                         let prev_state = std::mem::replace(&mut state, ns);
                         stack.push(Frame {
                             lin: Lin::Det { id, prev_top },
@@ -394,8 +395,8 @@ pub(crate) fn search<M: Model>(
                 if let Some(i) = member.filter(|&i| ops[i].call <= lops[ret_id as usize].ret) {
                     if let Some(ns) = model.step(&state, &ops[i].op) {
                         bump(&mut counts, class, 1);
-                        let h = zh ^ state_hash(&ns);
-                        if cache.insert(h, top, &u, &counts, &ns) {
+                        let h = zh ^ splitmix(model.subsumption_hash(&ns));
+                        if cache.insert(h, top, &u, &counts, &ns, |a, b| model.subsumes(a, b)) {
                             linearized_in_class[c] += 1;
                             let prev_state = std::mem::replace(&mut state, ns);
                             stack.push(Frame {

@@ -327,6 +327,71 @@ proptest! {
     }
 }
 
+fn arb_event() -> impl Strategy<Value = Event> {
+    (
+        0u64..1_000_000,
+        prop_oneof![
+            Just("client-1"),
+            Just("client-2"),
+            Just("redis-0"),
+            Just("stor\"age")
+        ],
+        prop_oneof![
+            Just(EventType::Invoke),
+            Just(EventType::Ok),
+            Just(EventType::Fail),
+            Just(EventType::Info),
+            Just(EventType::Event)
+        ],
+        prop_oneof![
+            Just("acquire"),
+            Just("release"),
+            Just("expire"),
+            Just("write")
+        ],
+        prop::option::of(prop_oneof![Just("L"), Just("M")]),
+        prop::option::of(0u64..50),
+        prop::option::of(prop_oneof![
+            Just(serde_json::Value::Null),
+            (0i64..9).prop_map(serde_json::Value::from),
+            Just(serde_json::json!([1, "x"])),
+            Just(serde_json::json!(-3)),
+            Just(serde_json::json!("s\\é")),
+        ]),
+        prop::option::of(any::<bool>()),
+    )
+        .prop_map(|(t, p, kind, f, lock, token, value, accepted)| {
+            let mut e = Event::new(p, kind, f).at(t).token(token);
+            e.lock = lock.map(str::to_string);
+            e.value = value;
+            e.accepted = accepted;
+            e
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The hand-written JSONL scanner agrees with serde on what it accepts.
+    #[test]
+    fn jsonl_reader_matches_events(mut events in prop::collection::vec(arb_event(), 0..12)) {
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+        }
+        let text = crate::history::to_jsonl(&events);
+        let a = raw_ops_from_jsonl(&text);
+        let b = raw_ops_from_events(&events);
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn jsonl_reader_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = raw_ops_from_jsonl(&text);
+        let _ = raw_ops_from_jsonl(&format!("{{\"index\":0,\"time_ns\":1,{text}"));
+    }
+}
+
 // ---------------------------------------------------------------- generators
 
 /// Random real-time intervals: (process, call, ret) with per-process sequential ops.
