@@ -197,9 +197,9 @@ fn run<M: Model>(
         v => {
             let head: Vec<Operation<M::Op>> = {
                 let mut idx: Vec<usize> = (0..ops.len()).collect();
-                if idx.len() > 300 {
-                    idx.select_nth_unstable_by_key(299, |&i| (ops[i].call, i));
-                    idx.truncate(300);
+                if idx.len() > 80 {
+                    idx.select_nth_unstable_by_key(79, |&i| (ops[i].call, i));
+                    idx.truncate(80);
                 }
                 idx.sort_by_key(|&i| (ops[i].call, i));
                 idx.iter().map(|&i| ops[i].clone()).collect()

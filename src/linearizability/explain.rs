@@ -118,7 +118,11 @@ impl OpInfo {
 
     /// One line: `client-1 write 3 (line 12)` plus `[indeterminate]` when it is.
     pub fn label(&self) -> String {
-        let mut s = format!("{} {}", self.process, self.description);
+        let mut s = if self.process.bytes().all(|b| b.is_ascii_digit()) {
+            format!("process {} {}", self.process, self.description)
+        } else {
+            format!("{} {}", self.process, self.description)
+        };
         if self.indeterminate {
             s.push_str(" [indeterminate]");
         }

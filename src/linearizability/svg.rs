@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 /// At most this many operations are drawn.
-const MAX_OPS: usize = 300;
+const MAX_OPS: usize = 80;
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -90,23 +90,30 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
     }
     // x: rank of each distinct finite endpoint (positions are what orders operations).
     let mut points: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut ns_at: BTreeMap<u64, u64> = BTreeMap::new();
     for &i in &shown {
         points.insert(ops[i].call, 0);
+        if let Some(ns) = ops[i].call_ns {
+            ns_at.insert(ops[i].call, ns);
+        }
         if !ops[i].indeterminate {
             points.insert(ops[i].ret, 0);
+            if let Some(ns) = ops[i].ret_ns {
+                ns_at.insert(ops[i].ret, ns);
+            }
         }
     }
     for (k, v) in points.values_mut().enumerate() {
         *v = k;
     }
-    let step = 28.0f64;
-    let left = 130.0f64;
-    let top = 70.0f64;
+    let step = 48.0f64;
+    let left = 110.0f64;
+    let top = 84.0f64;
     let lane_h = 34.0f64;
     let width = left + step * (points.len() as f64 + 2.0) + 20.0;
-    let width = width.max(700.0);
+    let width = width.max(900.0);
     let right_edge = width - 20.0;
-    let height = top + lane_h * lanes.len() as f64 + 40.0;
+    let height = top + lane_h * lanes.len() as f64 + 56.0;
     let x_of = |t: u64| left + step * (points[&t] as f64 + 0.5);
 
     let mut s = String::new();
@@ -117,38 +124,44 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
 <rect width="100%" height="100%" fill="white"/>
 "##
     );
-    let title = match explanation {
-        Some(e) => format!(
-            "NOT linearizable{}: {} cannot be placed after {} linearized operations (state: {})",
-            if e.partition.is_empty() {
-                String::new()
-            } else {
-                format!(" on {}", e.partition)
-            },
-            ops[e.failing].label(),
-            e.prefix.len(),
-            e.state
+    let (title, subtitle) = match explanation {
+        Some(e) => (
+            format!(
+                "NOT linearizable{}: {} cannot be placed",
+                if e.partition.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on {}", e.partition)
+                },
+                ops[e.failing].label(),
+            ),
+            format!(
+                "after a linearizable prefix of {} operations; model state there: {}",
+                e.prefix.len(),
+                e.state
+            ),
         ),
-        None => format!("{} operations", ops.len()),
+        None => (format!("{} operations", ops.len()), String::new()),
     };
     let _ = writeln!(
         s,
-        r#"<text x="10" y="20" font-size="13" font-weight="bold">{}</text>"#,
-        esc(&title)
+        r#"<text x="10" y="20" font-size="13" font-weight="bold">{}</text><text x="10" y="38" font-size="12">{}</text>"#,
+        esc(&title),
+        esc(&subtitle)
     );
     let _ = writeln!(
         s,
         concat!(
-            r##"<g font-size="11"><rect x="10" y="32" width="14" height="10" fill="#34a853"/><text x="28" y="41">linearized prefix (#order)</text>"##,
-            r##"<rect x="220" y="32" width="14" height="10" fill="#ea4335"/><text x="238" y="41">cannot be placed</text>"##,
-            r##"<rect x="370" y="32" width="14" height="10" fill="#fbbc04"/><text x="388" y="41">concurrent with it</text>"##,
-            r##"<rect x="530" y="32" width="14" height="10" fill="url(#fade)"/><text x="548" y="41">indeterminate</text></g>"##
+            r##"<g font-size="11"><rect x="10" y="48" width="14" height="10" fill="#34a853"/><text x="28" y="57">linearized prefix (#order)</text>"##,
+            r##"<rect x="220" y="48" width="14" height="10" fill="#ea4335"/><text x="238" y="57">cannot be placed</text>"##,
+            r##"<rect x="370" y="48" width="14" height="10" fill="#fbbc04"/><text x="388" y="57">concurrent with it</text>"##,
+            r##"<rect x="530" y="48" width="14" height="10" fill="url(#fade)"/><text x="548" y="57">indeterminate</text></g>"##
         )
     );
     if shown.len() < ops.len() {
         let _ = writeln!(
             s,
-            r##"<text x="10" y="58" fill="#666">showing {} of {} operations around the failure</text>"##,
+            r##"<text x="10" y="76" fill="#666">showing {} of {} operations around the failure</text>"##,
             shown.len(),
             ops.len()
         );
@@ -206,6 +219,24 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
         } else {
             ""
         };
+        if !o.indeterminate && o.call == o.ret {
+            // A point event: a diamond with its label beside it.
+            let (cx, cy) = (x_of(o.call), y + (lane_h - 12.0) / 2.0);
+            let _ = writeln!(
+                s,
+                r#"<g><title>{}</title><path d="M{:.1} {:.1} l7 -9 l7 9 l-7 9 z" fill="{fill}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+                esc(&tip),
+                cx - 7.0,
+                cy,
+                cx + 10.0,
+                cy + 4.0,
+                esc(&match prefix_pos.get(&i) {
+                    Some(k) => format!("#{k} {}", o.description),
+                    None => o.description.clone(),
+                })
+            );
+            continue;
+        }
         let _ = writeln!(
             s,
             r#"<g><title>{}</title><rect x="{x1:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" rx="3" fill="{fill}" stroke="{stroke}"{dash}/>"#,
@@ -233,10 +264,30 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
             esc(&text)
         );
     }
+    // Time ticks (true time, when the history has it), spaced at least 90 px apart.
+    let axis_y = top + lane_h * lanes.len() as f64 + 8.0;
+    let mut last_x = f64::NEG_INFINITY;
+    for (&pos, &rank) in &points {
+        let x = left + step * (rank as f64 + 0.5);
+        if let Some(ns) = ns_at.get(&pos) {
+            if x - last_x >= 90.0 {
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#999"/><text x="{:.1}" y="{:.1}" fill="#666" font-size="10">{:.3} ms</text>"##,
+                    axis_y,
+                    axis_y + 5.0,
+                    x - 20.0,
+                    axis_y + 17.0,
+                    *ns as f64 / 1e6
+                );
+                last_x = x;
+            }
+        }
+    }
     let _ = writeln!(
         s,
-        r##"<text x="10" y="{:.1}" fill="#666">time →  (bars span invocation to completion; x is the order of events)</text>"##,
-        height - 12.0
+        r##"<text x="10" y="{:.1}" fill="#666">time →  (bars span invocation to completion; x is the order of events; hover a bar for details)</text>"##,
+        height - 10.0
     );
     s.push_str("</svg>\n");
     s

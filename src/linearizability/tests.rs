@@ -839,5 +839,14 @@ fn bench_files() {
         if !matches!(out.verdict, LinVerdict::Linearizable) {
             println!("{}", out.text);
         }
+        if let Ok(dir) = std::env::var("LOCKSIM_SVG_DIR") {
+            let name = std::path::Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            std::fs::write(format!("{dir}/{name}.svg"), &out.svg).unwrap();
+            std::fs::write(format!("{dir}/{name}.json"), out.to_json().to_string()).unwrap();
+        }
     }
 }
