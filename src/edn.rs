@@ -348,53 +348,96 @@ pub fn parse(text: &str) -> Result<Value, EdnError> {
 /// The forms of a Jepsen history with the line each starts on: the elements of a single
 /// top-level vector (or list), or else every top-level form.
 pub fn read_history_forms(text: &str) -> Result<Vec<(usize, Value)>, EdnError> {
-    let mut p = Parser::new(text);
-    p.skip_ws()?;
-    let mut out = Vec::new();
-    let close = match p.peek() {
-        Some(b'[') => Some(b']'),
-        Some(b'(') => Some(b')'),
-        _ => None,
-    };
-    if let Some(close) = close {
-        let open_line = p.line;
-        p.pos += 1;
-        loop {
+    HistoryForms::new(text).collect()
+}
+
+/// An iterator over the forms of a Jepsen history (see [`read_history_forms`]), reading
+/// one form at a time so that a large history never sits in memory as values.
+pub struct HistoryForms<'a> {
+    p: Parser<'a>,
+    /// The closing bracket of the top-level vector, once it is known; 0 for a sequence
+    /// of top-level forms.
+    close: u8,
+    open_line: usize,
+    started: bool,
+    done: bool,
+}
+
+impl<'a> HistoryForms<'a> {
+    /// A reader over `text`.
+    pub fn new(text: &'a str) -> HistoryForms<'a> {
+        HistoryForms {
+            p: Parser::new(text),
+            close: 0,
+            open_line: 0,
+            started: false,
+            done: false,
+        }
+    }
+
+    fn next_form(&mut self) -> Result<Option<(usize, Value)>, EdnError> {
+        let p = &mut self.p;
+        if !self.started {
+            self.started = true;
             p.skip_ws()?;
-            match p.peek() {
-                None => {
-                    return Err(EdnError {
-                        line: p.line,
-                        message: format!("unclosed history vector opened on line {open_line}"),
-                    })
-                }
-                Some(c) if c == close => {
-                    p.pos += 1;
-                    break;
-                }
-                Some(_) => {
-                    let line = p.line;
-                    let v = p.value(1)?;
-                    out.push((line, v));
-                }
+            self.close = match p.peek() {
+                Some(b'[') => b']',
+                Some(b'(') => b')',
+                _ => 0,
+            };
+            if self.close != 0 {
+                self.open_line = p.line;
+                p.pos += 1;
             }
         }
         p.skip_ws()?;
-        if p.pos < p.bytes.len() {
-            return Err(p.err("unexpected data after the history vector"));
-        }
-    } else {
-        loop {
-            p.skip_ws()?;
+        if self.close == 0 {
             if p.pos >= p.bytes.len() {
-                break;
+                return Ok(None);
             }
             let line = p.line;
-            let v = p.value(0)?;
-            out.push((line, v));
+            return Ok(Some((line, p.value(0)?)));
+        }
+        match p.peek() {
+            None => Err(EdnError {
+                line: p.line,
+                message: format!("unclosed history vector opened on line {}", self.open_line),
+            }),
+            Some(c) if c == self.close => {
+                p.pos += 1;
+                p.skip_ws()?;
+                if p.pos < p.bytes.len() {
+                    return Err(p.err("unexpected data after the history vector"));
+                }
+                Ok(None)
+            }
+            Some(_) => {
+                let line = p.line;
+                Ok(Some((line, p.value(1)?)))
+            }
         }
     }
-    Ok(out)
+}
+
+impl Iterator for HistoryForms<'_> {
+    type Item = Result<(usize, Value), EdnError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_form() {
+            Ok(Some(x)) => Some(Ok(x)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 /// A streaming EDN reader over a string.
@@ -505,19 +548,33 @@ impl<'a> Parser<'a> {
             b'{' => {
                 let line = self.line;
                 self.pos += 1;
-                let items = self.seq(b'}', depth)?;
-                if items.len() % 2 != 0 {
-                    return Err(EdnError {
-                        line,
-                        message: "map with an odd number of forms".into(),
-                    });
+                let mut m = Vec::with_capacity(4);
+                loop {
+                    self.skip_ws()?;
+                    match self.peek() {
+                        None => {
+                            return Err(self.err(format!(
+                                "unclosed map opened on line {line} (expected '}}')"
+                            )))
+                        }
+                        Some(b'}') => {
+                            self.pos += 1;
+                            return Ok(Value::Map(m));
+                        }
+                        Some(_) => {
+                            let k = self.value(depth + 1)?;
+                            self.skip_ws()?;
+                            if self.peek() == Some(b'}') {
+                                return Err(EdnError {
+                                    line,
+                                    message: "map with an odd number of forms".into(),
+                                });
+                            }
+                            let v = self.value(depth + 1)?;
+                            m.push((k, v));
+                        }
+                    }
                 }
-                let mut it = items.into_iter();
-                let mut m = Vec::new();
-                while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                    m.push((k, v));
-                }
-                Ok(Value::Map(m))
             }
             b')' | b']' | b'}' => Err(self.err(format!("unexpected '{}'", c as char))),
             b'"' => self.string(),

@@ -34,6 +34,11 @@ impl InputError {
         }
     }
 
+    /// The `locksim check` exit code for bad input: 2.
+    pub fn exit_code(&self) -> i32 {
+        2
+    }
+
     /// The same error, naming `file`.
     pub fn in_file(mut self, file: impl Into<String>) -> InputError {
         self.file = file.into();
@@ -247,15 +252,6 @@ impl Pairer {
     }
 }
 
-/// Pair a whole list of events.
-fn pair(events: Vec<RawEvent>) -> Result<Vec<RawOp>, InputError> {
-    let mut p = Pairer::default();
-    for e in events {
-        p.push(e)?;
-    }
-    p.finish()
-}
-
 fn point_op(e: RawEvent, pos: u64) -> RawOp {
     RawOp {
         process: e.process,
@@ -282,10 +278,10 @@ fn name_of(v: &Value) -> Option<String> {
 
 /// Read a Jepsen EDN history (a vector of maps, or one map per line) into operations.
 pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
-    let forms = edn::read_history_forms(text).map_err(|e| InputError::new(e.line, e.message))?;
     let mut names = Interner::default();
-    let mut events = Vec::with_capacity(forms.len());
-    for (line, form) in forms {
+    let mut pairer = Pairer::default();
+    for form in edn::HistoryForms::new(text) {
+        let (line, form) = form.map_err(|e| InputError::new(e.line, e.message))?;
         let bad = |why: &str| InputError::new(line, format!("{why}: {form}"));
         let map = match &form {
             Value::Map(_) => &form,
@@ -327,7 +323,7 @@ pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
             Some(Value::Bool(b)) => Some(*b),
             _ => None,
         };
-        events.push(RawEvent {
+        pairer.push(RawEvent {
             line,
             kind,
             process: names.get(&process),
@@ -337,9 +333,9 @@ pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
             key: key.map(|k| names.get(&k)),
             token,
             accepted,
-        });
+        })?;
     }
-    pair(events)
+    pairer.finish()
 }
 
 fn event_to_raw(e: &Event, line: usize, names: &mut Interner) -> RawEvent {
