@@ -465,6 +465,78 @@ fn small<O: std::fmt::Debug + Clone>(
         })
 }
 
+/// The fenced lock with plain equality in the memo (no state subsumption), as a
+/// reference for the subsumption.
+struct EqLock(FencedLock);
+
+impl Model for EqLock {
+    type State = LockState;
+    type Op = LockOp;
+    fn init(&self) -> LockState {
+        self.0.init()
+    }
+    fn step(&self, s: &LockState, op: &LockOp) -> Option<LockState> {
+        self.0.step(s, op)
+    }
+    fn describe_op(&self, op: &LockOp) -> String {
+        self.0.describe_op(op)
+    }
+    fn describe_state(&self, s: &LockState) -> String {
+        self.0.describe_state(s)
+    }
+}
+
+/// Medium random lock histories: many processes, many indeterminate operations.
+fn medium_lock() -> impl Strategy<Value = Vec<Operation<LockOp>>> {
+    (
+        prop::collection::vec(
+            (
+                prop_oneof![
+                    3 => prop::option::weighted(0.7, 0u64..12).prop_map(|token| LockOp::Acquire { p: 0, token }),
+                    3 => Just(LockOp::Release { p: 0 }),
+                    2 => Just(LockOp::Expire),
+                ],
+                any::<u16>(),
+                prop::bool::weighted(0.35),
+            ),
+            8..40,
+        ),
+        2u32..5,
+    )
+        .prop_map(|(v, procs)| {
+            let seeds: Vec<u16> = v.iter().map(|x| x.1).collect();
+            let iv = intervals(v.len(), procs, &seeds);
+            let mut ops: Vec<Operation<LockOp>> = v
+                .into_iter()
+                .zip(iv)
+                .map(|((o, _, indet), (p, call, ret))| Operation {
+                    op: o,
+                    process: p,
+                    call,
+                    ret: if indet { INDETERMINATE } else { ret },
+                    line: 0,
+                    call_ns: None,
+                    ret_ns: None,
+                })
+                .collect();
+            fix_lock(&mut ops);
+            ops
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// Subsumption in the memo and the fast path agree with the plain memo.
+    #[test]
+    fn lock_subsumption_matches_plain_memo(ops in medium_lock()) {
+        let m = FencedLock::new(true);
+        let plain = is_lin(&verdict(&EqLock(m.clone()), &ops, false));
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, false)), plain, "search {:?}", ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), plain, "fast {:?}", ops);
+    }
+}
+
 fn fix_lock(ops: &mut [Operation<LockOp>]) {
     for o in ops.iter_mut() {
         match &mut o.op {
