@@ -5,7 +5,9 @@ use super::fenced_lock::FencedLock;
 use super::fenced_register::FencedRegister;
 use super::model::{Model, Operation};
 use super::mutex::Mutex;
-use super::ops::{raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl, InputError, RawOp};
+use super::ops::{
+    raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl_reader, InputError, RawOp,
+};
 use super::register::Register;
 use super::search::{check, CheckOptions};
 use super::svg::render_svg;
@@ -91,15 +93,15 @@ pub fn check_file(
     timeout: Option<Duration>,
 ) -> Result<CheckOutcome, InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(0, format!("cannot read: {e}")).in_file(&file))?;
+    let cannot = |e: std::io::Error| InputError::new(0, format!("cannot read: {e}")).in_file(&file);
     let raw = if path.extension().is_some_and(|e| e == "edn") {
+        let text = std::fs::read_to_string(path).map_err(cannot)?;
         raw_ops_from_edn(&text)
     } else {
-        raw_ops_from_jsonl(&text)
+        let f = std::fs::File::open(path).map_err(cannot)?;
+        raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
     }
     .map_err(|e| e.in_file(&file))?;
-    drop(text);
     let mut out = check_raw(&raw, model, init, timeout).map_err(|e| e.in_file(&file))?;
     out.file = file;
     Ok(out)

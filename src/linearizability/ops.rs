@@ -392,16 +392,50 @@ pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
     let mut p = Pairer::default();
     p.out.reserve(text.len() / 200 + 1);
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let e = match fast_event(line, i + 1, &mut names) {
-            Some(e) => e,
-            None => slow_event(line, i + 1, &mut names)?,
-        };
-        p.push(e)?;
+        jsonl_line(line, i + 1, &mut names, &mut p)?;
     }
     p.finish()
+}
+
+/// [`raw_ops_from_jsonl`] over a reader, one line at a time (a large file never sits in
+/// memory as text).
+pub fn raw_ops_from_jsonl_reader(reader: impl std::io::BufRead) -> Result<Vec<RawOp>, InputError> {
+    let mut names = Interner::default();
+    let mut p = Pairer::default();
+    let mut reader = reader;
+    let mut line = String::new();
+    let mut lineno = 0;
+    loop {
+        line.clear();
+        lineno += 1;
+        match reader.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => jsonl_line(
+                line.trim_end_matches(['\n', '\r']),
+                lineno,
+                &mut names,
+                &mut p,
+            )?,
+            Err(e) => return Err(InputError::new(lineno, format!("cannot read: {e}"))),
+        }
+    }
+    p.finish()
+}
+
+fn jsonl_line(
+    line: &str,
+    lineno: usize,
+    names: &mut Interner,
+    p: &mut Pairer,
+) -> Result<(), InputError> {
+    if line.trim().is_empty() {
+        return Ok(());
+    }
+    let e = match fast_event(line, lineno, names) {
+        Some(e) => e,
+        None => slow_event(line, lineno, names)?,
+    };
+    p.push(e)
 }
 
 fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEvent, InputError> {
