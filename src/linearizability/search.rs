@@ -388,7 +388,12 @@ pub(crate) fn search<M: Model>(
                 }
                 cur = Cursor::Node(next[node as usize]);
             }
-            Cursor::Class { class, ret_id } if class < nclasses => {
+            // Classes are in order of their first member's call: past the return
+            // entry's time no class has an invoked member left to try.
+            Cursor::Class { class, ret_id }
+                if class < nclasses
+                    && ops[classes[class as usize][0]].call <= lops[ret_id as usize].ret =>
+            {
                 let c = class as usize;
                 let k = linearized_in_class[c];
                 let member = classes[c].get(k as usize).copied();
