@@ -1,13 +1,19 @@
 //! `fenced-lock`: the lock service specification of `DESIGN.md`.
 //!
 //! State `(owner, last token)`. `acquire(p) → ok(t)` needs owner = none and t > last
-//! (any t before the first grant),
-//! then owner = p, last = t. `release(p) → ok` needs owner = p, then owner = none.
-//! `expire` (a server's point event) needs an owner, then owner = none.
+//! (any t before the first grant), then owner = p, last = t. `release(p) → ok` needs
+//! owner = p, then owner = none. `expire` (a server's point event) needs an owner, then
+//! owner = none.
+//!
+//! Refinement: a release that names the token of the hold it releases (locksim records
+//! it) also needs last = that token — it can only end that hold, as a compare-and-delete
+//! unlock does. Without this, a release whose response was lost could end any later hold
+//! of the same process, which no real fenced lock allows, and which makes a history
+//! with many lost releases very expensive to check.
 //!
 //! An acquire whose token is unknown (indeterminate, or recorded without one) takes the
-//! most permissive token, last + 1 (0 before any grant). When no successful acquire in the history carries a
-//! token (locks without fencing), tokens are not checked at all.
+//! most permissive token, last + 1 (0 before any grant). When no successful acquire in
+//! the history carries a token (locks without fencing), tokens are not checked at all.
 //!
 //! Operations: `acquire`, `release` (by clients, paired invoke/completion), `expire`
 //! (point events); the `lock` field (for expiries, `key`) names the lock, and each lock
@@ -52,10 +58,13 @@ pub enum LockOp {
         /// The token granted, when known.
         token: Option<u64>,
     },
-    /// A release by process `p`.
+    /// A release by process `p` of its hold with fencing token `token` (None: of
+    /// whatever it holds).
     Release {
         /// The releasing process.
         p: u32,
+        /// The token of the hold being released, when recorded.
+        token: Option<u64>,
     },
     /// The server expired the lock.
     Expire,
@@ -125,7 +134,10 @@ impl FencedLock {
                     p: pid(&r.process),
                     token: token_of(r),
                 },
-                "release" => LockOp::Release { p: pid(&r.process) },
+                "release" => LockOp::Release {
+                    p: pid(&r.process),
+                    token: token_of(r),
+                },
                 "expire" if lock_keys.contains(&r.key) => LockOp::Expire,
                 _ => continue,
             };
@@ -148,6 +160,87 @@ impl FencedLock {
             .get(p as usize)
             .cloned()
             .unwrap_or_else(|| format!("process {p}"))
+    }
+
+    /// Violations among determinate operations that no indeterminate operation can
+    /// explain, as (prefix, failing op): two grants with one token; a grant whose token
+    /// is below that of a grant that completed before it was invoked; two consecutive
+    /// grants (in token order) such that nothing can end the first hold in between — no
+    /// expiry, and no release by its holder, whose interval meets the window from the
+    /// first grant's call to the second's return. `grants` are determinate grants,
+    /// `holds` their positions in token order, `expires` determinate expiries by time.
+    fn unexplainable(
+        &self,
+        ops: &[Operation<LockOp>],
+        part: &[usize],
+        grants: &[usize],
+        holds: &[usize],
+        expires: &[usize],
+    ) -> Option<(Vec<usize>, usize)> {
+        let token = |i: usize| match ops[i].op {
+            LockOp::Acquire { token: Some(t), .. } => t,
+            _ => 0,
+        };
+        let owner = |i: usize| match ops[i].op {
+            LockOp::Acquire { p, .. } => p,
+            _ => NONE,
+        };
+        // Releases (determinate or not) by process, sorted by call.
+        let mut releases: HashMap<u32, Vec<(u64, u64, Option<u64>)>> = HashMap::new();
+        for &i in part {
+            if let LockOp::Release { p, token } = ops[i].op {
+                releases
+                    .entry(p)
+                    .or_default()
+                    .push((ops[i].call, ops[i].ret, token));
+            }
+        }
+        for v in releases.values_mut() {
+            v.sort_unstable();
+        }
+        let expire_times: Vec<u64> = expires.iter().map(|&i| ops[i].call).collect();
+        // The grant with the latest call so far, in token order.
+        let mut latest_call: Option<usize> = None;
+        for (k, &h) in holds.iter().enumerate() {
+            let g = grants[h];
+            if k > 0 {
+                let prev = grants[holds[k - 1]];
+                if token(prev) == token(g) {
+                    let (a, b) = if ops[prev].call <= ops[g].call {
+                        (prev, g)
+                    } else {
+                        (g, prev)
+                    };
+                    return Some((vec![a], b));
+                }
+            }
+            if let Some(l) = latest_call {
+                if ops[g].ret < ops[l].call {
+                    // `g` completed before `l` was invoked, yet has the larger token.
+                    return Some((vec![g], l));
+                }
+            }
+            if latest_call.is_none_or(|l| ops[g].call > ops[l].call) {
+                latest_call = Some(g);
+            }
+        }
+        for w in holds.windows(2) {
+            let (g1, g2) = (grants[w[0]], grants[w[1]]);
+            let (lo, hi) = (ops[g1].call, ops[g2].ret);
+            let first = expire_times.partition_point(|&t| t < lo);
+            if expire_times.get(first).is_some_and(|&t| t <= hi) {
+                continue;
+            }
+            let released = releases.get(&owner(g1)).is_some_and(|v| {
+                v.iter()
+                    .take_while(|&&(call, _, _)| call <= hi)
+                    .any(|&(_, ret, t)| ret >= lo && t.is_none_or(|t| t == token(g1)))
+            });
+            if !released {
+                return Some((vec![g1], g2));
+            }
+        }
+        None
     }
 
     fn state_after(&self, ops: &[Operation<LockOp>], seq: &[usize]) -> LockState {
@@ -188,10 +281,13 @@ impl Model for FencedLock {
                 };
                 Some(LockState { owner: p, last })
             }
-            LockOp::Release { p } => (s.owner == p).then_some(LockState {
-                owner: NONE,
-                last: s.last,
-            }),
+            LockOp::Release { p, token } => {
+                let right_hold = !self.tokens || token.is_none() || token == s.last;
+                (s.owner == p && right_hold).then_some(LockState {
+                    owner: NONE,
+                    last: s.last,
+                })
+            }
             LockOp::Expire => (s.owner != NONE).then_some(LockState {
                 owner: NONE,
                 last: s.last,
@@ -199,15 +295,21 @@ impl Model for FencedLock {
         }
     }
 
-    /// Same owner and an earlier (or no) last token: a smaller `last` admits every token
-    /// a larger one does, and leads to the same state after a known token.
+    /// Both free, `a` with an earlier (or no) last token: a smaller `last` admits every
+    /// token a larger one does, and leads to the same state after a known token. (A held
+    /// lock's token decides which release may end it, so held states must be equal.)
     fn subsumes(&self, a: &LockState, b: &LockState) -> bool {
-        a.owner == b.owner
-            && match (a.last, b.last) {
-                (None, _) => true,
-                (Some(_), None) => false,
-                (Some(x), Some(y)) => x <= y,
-            }
+        if a.owner != b.owner {
+            return false;
+        }
+        if a.owner != NONE {
+            return a.last == b.last;
+        }
+        match (a.last, b.last) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(x), Some(y)) => x <= y,
+        }
     }
 
     fn subsumption_hash(&self, s: &LockState) -> u64 {
@@ -226,7 +328,8 @@ impl Model for FencedLock {
         match *op {
             LockOp::Acquire { token: Some(t), .. } => format!("acquire → token {t}"),
             LockOp::Acquire { token: None, .. } => "acquire".into(),
-            LockOp::Release { .. } => "release".into(),
+            LockOp::Release { token: Some(t), .. } => format!("release token {t}"),
+            LockOp::Release { token: None, .. } => "release".into(),
             LockOp::Expire => "expire".into(),
         }
     }
@@ -279,12 +382,22 @@ impl Model for FencedLock {
                     grants.push(i);
                     release_of.push(usize::MAX);
                 }
-                LockOp::Release { p } => {
+                LockOp::Release { p, token: rt } => {
                     if last_ret.insert(p, o.ret).is_some_and(|r| r >= o.call) {
                         return None;
                     }
                     match open.remove(&p) {
-                        Some(g) => release_of[g] = i,
+                        Some(g) => {
+                            let gt = match ops[grants[g]].op {
+                                LockOp::Acquire { token, .. } => token,
+                                _ => None,
+                            };
+                            if rt.is_some() && rt != gt {
+                                // It can only end that hold, and names another token.
+                                bad_release.get_or_insert(i);
+                            }
+                            release_of[g] = i;
+                        }
                         None => {
                             bad_release.get_or_insert(i);
                         }
@@ -355,7 +468,20 @@ impl Model for FencedLock {
             (None, None) => return Some(Ok(())),
         };
         if has_indeterminate {
-            return None;
+            // Indeterminate operations might explain the failure; decide here only the
+            // violations none of them can explain, and leave the rest to the search.
+            return self
+                .unexplainable(ops, part, &grants, &holds, &expires)
+                .map(|(prefix, failing)| {
+                    let state = self.describe_state(&self.state_after(ops, &prefix));
+                    Err(Explanation {
+                        partition: String::new(),
+                        prefix,
+                        failing,
+                        concurrent: Vec::new(),
+                        state,
+                    })
+                });
         }
         let prefix = seq[..prefix_len].to_vec();
         let state = self.describe_state(&self.state_after(ops, &prefix));

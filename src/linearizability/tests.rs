@@ -419,7 +419,7 @@ fn arb_reg_op() -> impl Strategy<Value = RegisterOp> {
 fn arb_lock_op() -> impl Strategy<Value = LockOp> {
     prop_oneof![
         3 => prop::option::weighted(0.9, 0u64..6).prop_map(|token| LockOp::Acquire { p: 0, token }),
-        3 => Just(LockOp::Release { p: 0 }),
+        3 => prop::option::weighted(0.3, 0u64..6).prop_map(|token| LockOp::Release { p: 0, token }),
         1 => Just(LockOp::Expire),
     ]
 }
@@ -493,7 +493,7 @@ fn medium_lock() -> impl Strategy<Value = Vec<Operation<LockOp>>> {
             (
                 prop_oneof![
                     3 => prop::option::weighted(0.7, 0u64..12).prop_map(|token| LockOp::Acquire { p: 0, token }),
-                    3 => Just(LockOp::Release { p: 0 }),
+                    3 => prop::option::weighted(0.3, 0u64..6).prop_map(|token| LockOp::Release { p: 0, token }),
                     2 => Just(LockOp::Expire),
                 ],
                 any::<u16>(),
@@ -540,7 +540,7 @@ proptest! {
 fn fix_lock(ops: &mut [Operation<LockOp>]) {
     for o in ops.iter_mut() {
         match &mut o.op {
-            LockOp::Acquire { p, .. } | LockOp::Release { p } => *p = o.process,
+            LockOp::Acquire { p, .. } | LockOp::Release { p, .. } => *p = o.process,
             LockOp::Expire => {
                 o.ret = o.call; // a point event
             }
@@ -649,7 +649,8 @@ fn run_lock(choices: &[(u8, u8)]) -> Vec<(LockOp, u32)> {
                 if k % 3 == 0 {
                     (LockOp::Expire, 99)
                 } else {
-                    (LockOp::Release { p }, p)
+                    let token = (x % 2 == 0).then_some(last);
+                    (LockOp::Release { p, token }, p)
                 }
             }
         })
