@@ -48,6 +48,12 @@ use std::sync::Arc;
 /// No owner.
 const NONE: u32 = u32::MAX;
 
+/// The guard of a hold: its owner and token.
+fn guard_key(p: u32, token: Option<u64>) -> u64 {
+    let t = token.map_or(u64::MAX, |t| t);
+    t.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ p as u64
+}
+
 /// A fenced-lock operation. Processes are indices into the model's process table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockOp {
@@ -185,14 +191,22 @@ impl FencedLock {
             LockOp::Acquire { p, .. } => p,
             _ => NONE,
         };
-        // Releases (determinate or not) by process, sorted by call.
+        // Determinate releases by process, sorted by call (a process's determinate
+        // operations do not overlap, so their returns are sorted too); the earliest
+        // call of an indeterminate release by (process, token named).
         let mut releases: HashMap<u32, Vec<(u64, u64, Option<u64>)>> = HashMap::new();
+        let mut pending: HashMap<(u32, Option<u64>), u64> = HashMap::new();
         for &i in part {
             if let LockOp::Release { p, token } = ops[i].op {
-                releases
-                    .entry(p)
-                    .or_default()
-                    .push((ops[i].call, ops[i].ret, token));
+                if ops[i].is_indeterminate() {
+                    let e = pending.entry((p, token)).or_insert(u64::MAX);
+                    *e = (*e).min(ops[i].call);
+                } else {
+                    releases
+                        .entry(p)
+                        .or_default()
+                        .push((ops[i].call, ops[i].ret, token));
+                }
             }
         }
         for v in releases.values_mut() {
@@ -231,11 +245,18 @@ impl FencedLock {
             if expire_times.get(first).is_some_and(|&t| t <= hi) {
                 continue;
             }
-            let released = releases.get(&owner(g1)).is_some_and(|v| {
-                v.iter()
-                    .take_while(|&&(call, _, _)| call <= hi)
-                    .any(|&(_, ret, t)| ret >= lo && t.is_none_or(|t| t == token(g1)))
-            });
+            let p1 = owner(g1);
+            let fits = |t: Option<u64>| t.is_none_or(|t| t == token(g1));
+            let released = releases.get(&p1).is_some_and(|v| {
+                let end = v.partition_point(|&(call, _, _)| call <= hi);
+                v[..end]
+                    .iter()
+                    .rev()
+                    .take_while(|&&(_, ret, _)| ret >= lo)
+                    .any(|&(_, _, t)| fits(t))
+            }) || [None, Some(token(g1))]
+                .iter()
+                .any(|&t| pending.get(&(p1, t)).is_some_and(|&c| c <= hi));
             if !released {
                 return Some((vec![g1], g2));
             }
@@ -314,6 +335,31 @@ impl Model for FencedLock {
 
     fn subsumption_hash(&self, s: &LockState) -> u64 {
         s.owner as u64
+    }
+
+    /// A release naming token t by p is only legal while p holds the hold with token t.
+    fn op_guard(&self, op: &LockOp) -> Option<u64> {
+        match *op {
+            LockOp::Release { p, token: Some(t) } if self.tokens => Some(guard_key(p, Some(t))),
+            _ => None,
+        }
+    }
+
+    fn state_guard(&self, s: &LockState) -> Option<u64> {
+        (s.owner != NONE).then(|| guard_key(s.owner, s.last))
+    }
+
+    /// Tokens only grow: an acquire with token t is dead once last ≥ t; a release
+    /// naming t once last > t, or last = t held by someone else or by no one.
+    fn op_dead(&self, s: &LockState, op: &LockOp) -> bool {
+        if !self.tokens {
+            return false;
+        }
+        match (*op, s.last) {
+            (LockOp::Acquire { token: Some(t), .. }, Some(l)) => l >= t,
+            (LockOp::Release { p, token: Some(t) }, Some(l)) => l > t || (l == t && s.owner != p),
+            _ => false,
+        }
     }
 
     fn partition(&self, ops: &[Operation<LockOp>]) -> Vec<Vec<usize>> {

@@ -107,6 +107,32 @@ pub trait Model {
         h.finish()
     }
 
+    /// A key such that `op` can only be legal in states whose [`Model::state_guard`] is
+    /// the same key (None: no such restriction, the default). It lets the search find the
+    /// few pending indeterminate operations that may apply in a state without trying
+    /// every one. A hint only: a wrong guard loses linearizations, a missing one costs
+    /// time.
+    fn op_guard(&self, op: &Self::Op) -> Option<u64> {
+        let _ = op;
+        None
+    }
+
+    /// The key guarded operations must have to be legal in `state` (see
+    /// [`Model::op_guard`]; None: no guarded operation is legal).
+    fn state_guard(&self, state: &Self::State) -> Option<u64> {
+        let _ = state;
+        None
+    }
+
+    /// Whether `op` can never be legal again, in `state` or any state reachable from it.
+    /// The search then forgets whether such an indeterminate operation was used, which
+    /// keeps its memo small. Must agree with [`Model::subsumes`]: if `a` subsumes `b`,
+    /// an operation dead in `a` is dead in `b`. The default, false, is always correct.
+    fn op_dead(&self, state: &Self::State, op: &Self::Op) -> bool {
+        let _ = (state, op);
+        false
+    }
+
     /// A short human description of an operation, e.g. `cas 1→2`.
     fn describe_op(&self, op: &Self::Op) -> String;
 

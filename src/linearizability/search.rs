@@ -214,9 +214,15 @@ impl<S: Clone> Cache<S> {
 enum Lin {
     /// A determinate operation (local id).
     Det { id: u32, prev_top: u32 },
-    /// The next member of an indeterminate class, tried while stopped at return entry
-    /// `ret_id` (a determinate local id).
-    Info { class: u32, ret_id: u32 },
+    /// The next member of indeterminate class `class`, candidate `idx` while stopped at
+    /// return entry `ret_id` (a determinate local id); `counted` when it was recorded in
+    /// the memo's class counts (operations dead after they apply are not).
+    Info {
+        class: u32,
+        idx: u32,
+        ret_id: u32,
+        counted: bool,
+    },
 }
 
 struct Frame<S> {
@@ -225,11 +231,19 @@ struct Frame<S> {
 }
 
 /// Where the search is: at a node of the call/return list, or, stopped at the return
-/// entry of determinate op `ret_id`, trying indeterminate class `class`.
+/// entry of determinate op `ret_id`, trying the `idx`-th candidate indeterminate class
+/// (the unguarded classes, then those whose guard is the state's; see [`Model::op_guard`]).
 #[derive(Clone, Copy)]
 enum Cursor {
     Node(u32),
-    Class { class: u32, ret_id: u32 },
+    Class {
+        idx: u32,
+        ret_id: u32,
+    },
+    /// No candidate is left: `ret_id` cannot be linearized here.
+    DeadEnd {
+        ret_id: u32,
+    },
 }
 
 /// Search one part. `Ok(true)`: linearizable; `Ok(false)`: out of time; `Err`: not
@@ -277,7 +291,16 @@ pub(crate) fn search<M: Model>(
         }
         classes[c as usize].push(i);
     }
-    let nclasses = classes.len() as u32;
+    // Unguarded classes, and guarded ones by guard; each in order of first call.
+    let mut unguarded: Vec<u32> = Vec::new();
+    let mut guarded: HashMap<u64, Vec<u32>, BuildHasherDefault<IdHasher>> = HashMap::default();
+    for (c, members) in classes.iter().enumerate() {
+        match model.op_guard(&ops[members[0]].op) {
+            None => unguarded.push(c as u32),
+            Some(g) => guarded.entry(g).or_default().push(c as u32),
+        }
+    }
+    let no_classes: Vec<u32> = Vec::new();
     let mut linearized_in_class = vec![0u32; classes.len()];
     // (class, count) for classes with count > 0, sorted by class, flattened.
     let mut counts: Vec<u32> = Vec::new();
@@ -350,10 +373,7 @@ pub(crate) fn search<M: Model>(
                 let code = node_op[node as usize];
                 let id = code >> 1;
                 if code & 1 == 1 {
-                    cur = Cursor::Class {
-                        class: 0,
-                        ret_id: id,
-                    };
+                    cur = Cursor::Class { idx: 0, ret_id: id };
                     continue;
                 }
                 // A call entry: try to linearize `id` now.
@@ -388,39 +408,73 @@ pub(crate) fn search<M: Model>(
                 }
                 cur = Cursor::Node(next[node as usize]);
             }
-            // Classes are in order of their first member's call: past the return
-            // entry's time no class has an invoked member left to try.
-            Cursor::Class { class, ret_id }
-                if class < nclasses
-                    && ops[classes[class as usize][0]].call <= lops[ret_id as usize].ret =>
-            {
+            Cursor::Class { idx, ret_id } => {
+                // The idx-th candidate class: unguarded ones, then the state's guard's.
+                // Both lists are in order of first call, so past the return entry's time
+                // no later class has an invoked member.
+                let t = lops[ret_id as usize].ret;
+                let ul = unguarded.len() as u32;
+                let mut pos = idx;
+                let mut cand = None;
+                if pos < ul {
+                    let c = unguarded[pos as usize];
+                    if ops[classes[c as usize][0]].call <= t {
+                        cand = Some(c);
+                    } else {
+                        pos = ul;
+                    }
+                }
+                if cand.is_none() {
+                    let bucket = model
+                        .state_guard(&state)
+                        .and_then(|g| guarded.get(&g))
+                        .unwrap_or(&no_classes);
+                    cand = bucket
+                        .get((pos - ul) as usize)
+                        .copied()
+                        .filter(|&c| ops[classes[c as usize][0]].call <= t);
+                }
+                let Some(class) = cand else {
+                    cur = Cursor::DeadEnd { ret_id };
+                    continue;
+                };
                 let c = class as usize;
                 let k = linearized_in_class[c];
                 let member = classes[c].get(k as usize).copied();
-                if let Some(i) = member.filter(|&i| ops[i].call <= lops[ret_id as usize].ret) {
+                if let Some(i) = member.filter(|&i| ops[i].call <= t) {
                     if let Some(ns) = model.step(&state, &ops[i].op) {
-                        bump(&mut counts, class, 1);
+                        let counted = !model.op_dead(&ns, &ops[i].op);
+                        if counted {
+                            bump(&mut counts, class, 1);
+                        }
                         let h = zh ^ splitmix(model.subsumption_hash(&ns));
                         if cache.insert(h, top, &u, &counts, &ns, |a, b| model.subsumes(a, b)) {
                             linearized_in_class[c] += 1;
                             let prev_state = std::mem::replace(&mut state, ns);
                             stack.push(Frame {
-                                lin: Lin::Info { class, ret_id },
+                                lin: Lin::Info {
+                                    class,
+                                    idx: pos,
+                                    ret_id,
+                                    counted,
+                                },
                                 prev_state,
                             });
                             cur = Cursor::Node(next[HEAD as usize]);
                             continue;
                         }
-                        bump(&mut counts, class, -1);
+                        if counted {
+                            bump(&mut counts, class, -1);
+                        }
                     }
                 }
                 cur = Cursor::Class {
-                    class: class + 1,
+                    idx: pos + 1,
                     ret_id,
                 };
             }
-            Cursor::Class { ret_id, .. } => {
-                // Dead end: `ret_id` had to be linearized by now and cannot be.
+            Cursor::DeadEnd { ret_id } => {
+                // `ret_id` had to be linearized by now and cannot be.
                 let depth = stack.len();
                 if best.as_ref().is_none_or(|b| depth > b.0) {
                     best_prefix.truncate(low);
@@ -456,12 +510,18 @@ pub(crate) fn search<M: Model>(
                         }
                         cur = Cursor::Node(next[call_node[id as usize] as usize]);
                     }
-                    Lin::Info { class, ret_id } => {
-                        let c = class as usize;
-                        linearized_in_class[c] -= 1;
-                        bump(&mut counts, class, -1);
+                    Lin::Info {
+                        class,
+                        idx,
+                        ret_id,
+                        counted,
+                    } => {
+                        linearized_in_class[class as usize] -= 1;
+                        if counted {
+                            bump(&mut counts, class, -1);
+                        }
                         cur = Cursor::Class {
-                            class: class + 1,
+                            idx: idx + 1,
                             ret_id,
                         };
                     }
