@@ -67,10 +67,13 @@
 //! operations linearized, a state that subsumes this one ([`Model::subsumes`]; e.g. a
 //! fenced lock with an earlier last token) and no more of any class used: that one can do
 //! everything this one can, in no more steps, so completeness is kept (a completable
-//! configuration with the fewest steps left is never skipped). Without these two
-//! reductions a few hundred pending `info` operations make the search explode; with
-//! them a lock history of a million operations with 1% lost responses checks in well
-//! under a second.
+//! configuration with the fewest steps left is never skipped). Two optional model hints
+//! keep the pending classes cheap: a *guard* ([`Model::op_guard`]) says in which states
+//! an operation can be legal, so only the few matching classes are tried at a dead end,
+//! and a *dead* operation ([`Model::op_dead`]) can never be legal again, so whether it was
+//! used is forgotten. Without these reductions a few hundred pending `info` operations
+//! make the search explode; with them a lock history of a million operations with 1%
+//! lost responses checks in well under a second.
 //!
 //! A time budget bounds the search; past it the verdict is [`LinVerdict::Unknown`], never
 //! a guess. (`std::time::Instant` is fine here: the checker runs outside simulations.)
@@ -82,7 +85,9 @@
 //! without a release must be ended by the next expiry. The linearization is then forced,
 //! and checking it is a sort plus one greedy pass over real time — see
 //! [`FencedLock`]'s docs. When indeterminate operations are present and the forced
-//! order without them fails, the general search decides.
+//! order without them fails, violations that no indeterminate operation could explain
+//! (a token granted twice, token order against real time, a hold that nothing could end
+//! before the next grant) are still reported at once; otherwise the search decides.
 //!
 //! # Explanations
 //!
