@@ -111,7 +111,7 @@ mod svg;
 mod tests;
 
 pub use cli::{check_events, check_file, check_raw, CheckOutcome, MODEL_NAMES};
-pub use explain::{Explanation, LinVerdict, OpInfo};
+pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
 pub use model::{Model, Operation, INDETERMINATE};
