@@ -21,7 +21,9 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod edn;
 pub mod history;
+pub mod linearizability;
 pub mod locks;
 pub mod report;
 pub mod resource;

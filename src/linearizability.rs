@@ -1,0 +1,125 @@
+//! A linearizability checker for histories of concurrent operations: the engine, the
+//! object models locksim needs, Jepsen EDN and locksim JSONL input, explanations of
+//! violations and an SVG picture of them.
+//!
+//! # What is checked
+//!
+//! A history is a set of operations, each with an invocation and (maybe) a completion.
+//! It is *linearizable* (Herlihy & Wing, 1990) when there is a total order of the
+//! operations that (a) respects real time — if `a` completed before `b` was invoked, `a`
+//! comes first — and (b) is a legal sequential execution of the object's [`Model`].
+//!
+//! Conventions follow Jepsen and Knossos (K. Kingsbury, `github.com/jepsen-io/knossos`):
+//!
+//! - an operation completing `:fail` definitely did not happen and is dropped;
+//! - an `:info` completion, or an invoke with no completion at all, is *indeterminate*: it
+//!   may take effect at any point after its invoke, or never; its return time is +∞
+//!   ([`INDETERMINATE`]);
+//! - a `:read` whose value is `nil` matches any state (models drop indeterminate reads:
+//!   they have no effect);
+//! - time is the position of an event in the history (Jepsen histories are in real-time
+//!   order; so are locksim's JSONL histories, whose recording order is true-time order).
+//!   The nanosecond timestamps are kept for display only. When two operations' endpoints
+//!   share a position (only point events can), calls sort before returns, so the
+//!   operations count as concurrent: the permissive choice.
+//!
+//! Malformed histories are errors, never guesses: a completion without an invoke, a
+//! completion whose `:f` differs from its invoke's, an invoke from a process whose
+//! previous invoke has no completion at all. A process whose operation completed `:info`
+//! may invoke again (Knossos accepts this; Jepsen normally gives the thread a fresh
+//! process id): the `:info` operation stays pending forever, concurrent with the
+//! process's later operations. In EDN, events of processes that are keywords (such as
+//! `:nemesis`) are not client operations and are skipped, as Knossos's `client-op?`
+//! skips non-integer processes; integer and string processes are clients. In JSONL,
+//! `event` lines are point operations (call = return), and `ok` lines of a process that
+//! never invokes (the `storage` server's own log) are point operations too.
+//!
+//! # The engine
+//!
+//! [`check`] is the Wing–Gong–Lowe algorithm:
+//!
+//! - J. M. Wing and C. Gong, "Testing and verifying concurrent objects", *Journal of
+//!   Parallel and Distributed Computing* 17(1), 1993: depth-first search over the
+//!   operations that may be linearized next, backtracking when an operation's return is
+//!   reached before it could be linearized.
+//! - G. Lowe, "Testing for linearizability", *Concurrency and Computation: Practice and
+//!   Experience* 29(4), 2017: *just-in-time* linearization (only operations invoked
+//!   before the first pending return are candidates; the search walks a doubly-linked
+//!   list of call/return entries and lifts the entries of linearized operations) and
+//!   *memoisation*: a configuration (set of linearized operations, model state) that was
+//!   explored once is never explored again. The set is kept as the highest linearized
+//!   operation plus the sorted list of the not-yet-linearized operations below it —
+//!   small, because only concurrent and indeterminate operations can be in it — and is
+//!   hashed incrementally (Zobrist hashing) with a fixed hasher, so runs are repeatable.
+//! - A. Horn and D. Kroening, "Faster linearizability checking via P-compositionality",
+//!   FORTE 2015: a history of an object that is a product of independent objects (locks
+//!   by name, registers by key) is linearizable iff each projection is; [`Model::partition`]
+//!   splits the history and each part is checked on its own.
+//! - Knossos and Porcupine (A. Athalye, `github.com/anishathalye/porcupine`) for the
+//!   conventions above and the shape of the search.
+//!
+//! Indeterminate operations (return at +∞) are kept out of the list. Equal ones (same
+//! `op`) are interchangeable once invoked, so they form a class whose members are only
+//! ever linearized in call order, and a configuration records how many of each class are
+//! used; they are tried at the just-in-time point (when the walk reaches the first
+//! pending return). The history is linearizable once every determinate operation is.
+//! The memo also skips a configuration when one already seen has the same determinate
+//! operations linearized, a state that subsumes this one ([`Model::subsumes`]; e.g. a
+//! fenced lock with an earlier last token) and no more of any class used: that one can do
+//! everything this one can, in no more steps, so completeness is kept (a completable
+//! configuration with the fewest steps left is never skipped). Two optional model hints
+//! keep the pending classes cheap: a *guard* ([`Model::op_guard`]) says in which states
+//! an operation can be legal, so only the few matching classes are tried at a dead end,
+//! and a *dead* operation ([`Model::op_dead`]) can never be legal again, so whether it was
+//! used is forgotten. Without these reductions a few hundred pending `info` operations
+//! make the search explode; with them a lock history of a million operations with 1%
+//! lost responses checks in well under a second.
+//!
+//! A time budget bounds the search; past it the verdict is [`LinVerdict::Unknown`], never
+//! a guess. (`std::time::Instant` is fine here: the checker runs outside simulations.)
+//!
+//! # Fast path for fenced locks
+//!
+//! Successful acquires of a fenced lock carry unique, increasing tokens, which fix their
+//! order; each determinate release belongs to its process's preceding grant; each hold
+//! without a release must be ended by the next expiry. The linearization is then forced,
+//! and checking it is a sort plus one greedy pass over real time — see
+//! [`FencedLock`]'s docs. When indeterminate operations are present and the forced
+//! order without them fails, violations that no indeterminate operation could explain
+//! (a token granted twice, token order against real time, a hold that nothing could end
+//! before the next grant) are still reported at once; otherwise the search decides.
+//!
+//! # Explanations
+//!
+//! When a history is not linearizable the search reports the deepest dead end it met:
+//! the longest linearizable prefix found, the operation that could not be placed after
+//! it, the operations concurrent with that one, and the model state at that point
+//! ([`Explanation`]); [`render_svg`] draws it, one lane per process.
+
+mod cli;
+mod explain;
+mod fenced_lock;
+mod fenced_register;
+mod model;
+mod mutex;
+mod ops;
+mod register;
+mod search;
+mod svg;
+
+#[cfg(test)]
+mod tests;
+
+pub use cli::{check_events, check_file, check_raw, CheckOutcome, MODEL_NAMES};
+pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
+pub use fenced_lock::{FencedLock, LockOp, LockState};
+pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
+pub use model::{Model, Operation, INDETERMINATE};
+pub use mutex::{Mutex, MutexOp};
+pub use ops::{
+    events_to_edn, raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl,
+    raw_ops_from_jsonl_reader, InputError, RawOp,
+};
+pub use register::{Register, RegisterOp};
+pub use search::{check, CheckOptions};
+pub use svg::render_svg;

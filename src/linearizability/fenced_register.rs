@@ -1,0 +1,223 @@
+//! `fenced-register`: Kleppmann's fenced storage, the specification of `DESIGN.md`.
+//!
+//! State `(hi, v)`: the highest token accepted (0 at first) and the value.
+//! `write(t, x)` is accepted iff t ≥ hi, and then hi = t, v = x; a rejected write is
+//! legal iff t < hi and changes nothing; `read` returns v (`nil` matches anything). An
+//! indeterminate write does what the storage would do at its linearization point
+//! (accept iff t ≥ hi), or nothing. A write without a token (fencing off) is always
+//! accepted and leaves hi alone.
+//!
+//! Input: `read` and `write` operations with `key`, `token`, `value` and, for writes,
+//! `accepted` (a completed write without it counts as accepted). In EDN a write's value
+//! may also be `[token value]`. In locksim JSONL the clients' operations are used when
+//! there are any; otherwise the storage server's own log (point events). Each key is an
+//! independent register; operations with other names are ignored.
+
+use super::model::{Model, Operation};
+use super::ops::{intern_process, InputError, RawOp};
+use super::register::{describe_key, partition_by_key};
+use crate::edn::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A fenced-register operation over interned values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FencedRegisterOp {
+    /// A read that observed the value (None: matches anything).
+    Read(Option<u32>),
+    /// A write of `value` carrying `token`.
+    Write {
+        /// The fencing token (None: unfenced).
+        token: Option<u64>,
+        /// The value written.
+        value: u32,
+        /// Whether the storage accepted it (None: unknown, indeterminate).
+        accepted: Option<bool>,
+    },
+}
+
+/// The state of a fenced register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FencedRegisterState {
+    /// The highest token accepted so far (0 at first).
+    pub hi: u64,
+    /// The current value (interned).
+    pub v: u32,
+}
+
+/// The `fenced-register` model.
+#[derive(Clone, Debug)]
+pub struct FencedRegister {
+    values: Vec<Value>,
+    index: HashMap<Value, u32>,
+    init: u32,
+    keys: Vec<Option<Arc<str>>>,
+    procs: Vec<String>,
+}
+
+impl FencedRegister {
+    /// A register whose value starts as `init` and whose highest token starts at 0.
+    pub fn new(init: Value) -> FencedRegister {
+        let mut r = FencedRegister {
+            values: Vec::new(),
+            index: HashMap::new(),
+            init: 0,
+            keys: Vec::new(),
+            procs: Vec::new(),
+        };
+        r.init = r.intern(&init);
+        r
+    }
+
+    /// The id of `v`, adding it when new.
+    pub fn intern(&mut self, v: &Value) -> u32 {
+        if let Some(&id) = self.index.get(v) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(v.clone());
+        self.index.insert(v.clone(), id);
+        id
+    }
+
+    /// The process table of the last [`Self::ops_from_raw`] (names by index).
+    pub fn processes(&self) -> &[String] {
+        &self.procs
+    }
+
+    /// Interpret raw operations (see the module docs for which are used).
+    pub fn ops_from_raw(
+        &mut self,
+        raw: &[RawOp],
+    ) -> Result<Vec<Operation<FencedRegisterOp>>, InputError> {
+        let relevant = |r: &&RawOp| matches!(&*r.f, "read" | "write");
+        let any_client = raw.iter().filter(relevant).any(|r| !r.point);
+        let mut procs: HashMap<&str, u32> = HashMap::new();
+        let mut out = Vec::new();
+        self.keys.clear();
+        self.procs.clear();
+        for r in raw
+            .iter()
+            .filter(relevant)
+            .filter(|r| r.point != any_client)
+        {
+            let op = if &*r.f == "read" {
+                if r.is_indeterminate() {
+                    continue;
+                }
+                if r.value.is_nil() {
+                    FencedRegisterOp::Read(None)
+                } else {
+                    FencedRegisterOp::Read(Some(self.intern(&r.value)))
+                }
+            } else {
+                let (token, value) = match (r.token, r.value.as_seq()) {
+                    (Some(t), _) => (Some(t), r.value.clone()),
+                    (None, Some([Value::Int(t), v])) => match u64::try_from(*t) {
+                        Ok(t) => (Some(t), v.clone()),
+                        Err(_) => {
+                            return Err(InputError::new(r.line, format!("negative token {t}")))
+                        }
+                    },
+                    (None, _) => (None, r.value.clone()),
+                };
+                let accepted = if r.is_indeterminate() {
+                    None
+                } else {
+                    Some(r.accepted.unwrap_or(true))
+                };
+                FencedRegisterOp::Write {
+                    token,
+                    value: self.intern(&value),
+                    accepted,
+                }
+            };
+            let p = intern_process(&mut procs, &mut self.procs, &r.process);
+            out.push(Operation {
+                op,
+                process: p,
+                call: r.call,
+                ret: r.ret,
+                line: r.line,
+                call_ns: r.call_ns,
+                ret_ns: r.ret_ns,
+            });
+            self.keys.push(r.key.clone());
+        }
+        Ok(out)
+    }
+}
+
+impl Model for FencedRegister {
+    type State = FencedRegisterState;
+    type Op = FencedRegisterOp;
+
+    fn init(&self) -> FencedRegisterState {
+        FencedRegisterState {
+            hi: 0,
+            v: self.init,
+        }
+    }
+
+    fn step(&self, s: &FencedRegisterState, op: &FencedRegisterOp) -> Option<FencedRegisterState> {
+        match *op {
+            FencedRegisterOp::Read(None) => Some(*s),
+            FencedRegisterOp::Read(Some(v)) => (v == s.v).then_some(*s),
+            FencedRegisterOp::Write {
+                token: None,
+                value,
+                accepted,
+            } => match accepted {
+                Some(false) => Some(*s),
+                _ => Some(FencedRegisterState { hi: s.hi, v: value }),
+            },
+            FencedRegisterOp::Write {
+                token: Some(t),
+                value,
+                accepted,
+            } => {
+                let accept = t >= s.hi;
+                match accepted {
+                    Some(a) if a != accept => None,
+                    _ if accept => Some(FencedRegisterState { hi: t, v: value }),
+                    _ => Some(*s),
+                }
+            }
+        }
+    }
+
+    fn partition(&self, ops: &[Operation<FencedRegisterOp>]) -> Vec<Vec<usize>> {
+        partition_by_key(&self.keys, ops.len())
+    }
+
+    fn describe_partition(&self, _ops: &[Operation<FencedRegisterOp>], part: &[usize]) -> String {
+        describe_key(&self.keys, part)
+    }
+
+    fn describe_op(&self, op: &FencedRegisterOp) -> String {
+        match *op {
+            FencedRegisterOp::Read(None) => "read (any)".into(),
+            FencedRegisterOp::Read(Some(v)) => format!("read {}", self.values[v as usize]),
+            FencedRegisterOp::Write {
+                token,
+                value,
+                accepted,
+            } => {
+                let t = token.map_or("no token".to_string(), |t| format!("token {t}"));
+                let a = match accepted {
+                    Some(true) => "accepted",
+                    Some(false) => "rejected",
+                    None => "outcome unknown",
+                };
+                format!("write {} ({t}, {a})", self.values[value as usize])
+            }
+        }
+    }
+
+    fn describe_state(&self, s: &FencedRegisterState) -> String {
+        format!(
+            "value = {}, highest accepted token = {}",
+            self.values[s.v as usize], s.hi
+        )
+    }
+}

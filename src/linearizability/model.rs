@@ -1,0 +1,153 @@
+//! The [`Model`] trait (a sequential specification) and [`Operation`], one operation of
+//! a history with its real-time interval.
+
+use super::explain::Explanation;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// The return time of an operation that never returned (or returned `:info`): +∞.
+pub const INDETERMINATE: u64 = u64::MAX;
+
+/// One operation of a history: what it did (`op`, in the model's terms), who did it, and
+/// its real-time interval `[call, ret]`.
+///
+/// Times are positions in the history (see the module docs); `ret` is [`INDETERMINATE`]
+/// for an operation that may take effect at any time after `call`, or never.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation<O> {
+    /// The operation in the model's terms (input and observed output).
+    pub op: O,
+    /// Index of the process in the history's process table.
+    pub process: u32,
+    /// Position of the invocation.
+    pub call: u64,
+    /// Position of the completion, or [`INDETERMINATE`].
+    pub ret: u64,
+    /// 1-based source line of the invocation (0 when unknown).
+    pub line: usize,
+    /// True time of the invocation in ns, when the history has times (display only).
+    pub call_ns: Option<u64>,
+    /// True time of the completion in ns, when known (display only).
+    pub ret_ns: Option<u64>,
+}
+
+impl<O> Operation<O> {
+    /// A determinate operation over `[call, ret]` by process 0 with no source line.
+    pub fn new(op: O, call: u64, ret: u64) -> Operation<O> {
+        Operation {
+            op,
+            process: 0,
+            call,
+            ret,
+            line: 0,
+            call_ns: None,
+            ret_ns: None,
+        }
+    }
+
+    /// Builder: set the process.
+    pub fn by(mut self, process: u32) -> Operation<O> {
+        self.process = process;
+        self
+    }
+
+    /// Whether the operation may take effect at any time after its call, or never.
+    pub fn is_indeterminate(&self) -> bool {
+        self.ret == INDETERMINATE
+    }
+}
+
+/// A sequential specification of an object.
+///
+/// `step` must be deterministic: given a state and an operation (input *and* observed
+/// output), it returns the next state, or `None` when the operation is illegal in that
+/// state. Indeterminate operations carry whatever the model needs to take the most
+/// permissive legal effect (e.g. an unknown fencing token).
+pub trait Model {
+    /// The object's state. Hashing must be deterministic (no random state inside).
+    type State: Clone + Eq + Hash + Debug;
+    /// One operation: its input and its observed output. Equal operations must behave
+    /// identically in [`Model::step`] (the search treats equal indeterminate operations
+    /// as interchangeable).
+    type Op: Clone + Debug + Eq + Hash;
+
+    /// The initial state.
+    fn init(&self) -> Self::State;
+
+    /// The state after `op`, or `None` when `op` is illegal in `state`.
+    fn step(&self, state: &Self::State, op: &Self::Op) -> Option<Self::State>;
+
+    /// Split a history into independent parts (P-compositionality, Horn & Kroening 2015):
+    /// each inner vector lists indices into `ops` and each part is checked alone from
+    /// [`Model::init`]. The default is one part holding everything.
+    fn partition(&self, ops: &[Operation<Self::Op>]) -> Vec<Vec<usize>> {
+        vec![(0..ops.len()).collect()]
+    }
+
+    /// A short human description of a partition (e.g. `lock "L"`), for explanations.
+    fn describe_partition(&self, ops: &[Operation<Self::Op>], part: &[usize]) -> String {
+        let _ = (ops, part);
+        String::new()
+    }
+
+    /// Whether state `a` can do everything `b` can: every operation legal in `b` is legal
+    /// in `a`, and the state it leads to from `a` subsumes the one from `b`. The search
+    /// skips a configuration whose state is subsumed by one already explored (with the
+    /// same operations linearized). The default is equality, always correct.
+    fn subsumes(&self, a: &Self::State, b: &Self::State) -> bool {
+        a == b
+    }
+
+    /// A hash equal for any two states one of which may subsume the other (the default
+    /// hashes the whole state, which matches the default [`Model::subsumes`]).
+    fn subsumption_hash(&self, state: &Self::State) -> u64 {
+        use std::hash::Hasher;
+        let mut h = super::search::FxHasher::default();
+        state.hash(&mut h);
+        h.finish()
+    }
+
+    /// A key such that `op` can only be legal in states whose [`Model::state_guard`] is
+    /// the same key (None: no such restriction, the default). It lets the search find the
+    /// few pending indeterminate operations that may apply in a state without trying
+    /// every one. A hint only: a wrong guard loses linearizations, a missing one costs
+    /// time.
+    fn op_guard(&self, op: &Self::Op) -> Option<u64> {
+        let _ = op;
+        None
+    }
+
+    /// The key guarded operations must have to be legal in `state` (see
+    /// [`Model::op_guard`]; None: no guarded operation is legal).
+    fn state_guard(&self, state: &Self::State) -> Option<u64> {
+        let _ = state;
+        None
+    }
+
+    /// Whether `op` can never be legal again, in `state` or any state reachable from it.
+    /// The search then forgets whether such an indeterminate operation was used, which
+    /// keeps its memo small. Must agree with [`Model::subsumes`]: if `a` subsumes `b`,
+    /// an operation dead in `a` is dead in `b`. The default, false, is always correct.
+    fn op_dead(&self, state: &Self::State, op: &Self::Op) -> bool {
+        let _ = (state, op);
+        false
+    }
+
+    /// A short human description of an operation, e.g. `cas 1→2`.
+    fn describe_op(&self, op: &Self::Op) -> String;
+
+    /// A short human description of a state.
+    fn describe_state(&self, state: &Self::State) -> String;
+
+    /// An optional exact fast path for one part: `Some(Ok(()))` when the part is
+    /// linearizable, `Some(Err(explanation))` when it is not, `None` to let the general
+    /// search decide. Must agree with the search whenever it answers.
+    fn fast_check(
+        &self,
+        ops: &[Operation<Self::Op>],
+        part: &[usize],
+    ) -> Option<Result<(), Explanation>> {
+        let _ = (ops, part);
+        None
+    }
+}

@@ -1,0 +1,107 @@
+//! `mutex`: Knossos's mutex model. The state is locked or free; acquiring a locked mutex
+//! and releasing a free one are illegal. Owners are not tracked (as in Knossos); see
+//! [`FencedLock`](super::FencedLock) for a lock that tracks owners and tokens.
+//!
+//! Operations: `acquire`, `release`; a `lock` or `key` field makes each lock name an
+//! independent mutex.
+
+use super::model::{Model, Operation};
+use super::ops::{intern_process, InputError, RawOp};
+use super::register::{describe_key, partition_by_key};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A mutex operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MutexOp {
+    /// Take the mutex.
+    Acquire,
+    /// Give it back.
+    Release,
+}
+
+/// The `mutex` model.
+#[derive(Clone, Debug, Default)]
+pub struct Mutex {
+    keys: Vec<Option<Arc<str>>>,
+    procs: Vec<String>,
+}
+
+impl Mutex {
+    /// A free mutex.
+    pub fn new() -> Mutex {
+        Mutex::default()
+    }
+
+    /// The process table of the last [`Self::ops_from_raw`] (names by index).
+    pub fn processes(&self) -> &[String] {
+        &self.procs
+    }
+
+    /// Interpret raw operations (`acquire`, `release`).
+    pub fn ops_from_raw(&mut self, raw: &[RawOp]) -> Result<Vec<Operation<MutexOp>>, InputError> {
+        let mut procs: HashMap<&str, u32> = HashMap::new();
+        let mut out = Vec::with_capacity(raw.len());
+        self.keys.clear();
+        self.procs.clear();
+        for r in raw {
+            let op = match &*r.f {
+                "acquire" => MutexOp::Acquire,
+                "release" => MutexOp::Release,
+                other => {
+                    return Err(InputError::new(
+                        r.line,
+                        format!("operation :{other} is not one the mutex model knows"),
+                    ))
+                }
+            };
+            let p = intern_process(&mut procs, &mut self.procs, &r.process);
+            out.push(Operation {
+                op,
+                process: p,
+                call: r.call,
+                ret: r.ret,
+                line: r.line,
+                call_ns: r.call_ns,
+                ret_ns: r.ret_ns,
+            });
+            self.keys.push(r.key.clone());
+        }
+        Ok(out)
+    }
+}
+
+impl Model for Mutex {
+    type State = bool;
+    type Op = MutexOp;
+
+    fn init(&self) -> bool {
+        false
+    }
+
+    fn step(&self, locked: &bool, op: &MutexOp) -> Option<bool> {
+        match op {
+            MutexOp::Acquire => (!*locked).then_some(true),
+            MutexOp::Release => (*locked).then_some(false),
+        }
+    }
+
+    fn partition(&self, ops: &[Operation<MutexOp>]) -> Vec<Vec<usize>> {
+        partition_by_key(&self.keys, ops.len())
+    }
+
+    fn describe_partition(&self, _ops: &[Operation<MutexOp>], part: &[usize]) -> String {
+        describe_key(&self.keys, part)
+    }
+
+    fn describe_op(&self, op: &MutexOp) -> String {
+        match op {
+            MutexOp::Acquire => "acquire".into(),
+            MutexOp::Release => "release".into(),
+        }
+    }
+
+    fn describe_state(&self, locked: &bool) -> String {
+        if *locked { "locked" } else { "free" }.into()
+    }
+}

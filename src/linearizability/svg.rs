@@ -1,0 +1,294 @@
+//! A self-contained SVG picture of a history: one lane per process, operations as bars
+//! in time, the linearized prefix numbered in green, the operation that cannot be placed
+//! in red and the operations concurrent with it in orange. Indeterminate operations fade
+//! out to the right edge. Large histories are cut to a window around the failure.
+
+use super::explain::{Explanation, OpInfo};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+/// At most this many operations are drawn.
+const MAX_OPS: usize = 80;
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Which operations to draw: everything when small, else a window around the failure
+/// (or the beginning of the history when there is no failure).
+fn select(ops: &[OpInfo], e: Option<&Explanation>) -> Vec<usize> {
+    if ops.len() <= MAX_OPS {
+        return (0..ops.len()).collect();
+    }
+    let Some(e) = e else {
+        let mut v: Vec<usize> = (0..ops.len()).collect();
+        v.sort_by_key(|&i| (ops[i].call, i));
+        v.truncate(MAX_OPS);
+        return v;
+    };
+    let f = &ops[e.failing];
+    let centre = f.call;
+    // The ops nearest the failing op's call, by distance of their intervals.
+    let dist = |i: usize| {
+        let o = &ops[i];
+        if o.ret >= centre && o.call <= centre {
+            0
+        } else if o.call > centre {
+            o.call - centre
+        } else {
+            centre - o.ret
+        }
+    };
+    let mut v: Vec<usize> = (0..ops.len()).collect();
+    v.select_nth_unstable_by_key(MAX_OPS - 1, |&i| (dist(i), i));
+    v.truncate(MAX_OPS);
+    if !v.contains(&e.failing) {
+        v.push(e.failing);
+    }
+    v
+}
+
+/// Render `ops` (and the explanation of a violation, if any) as a standalone SVG.
+pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
+    let shown = select(ops, explanation);
+    let mut prefix_pos: HashMap<usize, usize> = HashMap::new();
+    let mut concurrent: HashMap<usize, ()> = HashMap::new();
+    let mut failing = usize::MAX;
+    if let Some(e) = explanation {
+        for (k, &i) in e.prefix.iter().enumerate() {
+            prefix_pos.insert(i, k + 1);
+        }
+        for &i in &e.concurrent {
+            concurrent.insert(i, ());
+        }
+        failing = e.failing;
+    }
+
+    // Lanes in order of first appearance.
+    let mut lanes: Vec<&str> = Vec::new();
+    let mut lane_of: HashMap<&str, usize> = HashMap::new();
+    let mut by_call = shown.clone();
+    by_call.sort_by_key(|&i| (ops[i].call, i));
+    for &i in &by_call {
+        let p = ops[i].process.as_str();
+        if !lane_of.contains_key(p) {
+            lane_of.insert(p, lanes.len());
+            lanes.push(p);
+        }
+    }
+    // x: rank of each distinct finite endpoint (positions are what orders operations).
+    let mut points: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut ns_at: BTreeMap<u64, u64> = BTreeMap::new();
+    for &i in &shown {
+        points.insert(ops[i].call, 0);
+        if let Some(ns) = ops[i].call_ns {
+            ns_at.insert(ops[i].call, ns);
+        }
+        if !ops[i].indeterminate {
+            points.insert(ops[i].ret, 0);
+            if let Some(ns) = ops[i].ret_ns {
+                ns_at.insert(ops[i].ret, ns);
+            }
+        }
+    }
+    for (k, v) in points.values_mut().enumerate() {
+        *v = k;
+    }
+    let step = 48.0f64;
+    let left = 110.0f64;
+    let top = 84.0f64;
+    let lane_h = 34.0f64;
+    let width = left + step * (points.len() as f64 + 2.0) + 20.0;
+    let width = width.max(900.0);
+    let right_edge = width - 20.0;
+    let height = top + lane_h * lanes.len() as f64 + 56.0;
+    let x_of = |t: u64| left + step * (points[&t] as f64 + 0.5);
+
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="monospace" font-size="11">
+<defs><linearGradient id="fade" x1="0" x2="1" y1="0" y2="0"><stop offset="0" stop-color="#9aa0a6" stop-opacity="0.9"/><stop offset="1" stop-color="#9aa0a6" stop-opacity="0.05"/></linearGradient></defs>
+<rect width="100%" height="100%" fill="white"/>
+"##
+    );
+    let (title, subtitle) = match explanation {
+        Some(e) => (
+            format!(
+                "NOT linearizable{}: {} cannot be placed",
+                if e.partition.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on {}", e.partition)
+                },
+                ops[e.failing].label(),
+            ),
+            format!(
+                "after a linearizable prefix of {} operations; model state there: {}",
+                e.prefix.len(),
+                e.state
+            ),
+        ),
+        None => (format!("{} operations", ops.len()), String::new()),
+    };
+    let _ = writeln!(
+        s,
+        r#"<text x="10" y="20" font-size="13" font-weight="bold">{}</text><text x="10" y="38" font-size="12">{}</text>"#,
+        esc(&title),
+        esc(&subtitle)
+    );
+    let _ = writeln!(
+        s,
+        concat!(
+            r##"<g font-size="11"><rect x="10" y="48" width="14" height="10" fill="#34a853"/><text x="28" y="57">linearized prefix (#order)</text>"##,
+            r##"<rect x="220" y="48" width="14" height="10" fill="#ea4335"/><text x="238" y="57">cannot be placed</text>"##,
+            r##"<rect x="370" y="48" width="14" height="10" fill="#fbbc04"/><text x="388" y="57">concurrent with it</text>"##,
+            r##"<rect x="530" y="48" width="14" height="10" fill="url(#fade)"/><text x="548" y="57">indeterminate</text></g>"##
+        )
+    );
+    if shown.len() < ops.len() {
+        let _ = writeln!(
+            s,
+            r##"<text x="10" y="76" fill="#666">showing {} of {} operations around the failure</text>"##,
+            shown.len(),
+            ops.len()
+        );
+    }
+    for (k, p) in lanes.iter().enumerate() {
+        let y = top + lane_h * k as f64;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" x2="{right_edge}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="10" y="{:.1}">{}</text>"##,
+            y + lane_h / 2.0,
+            y + lane_h / 2.0,
+            y + lane_h / 2.0 + 4.0,
+            esc(p)
+        );
+    }
+    if let Some(&i) = shown.iter().find(|&&i| i == failing) {
+        let x = x_of(ops[i].call);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#ea4335" stroke-dasharray="4 3"/>"##,
+            top - 6.0,
+            height - 30.0
+        );
+    }
+    for &i in &by_call {
+        let o = &ops[i];
+        let lane = lane_of[o.process.as_str()];
+        let y = top + lane_h * lane as f64 + 6.0;
+        let x1 = x_of(o.call) - 4.0;
+        let x2 = if o.indeterminate {
+            right_edge
+        } else {
+            x_of(o.ret) + 4.0
+        };
+        let (fill, stroke) = if i == failing {
+            ("#ea4335", "#a50e0e")
+        } else if prefix_pos.contains_key(&i) {
+            ("#34a853", "#137333")
+        } else if concurrent.contains_key(&i) {
+            ("#fbbc04", "#b06000")
+        } else if o.indeterminate {
+            ("url(#fade)", "#9aa0a6")
+        } else {
+            ("#dadce0", "#80868b")
+        };
+        let mut tip = o.label();
+        if let Some(k) = prefix_pos.get(&i) {
+            let _ = write!(tip, " — linearized #{k}");
+        }
+        if i == failing {
+            tip.push_str(" — cannot be placed");
+        }
+        let dash = if o.indeterminate {
+            r#" stroke-dasharray="3 2""#
+        } else {
+            ""
+        };
+        if !o.indeterminate && o.call == o.ret {
+            // A point event: a diamond with its label beside it.
+            let (cx, cy) = (x_of(o.call), y + (lane_h - 12.0) / 2.0);
+            let _ = writeln!(
+                s,
+                r#"<g><title>{}</title><path d="M{:.1} {:.1} l7 -9 l7 9 l-7 9 z" fill="{fill}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+                esc(&tip),
+                cx - 7.0,
+                cy,
+                cx + 10.0,
+                cy + 4.0,
+                esc(&match prefix_pos.get(&i) {
+                    Some(k) => format!("#{k} {}", o.description),
+                    None => o.description.clone(),
+                })
+            );
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r#"<g><title>{}</title><rect x="{x1:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" rx="3" fill="{fill}" stroke="{stroke}"{dash}/>"#,
+            esc(&tip),
+            (x2 - x1).max(4.0),
+            lane_h - 12.0
+        );
+        let mut text = o.description.clone();
+        if let Some(k) = prefix_pos.get(&i) {
+            text = format!("#{k} {text}");
+        }
+        let max_chars = (((x2 - x1) / 6.6) as usize).max(1);
+        if text.chars().count() > max_chars {
+            text = text
+                .chars()
+                .take(max_chars.saturating_sub(1))
+                .collect::<String>()
+                + "…";
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}">{}</text></g>"#,
+            x1 + 3.0,
+            y + (lane_h - 12.0) / 2.0 + 4.0,
+            esc(&text)
+        );
+    }
+    // Time ticks (true time, when the history has it), spaced at least 90 px apart.
+    let axis_y = top + lane_h * lanes.len() as f64 + 8.0;
+    let mut last_x = f64::NEG_INFINITY;
+    for (&pos, &rank) in &points {
+        let x = left + step * (rank as f64 + 0.5);
+        if let Some(ns) = ns_at.get(&pos) {
+            if x - last_x >= 90.0 {
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#999"/><text x="{:.1}" y="{:.1}" fill="#666" font-size="10">{:.3} ms</text>"##,
+                    axis_y,
+                    axis_y + 5.0,
+                    x - 20.0,
+                    axis_y + 17.0,
+                    *ns as f64 / 1e6
+                );
+                last_x = x;
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="10" y="{:.1}" fill="#666">time →  (bars span invocation to completion; x is the order of events; hover a bar for details)</text>"##,
+        height - 10.0
+    );
+    s.push_str("</svg>\n");
+    s
+}

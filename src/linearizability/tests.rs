@@ -1,0 +1,925 @@
+//! Tests: Knossos data, proptest against a brute-force oracle, generated linearizable
+//! histories, malformed input, fast path against search.
+
+use super::*;
+use crate::edn::Value;
+use crate::history::{Event, EventType};
+use proptest::prelude::*;
+use std::path::PathBuf;
+use std::time::Duration;
+
+// ---------------------------------------------------------------- oracle
+
+/// Brute force: try every order consistent with real time, with indeterminate operations
+/// optionally left out.
+fn oracle<M: Model>(m: &M, ops: &[Operation<M::Op>]) -> bool {
+    fn go<M: Model>(m: &M, ops: &[Operation<M::Op>], used: &mut Vec<bool>, s: &M::State) -> bool {
+        // Done when every determinate op is used.
+        if ops
+            .iter()
+            .zip(used.iter())
+            .all(|(o, &u)| u || o.is_indeterminate())
+        {
+            return true;
+        }
+        for i in 0..ops.len() {
+            if used[i] {
+                continue;
+            }
+            // `i` can go next iff no unused determinate op must precede it.
+            let blocked = (0..ops.len()).any(|j| {
+                j != i && !used[j] && !ops[j].is_indeterminate() && ops[j].ret < ops[i].call
+            });
+            if blocked {
+                continue;
+            }
+            if let Some(n) = m.step(s, &ops[i].op) {
+                used[i] = true;
+                if go(m, ops, used, &n) {
+                    return true;
+                }
+                used[i] = false;
+            }
+        }
+        false
+    }
+    let mut used = vec![false; ops.len()];
+    go(m, ops, &mut used, &m.init())
+}
+
+fn verdict<M: Model>(m: &M, ops: &[Operation<M::Op>], fast: bool) -> LinVerdict {
+    check(
+        m,
+        ops,
+        CheckOptions {
+            timeout: None,
+            fast_path: fast,
+        },
+    )
+}
+
+fn is_lin(v: &LinVerdict) -> bool {
+    match v {
+        LinVerdict::Linearizable => true,
+        LinVerdict::NotLinearizable(_) => false,
+        LinVerdict::Unknown => panic!("no timeout was set"),
+    }
+}
+
+// ---------------------------------------------------------------- knossos data
+
+fn shared_dir() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for cand in [root.join("../shared"), root.join("shared")] {
+        if cand.join("data/knossos").is_dir() {
+            return cand;
+        }
+    }
+    panic!(
+        "test data missing: expected shared/data/knossos beside or inside {}",
+        root.display()
+    );
+}
+
+fn knossos_files(kind: &str) -> Vec<PathBuf> {
+    let dir = shared_dir().join("data/knossos/cas-register").join(kind);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "edn"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn knossos_good_histories_are_linearizable() {
+    let files = knossos_files("good");
+    assert_eq!(files.len(), 100, "expected 100 good histories");
+    for f in files {
+        let out = check_file(&f, "cas-register", Some("0"), Some(Duration::from_secs(60)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            out.verdict,
+            LinVerdict::Linearizable,
+            "{}: {}",
+            f.display(),
+            out.text
+        );
+        assert_eq!(out.exit_code(), 0);
+    }
+}
+
+#[test]
+fn knossos_bad_histories_are_not_linearizable() {
+    let files = knossos_files("bad");
+    assert_eq!(files.len(), 3, "expected 3 bad histories");
+    for f in files {
+        let out = check_file(&f, "cas-register", Some("0"), Some(Duration::from_secs(60)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(out.verdict, LinVerdict::NotLinearizable(_)),
+            "{}: {:?}",
+            f.display(),
+            out.verdict
+        );
+        assert_eq!(out.exit_code(), 1);
+        assert!(out.text.contains("NOT linearizable"), "{}", out.text);
+        assert!(out.svg.starts_with("<svg") && out.svg.contains("#ea4335"));
+        assert_eq!(out.to_json()["verdict"], "not-linearizable");
+    }
+}
+
+#[test]
+fn knossos_bad_analysis_explanation() {
+    let f = shared_dir().join("data/knossos/cas-register/bad/bad-analysis.edn");
+    let out = check_file(&f, "cas-register", None, None).unwrap();
+    let LinVerdict::NotLinearizable(e) = &out.verdict else {
+        panic!("{:?}", out.verdict)
+    };
+    // The spurious reads of 3 and 2 cannot both be placed.
+    let failing = &out.op_info[e.failing];
+    assert!(failing.description.starts_with("read"), "{}", out.text);
+    assert!(!e.prefix.is_empty());
+}
+
+// ---------------------------------------------------------------- unit histories
+
+fn op<O>(o: O, p: u32, call: u64, ret: u64) -> Operation<O> {
+    Operation::new(o, call, ret).by(p)
+}
+
+#[test]
+fn register_basics() {
+    let mut m = Register::new(Value::Int(0), true);
+    let v1 = m.intern(&Value::Int(1));
+    let v0 = m.intern(&Value::Int(0));
+    use RegisterOp::*;
+    // write 1 || read 0, then read 1: fine.
+    let ok = vec![
+        op(Write(v1), 0, 0, 5),
+        op(Read(Some(v0)), 1, 1, 2),
+        op(Read(Some(v1)), 1, 6, 7),
+    ];
+    assert!(is_lin(&verdict(&m, &ok, true)));
+    // read 1 strictly before write 1: not fine.
+    let bad = vec![op(Read(Some(v1)), 1, 0, 1), op(Write(v1), 0, 2, 3)];
+    let v = verdict(&m, &bad, true);
+    let LinVerdict::NotLinearizable(e) = v else {
+        panic!("{v:?}")
+    };
+    assert_eq!(e.failing, 0);
+    assert_eq!(e.state, "value = 0");
+    // An indeterminate write explains the read.
+    let info = vec![
+        op(Write(v1), 0, 0, INDETERMINATE),
+        op(Read(Some(v1)), 1, 2, 3),
+        op(Read(Some(v0)), 1, 4, 5),
+    ];
+    assert!(!is_lin(&verdict(&m, &info, true)));
+    let info2 = vec![
+        op(Write(v1), 0, 0, INDETERMINATE),
+        op(Read(Some(v0)), 1, 2, 3),
+        op(Read(Some(v1)), 1, 4, 5),
+    ];
+    assert!(is_lin(&verdict(&m, &info2, true)));
+}
+
+#[test]
+fn fenced_lock_jsonl_events() {
+    let ev = vec![
+        Event::new("client-1", EventType::Invoke, "acquire")
+            .at(1)
+            .lock("L"),
+        Event::new("client-1", EventType::Ok, "acquire")
+            .at(2)
+            .lock("L")
+            .token(Some(1)),
+        Event::new("redis-0", EventType::Event, "expire")
+            .at(3)
+            .key("L"),
+        Event::new("client-2", EventType::Invoke, "acquire")
+            .at(4)
+            .lock("L"),
+        Event::new("client-2", EventType::Ok, "acquire")
+            .at(5)
+            .lock("L")
+            .token(Some(2)),
+        Event::new("client-1", EventType::Invoke, "release")
+            .at(6)
+            .lock("L"),
+        Event::new("client-1", EventType::Ok, "release")
+            .at(7)
+            .lock("L"),
+        Event::new("nemesis", EventType::Event, "pause").at(8),
+        Event::new("storage", EventType::Ok, "write")
+            .at(9)
+            .key("counter")
+            .token(Some(2))
+            .value(1)
+            .accepted(true),
+    ];
+    // client-1 releases a lock it no longer holds.
+    let out = check_events(&ev, "fenced-lock", None, None).unwrap();
+    let LinVerdict::NotLinearizable(e) = &out.verdict else {
+        panic!("{}", out.text)
+    };
+    // The fast path shows the forced order: client-1's release ends its own hold, so
+    // the expiry must end client-2's, and client-2's grant came too early.
+    assert_eq!(
+        out.op_info[e.failing].description, "acquire → token 2",
+        "{}",
+        out.text
+    );
+    assert_eq!(e.partition, "lock \"L\"");
+    assert_eq!(e.state, "free, last token 1");
+    // The search finds a dead end too.
+    let mut m = FencedLock::new(true);
+    let raw = raw_ops_from_events(&ev).unwrap();
+    let ops = m.ops_from_raw(&raw).unwrap();
+    assert!(!is_lin(&verdict(&m, &ops, false)));
+    // Without the bad release it is fine.
+    let ok: Vec<Event> = ev[..5].to_vec();
+    assert_eq!(
+        check_events(&ok, "fenced-lock", None, None)
+            .unwrap()
+            .verdict,
+        LinVerdict::Linearizable
+    );
+    // The storage log alone checks against the fenced register.
+    let out = check_events(&ev, "fenced-register", None, None).unwrap();
+    assert_eq!(out.verdict, LinVerdict::Linearizable, "{}", out.text);
+    // EDN round trip of the same events.
+    let edn = events_to_edn(&ev);
+    let raw = raw_ops_from_edn(&edn).unwrap();
+    assert_eq!(raw, raw_ops_from_events(&ev).unwrap());
+    let out = check_raw(&raw, "fenced-lock", None, None).unwrap();
+    assert_eq!(out.exit_code(), 1);
+}
+
+// ---------------------------------------------------------------- malformed input
+
+fn edn_err(text: &str) -> InputError {
+    let raw = raw_ops_from_edn(text);
+    match raw {
+        Err(e) => e,
+        Ok(raw) => check_raw(&raw, "cas-register", None, None).expect_err("should be malformed"),
+    }
+}
+
+#[test]
+fn malformed_histories_name_line_and_reason() {
+    let e = edn_err("[{:process 0 :type :invoke :f :read :value nil}\n{:process 1 :type :ok :f :read :value 1}]");
+    assert_eq!(e.line, 2);
+    assert!(e.reason.contains("without an invoke"), "{e}");
+    let e = edn_err(
+        "{:process 0 :type :invoke :f :read}\n{:process 0 :type :invoke :f :write :value 1}",
+    );
+    assert_eq!(e.line, 2);
+    assert!(e.reason.contains("has not completed"), "{e}");
+    let e = edn_err("[{:process 0 :type :invoke :f :read}\n {:process 0 :type :ok :f :write}]");
+    assert!(e.reason.contains("does not match"), "{e}");
+    let e = edn_err("[{:process 0 :type :invoke :f :cas :value 3}]");
+    assert!(e.reason.contains("[old new]"), "{e}");
+    let e = edn_err("[{:process 0 :type :invoke :f :frob :value 3}]");
+    assert!(e.reason.contains("frob"), "{e}");
+    let e = edn_err(
+        "[{:process 0 :type :invoke :f :read}\n\n {:process 0 :type :ok :f :read :value [}]",
+    );
+    assert_eq!(e.line, 3, "{e}");
+    let e = edn_err("[{:process 0 :f :read}]");
+    assert!(e.reason.contains(":type"), "{e}");
+    // After :info a process may invoke again (Knossos).
+    let raw = raw_ops_from_edn(
+        "{:process 0 :type :invoke :f :write :value 1}\n{:process 0 :type :info :f :write :value 1}\n{:process 0 :type :invoke :f :read :value nil}\n{:process 0 :type :ok :f :read :value 1}",
+    )
+    .unwrap();
+    assert_eq!(raw.len(), 2);
+    assert!(raw[0].is_indeterminate());
+    let out = check_raw(&raw, "cas-register", None, None).unwrap();
+    assert_eq!(out.verdict, LinVerdict::Linearizable);
+    // JSONL: a bad line names its number; a bad model is an error.
+    let e = raw_ops_from_jsonl("\n{\"index\":0}\n").unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(check_raw(&[], "nope", None, None).is_err());
+    assert!(check_raw(&[], "cas-register", Some("[1"), None).is_err());
+    let e = check_file(
+        std::path::Path::new("/nonexistent.edn"),
+        "register",
+        None,
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("/nonexistent.edn"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn mangled_edn_never_panics(cut in 0usize..400, junk in "[\\[\\]{}:a-z0-9 \\n]{0,8}", model in 0usize..5) {
+        let base = "[{:process 0, :type :invoke, :f :cas, :value [0 1]}\n {:process 1, :type :invoke, :f :read, :value nil}\n {:process 0, :type :ok, :f :cas, :value [0 1]}\n {:process 1, :type :ok, :f :read, :value 1}\n {:process 2, :type :invoke, :f :acquire}\n {:process 2, :type :info, :f :acquire}]";
+        let cut = cut.min(base.len());
+        let text = format!("{}{}{}", &base[..cut], junk, &base[cut..]);
+        if let Ok(raw) = raw_ops_from_edn(&text) {
+            let _ = check_raw(&raw, MODEL_NAMES[model], None, Some(Duration::from_secs(5)));
+        }
+    }
+}
+
+fn arb_event() -> impl Strategy<Value = Event> {
+    (
+        0u64..1_000_000,
+        prop_oneof![
+            Just("client-1"),
+            Just("client-2"),
+            Just("redis-0"),
+            Just("stor\"age")
+        ],
+        prop_oneof![
+            Just(EventType::Invoke),
+            Just(EventType::Ok),
+            Just(EventType::Fail),
+            Just(EventType::Info),
+            Just(EventType::Event)
+        ],
+        prop_oneof![
+            Just("acquire"),
+            Just("release"),
+            Just("expire"),
+            Just("write")
+        ],
+        prop::option::of(prop_oneof![Just("L"), Just("M")]),
+        prop::option::of(0u64..50),
+        prop::option::of(prop_oneof![
+            Just(serde_json::Value::Null),
+            (0i64..9).prop_map(serde_json::Value::from),
+            Just(serde_json::json!([1, "x"])),
+            Just(serde_json::json!(-3)),
+            Just(serde_json::json!("s\\é")),
+        ]),
+        prop::option::of(any::<bool>()),
+    )
+        .prop_map(|(t, p, kind, f, lock, token, value, accepted)| {
+            let mut e = Event::new(p, kind, f).at(t).token(token);
+            e.lock = lock.map(str::to_string);
+            e.value = value;
+            e.accepted = accepted;
+            e
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The hand-written JSONL scanner agrees with serde on what it accepts.
+    #[test]
+    fn jsonl_reader_matches_events(mut events in prop::collection::vec(arb_event(), 0..12)) {
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+        }
+        let text = crate::history::to_jsonl(&events);
+        let a = raw_ops_from_jsonl(&text);
+        let b = raw_ops_from_events(&events);
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn jsonl_reader_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = raw_ops_from_jsonl(&text);
+        let _ = raw_ops_from_jsonl(&format!("{{\"index\":0,\"time_ns\":1,{text}"));
+    }
+}
+
+// ---------------------------------------------------------------- generators
+
+/// Random real-time intervals: (process, call, ret) with per-process sequential ops.
+fn intervals(n: usize, procs: u32, seed: &[u16]) -> Vec<(u32, u64, u64)> {
+    let mut t = vec![0u64; procs as usize];
+    let mut out = Vec::new();
+    for (i, &r) in seed.iter().take(n).enumerate() {
+        let p = (r as u32 + i as u32) % procs;
+        let call = t[p as usize] + (r as u64 % 5);
+        let ret = call + 1 + (r as u64 >> 3) % 9;
+        t[p as usize] = ret + 1;
+        out.push((p, call, ret));
+    }
+    out
+}
+
+fn arb_reg_op() -> impl Strategy<Value = RegisterOp> {
+    prop_oneof![
+        prop::option::weighted(0.9, 0u32..3).prop_map(RegisterOp::Read),
+        (0u32..3).prop_map(RegisterOp::Write),
+        (0u32..3, 0u32..3).prop_map(|(a, b)| RegisterOp::Cas(a, b)),
+    ]
+}
+
+fn arb_lock_op() -> impl Strategy<Value = LockOp> {
+    prop_oneof![
+        3 => prop::option::weighted(0.9, 0u64..6).prop_map(|token| LockOp::Acquire { p: 0, token }),
+        3 => prop::option::weighted(0.3, 0u64..6).prop_map(|token| LockOp::Release { p: 0, token }),
+        1 => Just(LockOp::Expire),
+    ]
+}
+
+fn arb_freg_op() -> impl Strategy<Value = FencedRegisterOp> {
+    prop_oneof![
+        prop::option::weighted(0.9, 0u32..3).prop_map(FencedRegisterOp::Read),
+        (prop::option::weighted(0.9, 0u64..4), 0u32..3, any::<bool>()).prop_map(
+            |(token, value, a)| {
+                FencedRegisterOp::Write {
+                    token,
+                    value,
+                    accepted: Some(a),
+                }
+            }
+        ),
+    ]
+}
+
+/// Small random histories: ops with intervals, some indeterminate.
+fn small<O: std::fmt::Debug + Clone>(
+    ops: impl Strategy<Value = O>,
+) -> impl Strategy<Value = Vec<Operation<O>>> {
+    (
+        prop::collection::vec((ops, any::<u16>(), prop::bool::weighted(0.2)), 1..=8),
+        1u32..4,
+    )
+        .prop_map(|(v, procs)| {
+            let seeds: Vec<u16> = v.iter().map(|x| x.1).collect();
+            let iv = intervals(v.len(), procs, &seeds);
+            v.into_iter()
+                .zip(iv)
+                .map(|((o, _, indet), (p, call, ret))| Operation {
+                    op: o,
+                    process: p,
+                    call,
+                    ret: if indet { INDETERMINATE } else { ret },
+                    line: 0,
+                    call_ns: None,
+                    ret_ns: None,
+                })
+                .collect()
+        })
+}
+
+/// The fenced lock with plain equality in the memo (no state subsumption), as a
+/// reference for the subsumption.
+struct EqLock(FencedLock);
+
+impl Model for EqLock {
+    type State = LockState;
+    type Op = LockOp;
+    fn init(&self) -> LockState {
+        self.0.init()
+    }
+    fn step(&self, s: &LockState, op: &LockOp) -> Option<LockState> {
+        self.0.step(s, op)
+    }
+    fn describe_op(&self, op: &LockOp) -> String {
+        self.0.describe_op(op)
+    }
+    fn describe_state(&self, s: &LockState) -> String {
+        self.0.describe_state(s)
+    }
+}
+
+/// Medium random lock histories: many processes, many indeterminate operations.
+fn medium_lock() -> impl Strategy<Value = Vec<Operation<LockOp>>> {
+    (
+        prop::collection::vec(
+            (
+                prop_oneof![
+                    3 => prop::option::weighted(0.7, 0u64..12).prop_map(|token| LockOp::Acquire { p: 0, token }),
+                    3 => prop::option::weighted(0.3, 0u64..6).prop_map(|token| LockOp::Release { p: 0, token }),
+                    2 => Just(LockOp::Expire),
+                ],
+                any::<u16>(),
+                prop::bool::weighted(0.35),
+            ),
+            8..40,
+        ),
+        2u32..5,
+    )
+        .prop_map(|(v, procs)| {
+            let seeds: Vec<u16> = v.iter().map(|x| x.1).collect();
+            let iv = intervals(v.len(), procs, &seeds);
+            let mut ops: Vec<Operation<LockOp>> = v
+                .into_iter()
+                .zip(iv)
+                .map(|((o, _, indet), (p, call, ret))| Operation {
+                    op: o,
+                    process: p,
+                    call,
+                    ret: if indet { INDETERMINATE } else { ret },
+                    line: 0,
+                    call_ns: None,
+                    ret_ns: None,
+                })
+                .collect();
+            fix_lock(&mut ops);
+            ops
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// Subsumption in the memo and the fast path agree with the plain memo.
+    #[test]
+    fn lock_subsumption_matches_plain_memo(ops in medium_lock()) {
+        let m = FencedLock::new(true);
+        let plain = is_lin(&verdict(&EqLock(m.clone()), &ops, false));
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, false)), plain, "search {:?}", ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), plain, "fast {:?}", ops);
+    }
+}
+
+fn fix_lock(ops: &mut [Operation<LockOp>]) {
+    for o in ops.iter_mut() {
+        match &mut o.op {
+            LockOp::Acquire { p, .. } | LockOp::Release { p, .. } => *p = o.process,
+            LockOp::Expire => {
+                o.ret = o.call; // a point event
+            }
+        }
+    }
+}
+
+fn fix_freg(ops: &mut [Operation<FencedRegisterOp>]) {
+    for o in ops.iter_mut() {
+        if o.is_indeterminate() {
+            if let FencedRegisterOp::Write { accepted, .. } = &mut o.op {
+                *accepted = None;
+            }
+        }
+    }
+}
+
+fn reg_model() -> Register {
+    let mut m = Register::new(Value::Int(0), true);
+    m.intern(&Value::Int(1));
+    m.intern(&Value::Int(2));
+    m
+}
+
+fn freg_model() -> FencedRegister {
+    let mut m = FencedRegister::new(Value::Int(0));
+    m.intern(&Value::Int(1));
+    m.intern(&Value::Int(2));
+    m
+}
+
+/// Stretch a sequential execution (ops at linearization points 10, 20, ...) into
+/// overlapping intervals; `jitter` drives the stretch, `indet` marks indeterminate ops.
+fn stretch<O>(seq: Vec<O>, jitter: &[(u8, u8, bool)], points: &[bool]) -> Vec<Operation<O>> {
+    seq.into_iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let lp = 20 * (i as u64 + 1);
+            let (a, b, indet) = jitter[i % jitter.len()];
+            let point = points[i % points.len()];
+            let (call, ret) = if point {
+                (lp, lp)
+            } else {
+                (
+                    lp - (a as u64 % 10) * (a as u64 % 3),
+                    lp + (b as u64 % 10) * (b as u64 % 4),
+                )
+            };
+            Operation {
+                op: o,
+                process: (a as u32 ^ b as u32) % 5,
+                call,
+                ret: if indet { INDETERMINATE } else { ret },
+                line: 0,
+                call_ns: None,
+                ret_ns: None,
+            }
+        })
+        .collect()
+}
+
+/// A random legal sequential execution of the cas register.
+fn run_register(choices: &[(u8, u8)]) -> Vec<RegisterOp> {
+    let mut v = 0u32;
+    choices
+        .iter()
+        .map(|&(k, x)| {
+            let x = x as u32 % 3;
+            match k % 4 {
+                0 => RegisterOp::Read(Some(v)),
+                1 => RegisterOp::Read(None),
+                2 => {
+                    v = x;
+                    RegisterOp::Write(x)
+                }
+                _ => {
+                    let o = RegisterOp::Cas(v, x);
+                    v = x;
+                    o
+                }
+            }
+        })
+        .collect()
+}
+
+fn run_lock(choices: &[(u8, u8)]) -> Vec<(LockOp, u32)> {
+    let mut owner: Option<u32> = None;
+    let mut last = 0u64;
+    choices
+        .iter()
+        .map(|&(k, x)| match owner {
+            None => {
+                let p = x as u32 % 5;
+                last += 1 + (k as u64 % 3);
+                owner = Some(p);
+                (
+                    LockOp::Acquire {
+                        p,
+                        token: Some(last),
+                    },
+                    p,
+                )
+            }
+            Some(p) => {
+                owner = None;
+                if k % 3 == 0 {
+                    (LockOp::Expire, 99)
+                } else {
+                    let token = (x % 2 == 0).then_some(last);
+                    (LockOp::Release { p, token }, p)
+                }
+            }
+        })
+        .collect()
+}
+
+fn run_freg(choices: &[(u8, u8)]) -> Vec<FencedRegisterOp> {
+    let (mut hi, mut v) = (0u64, 0u32);
+    choices
+        .iter()
+        .map(|&(k, x)| {
+            let t = (x as u64) % 6;
+            let val = (k as u32) % 3;
+            if k % 3 == 0 {
+                FencedRegisterOp::Read(Some(v))
+            } else {
+                let accepted = t >= hi;
+                if accepted {
+                    hi = t;
+                    v = val;
+                }
+                FencedRegisterOp::Write {
+                    token: Some(t),
+                    value: val,
+                    accepted: Some(accepted),
+                }
+            }
+        })
+        .collect()
+}
+
+type Jitter = Vec<(u8, u8, bool)>;
+
+fn jitter() -> impl Strategy<Value = Jitter> {
+    prop::collection::vec(
+        (any::<u8>(), any::<u8>(), prop::bool::weighted(0.15)),
+        1..20,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    // ------------------------------------------------ no false negatives (oracle)
+
+    #[test]
+    fn register_matches_oracle(ops in small(arb_reg_op())) {
+        let m = reg_model();
+        let want = oracle(&m, &ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), want, "{:?}", ops);
+    }
+
+    #[test]
+    fn mutex_matches_oracle(ops in small(prop_oneof![Just(MutexOp::Acquire), Just(MutexOp::Release)])) {
+        let m = Mutex::new();
+        let want = oracle(&m, &ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), want, "{:?}", ops);
+    }
+
+    #[test]
+    fn fenced_lock_matches_oracle_and_fast_path(mut ops in small(arb_lock_op())) {
+        fix_lock(&mut ops);
+        let m = FencedLock::new(true);
+        let want = oracle(&m, &ops);
+        let slow = is_lin(&verdict(&m, &ops, false));
+        let fast = is_lin(&verdict(&m, &ops, true));
+        prop_assert_eq!(slow, want, "search {:?}", ops);
+        prop_assert_eq!(fast, want, "fast path {:?}", ops);
+    }
+
+    #[test]
+    fn fenced_register_matches_oracle(mut ops in small(arb_freg_op())) {
+        fix_freg(&mut ops);
+        let m = freg_model();
+        let want = oracle(&m, &ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), want, "{:?}", ops);
+    }
+
+    #[test]
+    fn mutated_register_histories_match_oracle(
+        choices in prop::collection::vec((any::<u8>(), any::<u8>()), 1..=8),
+        j in jitter(),
+        which in any::<prop::sample::Index>(),
+        newval in 0u32..3,
+        shift in 0u64..30,
+    ) {
+        let mut ops = stretch(run_register(&choices), &j, &[false]);
+        let i = which.index(ops.len());
+        match &mut ops[i].op {
+            RegisterOp::Read(v) => *v = Some(newval),
+            RegisterOp::Write(v) => *v = newval,
+            RegisterOp::Cas(a, _) => *a = newval,
+        }
+        ops[i].call += shift;
+        if ops[i].ret != INDETERMINATE {
+            ops[i].ret += shift;
+        }
+        let m = reg_model();
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), oracle(&m, &ops), "{:?}", ops);
+    }
+
+    #[test]
+    fn mutated_lock_histories_match_oracle(
+        choices in prop::collection::vec((any::<u8>(), any::<u8>()), 1..=8),
+        j in jitter(),
+        which in any::<prop::sample::Index>(),
+        tok in 0u64..8,
+        shift in 0u64..30,
+    ) {
+        let seq = run_lock(&choices);
+        let procs: Vec<u32> = seq.iter().map(|x| x.1).collect();
+        let mut ops = stretch(seq.into_iter().map(|x| x.0).collect(), &j, &[false]);
+        for (o, p) in ops.iter_mut().zip(procs) {
+            o.process = p;
+            if matches!(o.op, LockOp::Expire) {
+                o.ret = o.call;
+            }
+        }
+        let i = which.index(ops.len());
+        if let LockOp::Acquire { token, .. } = &mut ops[i].op {
+            *token = Some(tok);
+        }
+        ops[i].call += shift;
+        if ops[i].ret != INDETERMINATE {
+            ops[i].ret = ops[i].ret.max(ops[i].call);
+        }
+        let m = FencedLock::new(true);
+        let want = oracle(&m, &ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, false)), want, "search {:?}", ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), want, "fast {:?}", ops);
+    }
+
+    // ------------------------------------------------ no false positives (generated)
+
+    #[test]
+    fn generated_register_histories_are_linearizable(
+        choices in prop::collection::vec((any::<u8>(), any::<u8>()), 1..200),
+        j in jitter(),
+        phantoms in prop::collection::vec((0u32..3, 0u64..2000), 0..4),
+    ) {
+        let mut ops = stretch(run_register(&choices), &j, &[false]);
+        // Indeterminate writes that never took effect.
+        for (v, t) in phantoms {
+            ops.push(Operation::new(RegisterOp::Write(v), t, INDETERMINATE).by(7));
+        }
+        let m = reg_model();
+        prop_assert!(is_lin(&verdict(&m, &ops, true)));
+    }
+
+    #[test]
+    fn generated_mutex_histories_are_linearizable(n in 1usize..200, j in jitter()) {
+        let seq: Vec<MutexOp> = (0..n).map(|i| if i % 2 == 0 { MutexOp::Acquire } else { MutexOp::Release }).collect();
+        let ops = stretch(seq, &j, &[false]);
+        prop_assert!(is_lin(&verdict(&Mutex::new(), &ops, true)));
+    }
+
+    #[test]
+    fn generated_lock_histories_are_linearizable(
+        choices in prop::collection::vec((any::<u8>(), any::<u8>()), 1..300),
+        j in jitter(),
+        phantoms in prop::collection::vec((0u32..5, 0u64..3000), 0..3),
+    ) {
+        let seq = run_lock(&choices);
+        let procs: Vec<u32> = seq.iter().map(|x| x.1).collect();
+        let points: Vec<bool> = seq.iter().map(|x| matches!(x.0, LockOp::Expire)).collect();
+        let mut ops = stretch(seq.into_iter().map(|x| x.0).collect(), &j, &points);
+        for (o, p) in ops.iter_mut().zip(procs) {
+            o.process = p;
+            if matches!(o.op, LockOp::Expire) {
+                o.ret = o.call;
+            }
+        }
+        for (p, t) in phantoms {
+            ops.push(Operation::new(LockOp::Acquire { p, token: None }, t, INDETERMINATE).by(p));
+        }
+        let m = FencedLock::new(true);
+        prop_assert!(is_lin(&verdict(&m, &ops, true)));
+        prop_assert!(is_lin(&verdict(&m, &ops, false)));
+    }
+
+    #[test]
+    fn generated_fenced_register_histories_are_linearizable(
+        choices in prop::collection::vec((any::<u8>(), any::<u8>()), 1..200),
+        j in jitter(),
+    ) {
+        let mut ops = stretch(run_freg(&choices), &j, &[false]);
+        fix_freg(&mut ops);
+        prop_assert!(is_lin(&verdict(&freg_model(), &ops, true)));
+    }
+}
+
+#[test]
+fn timeout_gives_unknown() {
+    // Many concurrent indeterminate writes and a read no order explains: exponential.
+    let mut m = Register::new(Value::Int(0), true);
+    let vals: Vec<u32> = (0..40).map(|i| m.intern(&Value::Int(i + 1))).collect();
+    let bad = m.intern(&Value::Int(999));
+    let mut ops: Vec<Operation<RegisterOp>> = vals
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| Operation::new(RegisterOp::Write(v), i as u64, INDETERMINATE).by(i as u32))
+        .collect();
+    for k in 0..40u64 {
+        ops.push(
+            Operation::new(
+                RegisterOp::Read(Some(vals[(k as usize * 7) % 40])),
+                100 + 2 * k,
+                101 + 2 * k,
+            )
+            .by(50),
+        );
+    }
+    ops.push(Operation::new(RegisterOp::Read(Some(bad)), 500, 501).by(51));
+    let v = check(
+        &m,
+        &ops,
+        CheckOptions {
+            timeout: Some(Duration::from_millis(200)),
+            fast_path: true,
+        },
+    );
+    assert!(
+        matches!(v, LinVerdict::Unknown | LinVerdict::NotLinearizable(_)),
+        "{v:?}"
+    );
+}
+
+/// Manual benchmark: `LOCKSIM_BENCH=file1,file2 LOCKSIM_MODEL=fenced-lock cargo test
+/// --release --lib bench_files -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_files() {
+    let files = std::env::var("LOCKSIM_BENCH").unwrap_or_default();
+    let model = std::env::var("LOCKSIM_MODEL").unwrap_or_else(|_| "fenced-lock".into());
+    let init = std::env::var("LOCKSIM_INIT").ok();
+    let secs: u64 = std::env::var("LOCKSIM_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    for f in files.split(',').filter(|f| !f.is_empty()) {
+        let start = std::time::Instant::now();
+        let out = check_file(
+            std::path::Path::new(f),
+            &model,
+            init.as_deref(),
+            Some(Duration::from_secs(secs)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let total = start.elapsed();
+        println!(
+            "{f}: {} ops, {} total {:.1} ms (check {:.1} ms, parse {:.1} ms), {:.0} ops/s end-to-end",
+            out.ops,
+            out.verdict.name(),
+            total.as_secs_f64() * 1e3,
+            out.elapsed.as_secs_f64() * 1e3,
+            (total - out.elapsed).as_secs_f64() * 1e3,
+            out.ops as f64 / total.as_secs_f64()
+        );
+        if !matches!(out.verdict, LinVerdict::Linearizable) {
+            println!("{}", out.text);
+        }
+        if let Ok(dir) = std::env::var("LOCKSIM_SVG_DIR") {
+            let name = std::path::Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            std::fs::write(format!("{dir}/{name}.svg"), &out.svg).unwrap();
+            std::fs::write(format!("{dir}/{name}.json"), out.to_json().to_string()).unwrap();
+        }
+    }
+}
