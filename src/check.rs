@@ -10,6 +10,13 @@
 //! | `fencing` | no accepted write carries a token lower than an earlier accepted write; every accepted token was granted to the client that used it |
 //! | `counter` | final counter equals the number of acknowledged increments (no lost update) |
 //! | `liveness` | once the last fault has healed, some client acquires within `liveness_ms` |
+//! | `lock-linearizable` | the lock service's acquire/release/expire history is linearizable against the fenced-lock spec |
+//! | `storage-linearizable` | the storage's history is linearizable against the fenced-register spec |
+//!
+//! The last two use the linearizability engine in [`crate::linearizability`] (Wing & Gong
+//! with Lowe's memoisation). `lock-linearizable` needs one authoritative lock server whose
+//! expirations are the lock's: it is not defined for Redlock, where each of N nodes expires
+//! its own copy of the key and the lock's lifetime is a client-side majority computation.
 //!
 //! The mutex and fencing arguments are M. Kleppmann's ("How to do distributed locking",
 //! 2016); the Jepsen-style history conventions (`info` = indeterminate) are from
@@ -59,6 +66,8 @@ pub enum Verdict {
     Holds,
     /// At least one violation found.
     Violated,
+    /// The checker ran out of its time budget: neither proven nor refuted.
+    Unknown,
 }
 
 /// The result of one named check on one history.
@@ -73,7 +82,20 @@ pub struct CheckReport {
 }
 
 /// Names of the checks `run` performs, in report order.
-pub const CHECK_NAMES: &[&str] = &["mutex", "token-order", "fencing", "counter", "liveness"];
+pub const CHECK_NAMES: &[&str] = &[
+    "mutex",
+    "token-order",
+    "fencing",
+    "counter",
+    "liveness",
+    "lock-linearizable",
+    "storage-linearizable",
+];
+
+/// Wall-clock budget of each linearizability check in a run: generous, because an
+/// `unknown` verdict depends on the machine's speed (histories of a seed check in
+/// milliseconds; the budget only guards against a pathological search).
+pub const LIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What the checks need besides the events.
 #[derive(Clone, Copy, Debug)]
@@ -82,12 +104,15 @@ pub struct CheckParams {
     pub end_ns: u64,
     /// The liveness window after the last fault heals, ns.
     pub liveness_ns: u64,
+    /// Whether `lock-linearizable` applies (one authoritative lock server).
+    pub lock_linearizable: bool,
 }
 
-/// Run every check in [`CHECK_NAMES`] on `history`.
+/// Run every applicable check in [`CHECK_NAMES`] on `history`.
 pub fn check_all(history: &[Event], params: CheckParams) -> Vec<CheckReport> {
     CHECK_NAMES
         .iter()
+        .filter(|&&name| name != "lock-linearizable" || params.lock_linearizable)
         .map(|&name| {
             let violations = match name {
                 "mutex" => check_mutex(history, params.end_ns),
@@ -95,6 +120,16 @@ pub fn check_all(history: &[Event], params: CheckParams) -> Vec<CheckReport> {
                 "fencing" => check_fencing(history),
                 "counter" => check_counter(history),
                 "liveness" => check_liveness(history, params.end_ns, params.liveness_ns),
+                "lock-linearizable" => return linearizable(name, history, "fenced-lock"),
+                "storage-linearizable" => {
+                    // The storage's own log of what it served is the object's history.
+                    let storage: Vec<Event> = history
+                        .iter()
+                        .filter(|e| e.process == "storage")
+                        .cloned()
+                        .collect();
+                    return linearizable(name, &storage, "fenced-register");
+                }
                 _ => unreachable!("CHECK_NAMES and this match agree"),
             };
             let verdict = if violations.is_empty() {
@@ -109,4 +144,47 @@ pub fn check_all(history: &[Event], params: CheckParams) -> Vec<CheckReport> {
             }
         })
         .collect()
+}
+
+/// A linearizability check of `events` against `model`, as a report.
+fn linearizable(name: &'static str, events: &[Event], model: &str) -> CheckReport {
+    use crate::linearizability::{check_events, LinVerdict};
+    let (verdict, violations) = match check_events(events, model, None, Some(LIN_BUDGET)) {
+        Err(e) => (
+            Verdict::Violated,
+            vec![Violation::new(
+                format!("the history is malformed for the {model} model: {e}"),
+                vec![],
+            )],
+        ),
+        Ok(out) => match &out.verdict {
+            LinVerdict::Linearizable => (Verdict::Holds, vec![]),
+            LinVerdict::Unknown => (Verdict::Unknown, vec![]),
+            LinVerdict::NotLinearizable(x) => {
+                // Name the events: the failing op and those concurrent with it.
+                let mut idx: Vec<u64> = Vec::new();
+                for &i in std::iter::once(&x.failing).chain(x.concurrent.iter()) {
+                    if let Some(op) = out.op_info.get(i) {
+                        // `line` is the 1-based position of the invocation in `events`.
+                        if op.line > 0 {
+                            idx.push(op.line as u64 - 1);
+                        }
+                    }
+                }
+                let idx = idx
+                    .into_iter()
+                    .filter_map(|i| events.get(i as usize).map(|e| e.index))
+                    .collect();
+                (
+                    Verdict::Violated,
+                    vec![Violation::new(out.text.clone(), idx)],
+                )
+            }
+        },
+    };
+    CheckReport {
+        name,
+        verdict,
+        violations,
+    }
 }

@@ -219,6 +219,16 @@ impl Recorder {
         std::mem::take(&mut *self.events.borrow_mut())
     }
 
+    /// The most recent event recorded by `process`, if any.
+    pub fn last_of(&self, process: &str) -> Option<Event> {
+        self.events
+            .borrow()
+            .iter()
+            .rev()
+            .find(|e| e.process == process)
+            .cloned()
+    }
+
     /// Number of events recorded so far.
     pub fn len(&self) -> usize {
         self.events.borrow().len()

@@ -44,6 +44,7 @@ pub fn check_run(scenario: &Scenario, result: &RunResult) -> Vec<CheckReport> {
         CheckParams {
             end_ns: result.end_ns,
             liveness_ns: scenario.liveness_ms * 1_000_000,
+            lock_linearizable: scenario.algorithm != scenario::Algorithm::Redlock,
         },
     )
 }

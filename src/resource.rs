@@ -73,10 +73,13 @@ impl StorageState {
                     self.raise(token);
                 }
                 let value = *self.0.borrow().values.get(key).unwrap_or(&0);
+                // An unfenced read's token is not part of the storage's state: record
+                // none, so the history says exactly what the storage did.
+                let recorded = if fence_reads { token } else { None };
                 ctx.record(
                     ctx.event(EventType::Ok, "read")
                         .key(key)
-                        .token(token)
+                        .token(recorded)
                         .value(value)
                         .accepted(accepted)
                         .client(client),

@@ -113,6 +113,8 @@ pub fn sweep(
 pub struct CheckTotals {
     /// Number of seeds that violated the check.
     pub violations: usize,
+    /// Number of seeds on which the checker gave up (time budget): neither verdict.
+    pub unknown: usize,
     /// The first (lowest-index) seed that did.
     pub first_seed: Option<u64>,
     /// The scenario's expectation, if it states one.
@@ -149,6 +151,21 @@ pub struct Summary {
 pub fn summarize(scenario: &Scenario, outcomes: &[SeedOutcome], wall_s: f64) -> Summary {
     let mut checks = BTreeMap::new();
     for &name in crate::check::CHECK_NAMES {
+        // Checks that do not apply to the algorithm appear in no outcome.
+        if !outcomes
+            .iter()
+            .any(|o| o.checks.iter().any(|c| c.name == name))
+        {
+            continue;
+        }
+        let unknown = outcomes
+            .iter()
+            .filter(|o| {
+                o.checks
+                    .iter()
+                    .any(|c| c.name == name && c.verdict == Verdict::Unknown)
+            })
+            .count();
         let violating: Vec<u64> = outcomes
             .iter()
             .filter(|o| o.violated(name))
@@ -156,7 +173,8 @@ pub fn summarize(scenario: &Scenario, outcomes: &[SeedOutcome], wall_s: f64) -> 
             .collect();
         let expect = scenario.expect.get(name).copied();
         let met = match expect {
-            Some(Expect::Holds) => violating.is_empty(),
+            // Holding needs proof on every seed: an unknown verdict is not one.
+            Some(Expect::Holds) => violating.is_empty() && unknown == 0,
             Some(Expect::Violated) => !violating.is_empty(),
             Some(Expect::Any) | None => true,
         };
@@ -164,6 +182,7 @@ pub fn summarize(scenario: &Scenario, outcomes: &[SeedOutcome], wall_s: f64) -> 
             name.to_string(),
             CheckTotals {
                 violations: violating.len(),
+                unknown,
                 first_seed: violating.first().copied(),
                 expect,
                 met,

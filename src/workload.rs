@@ -182,11 +182,13 @@ async fn release(
         None => lock.abandon(ctx, LOCK).await,
     };
     let done = match result {
-        Ok(released) => ctx
-            .event(EventType::Ok, "release")
+        Ok(true) => ctx.event(EventType::Ok, "release").lock(LOCK).token(token),
+        // Nothing of ours was there (the lease had run out): this release did not happen.
+        Ok(false) => ctx
+            .event(EventType::Fail, "release")
             .lock(LOCK)
             .token(token)
-            .value(released),
+            .reason("not held"),
         Err(LockError::Failed(r)) => ctx
             .event(EventType::Fail, "release")
             .lock(LOCK)

@@ -668,6 +668,7 @@ pub(super) mod tests {
         let params = crate::check::CheckParams {
             end_ns: 60_000 * MS,
             liveness_ns: 5000 * MS,
+            lock_linearizable: true,
         };
         let reports = crate::check::check_all(&h, params);
         assert!(
@@ -727,7 +728,7 @@ pub(super) mod tests {
         ) {
             let h = indexed(events);
             for (end_ns, liveness_ns) in [(end, live), (u64::MAX, 1), (10, 5), (0, 0)] {
-                let reports = crate::check::check_all(&h, crate::check::CheckParams { end_ns, liveness_ns });
+                let reports = crate::check::check_all(&h, crate::check::CheckParams { end_ns, liveness_ns, lock_linearizable: true });
                 for r in reports {
                     prop_assert!(r.violations.len() <= MAX_REPORTED);
                 }

@@ -12,6 +12,12 @@
 //! may also be `[token value]`. In locksim JSONL the clients' operations are used when
 //! there are any; otherwise the storage server's own log (point events). Each key is an
 //! independent register; operations with other names are ignored.
+//!
+//! Extension (locksim's `fence_reads`): a read that *carries a token* is fenced like a
+//! write — accepted iff t ≥ hi, then hi = t and it returns v; rejected iff t < hi, and
+//! then it returns nothing and changes nothing. A read without a token is the plain read
+//! of the spec. (Fencing writes alone lets a stale holder's read-modify-write slip in
+//! before the new holder's first write; see the README.)
 
 use super::model::{Model, Operation};
 use super::ops::{intern_process, InputError, RawOp};
@@ -25,6 +31,15 @@ use std::sync::Arc;
 pub enum FencedRegisterOp {
     /// A read that observed the value (None: matches anything).
     Read(Option<u32>),
+    /// A read carrying a fencing token (the storage fences reads).
+    FencedRead {
+        /// The token.
+        token: u64,
+        /// The value observed when accepted (None: matches anything).
+        value: Option<u32>,
+        /// Whether the storage accepted it (None: unknown).
+        accepted: Option<bool>,
+    },
     /// A write of `value` carrying `token`.
     Write {
         /// The fencing token (None: unfenced).
@@ -102,13 +117,17 @@ impl FencedRegister {
             .filter(|r| r.point != any_client)
         {
             let op = if &*r.f == "read" {
-                if r.is_indeterminate() {
-                    continue;
-                }
-                if r.value.is_nil() {
-                    FencedRegisterOp::Read(None)
-                } else {
-                    FencedRegisterOp::Read(Some(self.intern(&r.value)))
+                let indeterminate = r.is_indeterminate();
+                let value = (!r.value.is_nil() && !indeterminate).then(|| self.intern(&r.value));
+                match r.token {
+                    Some(token) => FencedRegisterOp::FencedRead {
+                        token,
+                        value,
+                        accepted: (!indeterminate).then(|| r.accepted.unwrap_or(true)),
+                    },
+                    // A plain read that may not have happened constrains nothing.
+                    None if indeterminate => continue,
+                    None => FencedRegisterOp::Read(value),
                 }
             } else {
                 let (token, value) = match (r.token, r.value.as_seq()) {
@@ -163,6 +182,19 @@ impl Model for FencedRegister {
         match *op {
             FencedRegisterOp::Read(None) => Some(*s),
             FencedRegisterOp::Read(Some(v)) => (v == s.v).then_some(*s),
+            FencedRegisterOp::FencedRead {
+                token,
+                value,
+                accepted,
+            } => {
+                let accept = token >= s.hi;
+                match accepted {
+                    Some(a) if a != accept => None,
+                    _ if !accept => Some(*s),
+                    _ if value.is_some_and(|v| v != s.v) => None,
+                    _ => Some(FencedRegisterState { hi: token, v: s.v }),
+                }
+            }
             FencedRegisterOp::Write {
                 token: None,
                 value,
@@ -198,6 +230,19 @@ impl Model for FencedRegister {
         match *op {
             FencedRegisterOp::Read(None) => "read (any)".into(),
             FencedRegisterOp::Read(Some(v)) => format!("read {}", self.values[v as usize]),
+            FencedRegisterOp::FencedRead {
+                token,
+                value,
+                accepted,
+            } => {
+                let v = value.map_or("any".to_string(), |v| self.values[v as usize].to_string());
+                let a = match accepted {
+                    Some(true) => "accepted",
+                    Some(false) => "rejected",
+                    None => "outcome unknown",
+                };
+                format!("read {v} (token {token}, {a})")
+            }
             FencedRegisterOp::Write {
                 token,
                 value,
@@ -215,9 +260,51 @@ impl Model for FencedRegister {
     }
 
     fn describe_state(&self, s: &FencedRegisterState) -> String {
+        // `hi` counts fenced reads too when the storage fences them.
         format!(
             "value = {}, highest accepted token = {}",
             self.values[s.v as usize], s.hi
         )
+    }
+}
+
+#[cfg(test)]
+mod fenced_read_tests {
+    use super::*;
+
+    fn step_all(ops: &[FencedRegisterOp]) -> Option<FencedRegisterState> {
+        let m = FencedRegister::new(Value::Int(0));
+        ops.iter().try_fold(m.init(), |s, op| m.step(&s, op))
+    }
+
+    fn read(token: u64, accepted: bool) -> FencedRegisterOp {
+        FencedRegisterOp::FencedRead {
+            token,
+            value: Some(0),
+            accepted: Some(accepted),
+        }
+    }
+
+    fn write(token: u64, accepted: bool) -> FencedRegisterOp {
+        FencedRegisterOp::Write {
+            token: Some(token),
+            value: 1,
+            accepted: Some(accepted),
+        }
+    }
+
+    #[test]
+    fn a_fenced_read_raises_the_mark_for_later_writes() {
+        // Token 5 read first: the stale holder's token-4 write must be rejected…
+        assert!(step_all(&[read(5, true), write(4, false)]).is_some());
+        // …and accepting it is not linearizable.
+        assert!(step_all(&[read(5, true), write(4, true)]).is_none());
+        // A read below the mark is rejected, and leaves the state alone.
+        let s = step_all(&[read(5, true), read(3, false)]).unwrap();
+        assert_eq!(s.hi, 5);
+        assert!(step_all(&[read(5, true), read(3, true)]).is_none());
+        // Plain (unfenced) reads leave the mark where it was.
+        let s = step_all(&[FencedRegisterOp::Read(Some(0)), write(1, true)]).unwrap();
+        assert_eq!(s.hi, 1);
     }
 }

@@ -91,8 +91,12 @@ pub fn run_command(
             jobs
         ));
         for name in crate::check::CHECK_NAMES {
-            let t = &summary.checks[*name];
-            let verdict = if t.violations == 0 {
+            let Some(t) = summary.checks.get(*name) else {
+                continue;
+            };
+            let verdict = if t.unknown > 0 && t.violations == 0 {
+                format!("unknown in {}/{} seeds (budget)", t.unknown, outcomes.len())
+            } else if t.violations == 0 {
                 "holds".to_string()
             } else {
                 format!(
@@ -114,7 +118,7 @@ pub fn run_command(
                     if t.met { "met" } else { "NOT MET" }
                 ),
             };
-            text.push_str(&format!("  {name:<13} {verdict:<45} {expect}\n"));
+            text.push_str(&format!("  {name:<20} {verdict:<45} {expect}\n"));
         }
     }
     for seed in &summary.harness_errors {

@@ -295,6 +295,17 @@ impl Driver {
                 }
                 sim.crash(node.as_str());
                 s.set_crashed(true);
+                // Jepsen's convention: a crashed process's outstanding operation is
+                // indeterminate; the restarted process then invokes afresh.
+                if let Some(last) = self.recorder.last_of(&node) {
+                    if last.kind == EventType::Invoke {
+                        let mut info = last.clone();
+                        info.kind = EventType::Info;
+                        info.time_ns = now;
+                        info.reason = Some("crashed".into());
+                        self.recorder.push(info);
+                    }
+                }
                 self.record(
                     now,
                     "crash",
