@@ -10,6 +10,7 @@ pub mod resp;
 mod serve;
 pub mod server;
 
+pub(crate) use lock::eval;
 pub use lock::RedisLock;
 pub use serve::{serve_node, REDIS_PORT};
 

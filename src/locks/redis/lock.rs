@@ -215,7 +215,8 @@ impl RedisLock {
 }
 
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
-async fn eval(
+/// Shared with the Redlock client.
+pub(crate) async fn eval(
     remote: &mut Remote,
     ctx: &NodeCtx,
     script: &str,
