@@ -532,7 +532,7 @@ mod tests {
     fn replies_are_classified() {
         let ok = Ok(Value::Simple("OK".into()));
         assert_eq!(NodeReply::from_set(&ok), NodeReply::Yes);
-        assert_eq!(NodeReply::from_set(&Ok(Value::Null)), NodeReply::No);
+        assert_eq!(NodeReply::from_set(&Ok(Value::nil())), NodeReply::No);
         assert_eq!(
             NodeReply::from_set(&Err(CallError::Timeout)),
             NodeReply::TimedOut
@@ -564,6 +564,149 @@ mod tests {
         assert_eq!(decide(5, 5, -MS, true), Decision::Expired);
         // ...a client that does not re-check holds an expired lock.
         assert_eq!(decide(5, 5, -MS, false), Decision::Held);
+    }
+
+    // --- World-level tests: the client against real Redis node models over turmoil. ---
+
+    use crate::history::Event;
+    use crate::scenario::Scenario;
+
+    fn world(extra: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\nalgorithm = \"redlock\"\nduration_ms = 3000\nliveness_ms = 1000\n{extra}"
+        );
+        Scenario::parse(std::path::Path::new("redlock-test.toml"), &text)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn events<'h>(h: &'h [Event], kind: EventType, f: &str) -> Vec<&'h Event> {
+        h.iter().filter(|e| e.kind == kind && e.f == f).collect()
+    }
+
+    /// The nodes named by a `majority` event.
+    fn granted(e: &Event) -> Vec<String> {
+        let v = e.value.as_ref().expect("majority events carry a value");
+        serde_json::from_value(v["nodes"].clone()).expect("a list of node names")
+    }
+
+    #[test]
+    fn release_deletes_the_key_on_every_node() {
+        // One client, no faults: every grant is on all five nodes and every release
+        // deletes all five keys, so no key is ever left to expire.
+        let s = world("[lock]\nttl_ms = 500\n[workload]\nclients = 1\n");
+        for seed in 0..3 {
+            let r = crate::run(&s, seed);
+            let h = &r.history;
+            let grants = events(h, EventType::Ok, "acquire");
+            assert!(
+                grants.len() > 10,
+                "seed {seed}: only {} grants",
+                grants.len()
+            );
+            for m in events(h, EventType::Event, "majority") {
+                assert_eq!(granted(m).len(), 5, "{m:?}");
+            }
+            let releases = events(h, EventType::Ok, "release");
+            assert!(releases.len() >= grants.len() - 1);
+            assert!(
+                releases.iter().all(|e| e.value == Some(true.into())),
+                "seed {seed}: a release did not delete a majority"
+            );
+            let expired = events(h, EventType::Event, "expire");
+            assert!(
+                expired.is_empty(),
+                "seed {seed}: keys left behind: {expired:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_majority_is_enough_and_required() {
+        // Two of five nodes down: every grant comes from the other three.
+        let two_down = world(
+            "[lock]\nttl_ms = 500\n[workload]\nclients = 2\n\
+             [[faults.at]]\nat_ms = 0\nkind = \"crash\"\nnodes = [\"redis-0\", \"redis-3\"]\n",
+        );
+        let r = crate::run(&two_down, 1);
+        let majorities = events(&r.history, EventType::Event, "majority");
+        assert!(majorities.len() > 5);
+        for m in &majorities {
+            assert_eq!(granted(m), ["redis-1", "redis-2", "redis-4"], "{m:?}");
+        }
+        let released = events(&r.history, EventType::Ok, "release");
+        assert!(released.iter().all(|e| e.value == Some(true.into())));
+        // Three of five down: nobody ever holds the lock, and the failures are definite
+        // (a refused connection cannot have set a key).
+        let three_down = world(
+            "[lock]\nttl_ms = 500\n[workload]\nclients = 2\n\
+             [[faults.at]]\nat_ms = 0\nkind = \"crash\"\nnodes = [\"redis-0\", \"redis-1\", \"redis-3\"]\n",
+        );
+        let r = crate::run(&three_down, 1);
+        assert!(events(&r.history, EventType::Ok, "acquire").is_empty());
+        assert!(!events(&r.history, EventType::Fail, "acquire").is_empty());
+    }
+
+    #[test]
+    fn a_partitioned_holder_releases_its_majority() {
+        // client-0 never reaches redis-3 and redis-4: it holds and releases on 0, 1, 2.
+        let s = world(
+            "[lock]\nttl_ms = 500\n[workload]\nclients = 1\n\
+             [[faults.at]]\nat_ms = 0\nkind = \"partition\"\nnodes = [\"client-0\"]\npeers = [\"redis-3\", \"redis-4\"]\n",
+        );
+        let r = crate::run(&s, 2);
+        let majorities = events(&r.history, EventType::Event, "majority");
+        assert!(majorities.len() > 5);
+        for m in &majorities {
+            assert_eq!(granted(m), ["redis-0", "redis-1", "redis-2"], "{m:?}");
+        }
+        let released = events(&r.history, EventType::Ok, "release");
+        assert!(released.iter().all(|e| e.value == Some(true.into())));
+        assert!(events(&r.history, EventType::Event, "expire").is_empty());
+    }
+
+    #[test]
+    fn extend_moves_the_deadline_and_needs_the_key() {
+        use crate::history::Recorder;
+        use crate::sim::NodeState;
+        let mut sim = turmoil::Builder::new()
+            .simulation_duration(Duration::from_secs(10))
+            .tick_duration(Duration::from_millis(1))
+            .min_message_latency(Duration::from_millis(1))
+            .max_message_latency(Duration::from_millis(5))
+            .tcp_capacity(65536)
+            .build();
+        for i in 0..3 {
+            let name = format!("redis-{i}");
+            let state = Rc::new(NodeState::new(&name, 1));
+            sim.host(name.as_str(), move || {
+                let ctx = NodeCtx::new(state.clone(), Recorder::new());
+                async move {
+                    crate::locks::redis::serve_node(ctx, crate::scenario::Persistence::None).await;
+                    Ok(())
+                }
+            });
+        }
+        sim.client("client-0", async {
+            let ctx = NodeCtx::new(Rc::new(NodeState::new("client-0", 1)), Recorder::new());
+            let params: RedlockParams = toml::from_str("nodes = 3\nttl_ms = 500").unwrap();
+            let mut rl = Redlock::new(params);
+            let g = rl.acquire(&ctx, "L", Duration::from_secs(1)).await.unwrap();
+            let first = g.valid_until_ns().unwrap();
+            ctx.sleep(Duration::from_millis(300)).await;
+            assert!(rl.extend(&ctx, &g).await.unwrap());
+            let second = g.valid_until_ns().unwrap();
+            assert!(second >= first + 290 * MS, "{first} -> {second}");
+            // Past the first lease: the extended key is still ours to delete.
+            ctx.sleep(Duration::from_millis(400)).await;
+            assert!(ctx.mono_ns() > first);
+            assert!(rl.release(&ctx, &g).await.unwrap());
+            // Gone: neither a second release nor an extension finds it.
+            assert!(!rl.release(&ctx, &g).await.unwrap());
+            assert!(!rl.extend(&ctx, &g).await.unwrap());
+            assert_eq!(g.valid_until_ns(), Some(second));
+            Ok(())
+        });
+        sim.run().unwrap();
     }
 
     #[test]
