@@ -12,6 +12,7 @@ mod sentinel;
 mod serve;
 pub mod server;
 
+pub(crate) use lock::eval;
 pub use lock::RedisLock;
 pub use sentinel::SENTINEL_PORT;
 pub use serve::{run_node, serve_node, Role, REDIS_PORT};

@@ -256,7 +256,8 @@ impl RedisLock {
 }
 
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
-async fn eval(
+/// Shared with the Redlock client.
+pub(crate) async fn eval(
     remote: &mut impl Call,
     ctx: &NodeCtx,
     script: &str,
