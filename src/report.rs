@@ -3,11 +3,13 @@
 //! scenarios (`list`) and harness speed (`bench`). Each command returns its exit code.
 
 mod bench;
+mod check;
 mod list;
 mod replay;
 mod run;
 
 pub use bench::bench_command;
+pub use check::check_command;
 pub use list::list_command;
 pub use replay::{explain, replay_command};
 pub use run::run_command;

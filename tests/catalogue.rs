@@ -27,8 +27,10 @@ fn every_scenario_meets_its_expectations() {
         let s = Scenario::load(&f).unwrap_or_else(|e| panic!("{e}"));
         let budget = if s.name.contains("baseline") {
             500
-        } else {
+        } else if s.name.contains("random") {
             200
+        } else {
+            100
         };
         let seeds: Vec<u64> = (0..budget).collect();
         let outcomes = sweep(&s, &seeds, 2, &|_| {});

@@ -52,9 +52,34 @@ enum Command {
         /// Also write the history as JSONL to FILE.
         #[arg(long)]
         history: Option<PathBuf>,
+        /// Also write the history as Jepsen EDN to FILE.
+        #[arg(long)]
+        edn: Option<PathBuf>,
         /// Print the tracing log of every node (simulated time, node name).
         #[arg(long)]
         trace: bool,
+    },
+    /// Check a history for linearizability against a model.
+    ///
+    /// Exit code: 0 linearizable, 1 not, 3 unknown (time budget spent), 2 bad input.
+    Check {
+        /// History file: `.edn` (Jepsen/Knossos) or locksim JSONL.
+        history: PathBuf,
+        /// register | cas-register | mutex | fenced-lock | fenced-register.
+        #[arg(long)]
+        model: String,
+        /// Initial value for register models, as EDN (e.g. `0`, `nil`) [0].
+        #[arg(long)]
+        init: Option<String>,
+        /// Give up after this many seconds with verdict `unknown`.
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write an SVG picture of the history (one lane per process, failure in red).
+        #[arg(long)]
+        svg: Option<PathBuf>,
     },
     /// List algorithms, their parameters, fault kinds, checks and the scenarios in sims/.
     List,
@@ -94,8 +119,24 @@ fn main() -> ExitCode {
             scenario,
             seed,
             history,
+            edn,
             trace,
-        } => report::replay_command(&scenario, seed, history.as_deref(), trace),
+        } => report::replay_command(&scenario, seed, history.as_deref(), edn.as_deref(), trace),
+        Command::Check {
+            history,
+            model,
+            init,
+            timeout,
+            json,
+            svg,
+        } => report::check_command(
+            &history,
+            &model,
+            init.as_deref(),
+            timeout,
+            json,
+            svg.as_deref(),
+        ),
         Command::List => report::list_command(),
         Command::Bench { seeds } => report::bench_command(seeds),
     };

@@ -14,7 +14,13 @@ const SHOWN: usize = 3;
 
 /// Re-run `seed` of the scenario at `path` and print its story; exit 1 if any check is
 /// violated, 0 if none, 2 on bad input.
-pub fn replay_command(path: &Path, seed: u64, history_out: Option<&Path>, trace: bool) -> u8 {
+pub fn replay_command(
+    path: &Path,
+    seed: u64,
+    history_out: Option<&Path>,
+    edn_out: Option<&Path>,
+    trace: bool,
+) -> u8 {
     let scenario = match Scenario::load(path) {
         Ok(s) => s,
         Err(e) => {
@@ -41,6 +47,13 @@ pub fn replay_command(path: &Path, seed: u64, history_out: Option<&Path>, trace:
     if let Some(p) = history_out {
         if let Err(e) = std::fs::write(p, crate::history::to_jsonl(&result.history)) {
             eprintln!("locksim: --history {}: cannot write: {e}", p.display());
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if let Some(p) = edn_out {
+        let edn = crate::linearizability::events_to_edn(&result.history);
+        if let Err(e) = std::fs::write(p, edn) {
+            eprintln!("locksim: --edn {}: cannot write: {e}", p.display());
             return EXIT_BAD_INPUT;
         }
     }
@@ -94,10 +107,14 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
             // Faults and server expirations that shaped the story, from a little before the
             // first involved event.
             let from = lo.saturating_sub(2_000_000_000);
+            let holders: Vec<&str> = involved.iter().map(|e| e.process.as_str()).collect();
             let mut lines: Vec<&Event> = history
                 .iter()
                 .filter(|e| {
-                    let context = e.process == "nemesis" || e.f == "expire";
+                    // Redlock clients record which nodes granted them a majority.
+                    let context = e.process == "nemesis"
+                        || e.f == "expire"
+                        || (e.f == "majority" && holders.contains(&e.process.as_str()));
                     v.events.contains(&e.index) || (context && e.time_ns >= from && e.time_ns <= hi)
                 })
                 .collect();

@@ -208,9 +208,6 @@ impl RedisLock {
         let value = format!("{}:{:016x}", ctx.name(), ctx.rand_u64());
         self.last_value = Some(value.clone());
         let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
-        // Why the attempts so far failed: an outcome-unknown error wins over a definite one.
-        let mut unknown = None;
-        let mut last = "lock busy".to_string();
         loop {
             let start = ctx.mono_ns();
             let attempt = self.attempt(ctx, lock, &value).await;
@@ -220,7 +217,7 @@ impl RedisLock {
                 }
                 (other, _) => other,
             };
-            match attempt {
+            let why = match attempt {
                 Ok(Attempt::Granted(token)) => {
                     let lease = Rc::new(Cell::new(Self::lease_end(&self.params, start)));
                     if self.params.renew == Renew::Watchdog {
@@ -233,22 +230,18 @@ impl RedisLock {
                         valid_until: Some(lease),
                     });
                 }
-                Ok(Attempt::Busy) => last = "lock busy".into(),
-                // A two-step acquire that failed after its first step: the lock key may be
-                // set with no TTL. Naive clients propagate the error, as here.
-                Err(e) if self.params.acquire == Acquire::SetnxThenExpire && e.maybe_applied() => {
-                    return Err(LockError::Indeterminate(format!(
-                        "acquire step failed: {e}"
-                    )));
+                Ok(Attempt::Busy) => "lock busy".to_string(),
+                // The request may have set the key (and taken a token) with its reply
+                // lost. Retrying inside this operation would hide that grant from the
+                // history, so the operation ends here with an unknown outcome; the caller
+                // abandons it and starts a new one (as Jepsen clients do).
+                Err(e) if e.maybe_applied() => {
+                    return Err(LockError::Indeterminate(format!("attempt {e}")));
                 }
-                Err(e) if e.maybe_applied() => unknown = Some(e.to_string()),
-                Err(e) => last = e.to_string(),
-            }
+                Err(e) => e.to_string(),
+            };
             if ctx.mono_ns() >= deadline {
-                return Err(match unknown {
-                    Some(e) => LockError::Indeterminate(format!("timed out; an attempt {e}")),
-                    None => LockError::Failed(format!("timed out; last attempt: {last}")),
-                });
+                return Err(LockError::Failed(format!("timed out; last attempt: {why}")));
             }
             ctx.sleep_ms_in(self.params.retry_delay_ms).await;
         }
