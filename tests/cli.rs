@@ -201,3 +201,83 @@ fn replay_trace_logs_every_node_in_simulated_time() {
     assert!(err.contains("nemesis at") && err.contains("ArmPause"));
     assert!(err.contains("ms"), "simulated-time stamps");
 }
+
+#[test]
+fn check_exit_codes_on_knossos_and_bad_input() {
+    let data = "../shared/data/knossos/cas-register";
+    let (code, out, _) = locksim(&[
+        "check",
+        &format!("{data}/good/memstress3-4.edn"),
+        "--model",
+        "cas-register",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("linearizable"), "{out}");
+    let svg = scenario_file("bad.svg", "");
+    let (code, out, _) = locksim(&[
+        "check",
+        &format!("{data}/bad/cas-failure.edn"),
+        "--model",
+        "cas-register",
+        "--init",
+        "0",
+        "--svg",
+        &svg,
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("NOT linearizable") && out.contains("no legal order can place"),
+        "{out}"
+    );
+    let pic = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        pic.starts_with("<svg") || pic.starts_with("<?xml"),
+        "{}",
+        &pic[..80.min(pic.len())]
+    );
+    let (code, out, _) = locksim(&[
+        "check",
+        &format!("{data}/bad/cas-failure.edn"),
+        "--model",
+        "cas-register",
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    assert!(!v["explanation"].is_null(), "{v}");
+    // Bad input: unknown model, missing file, malformed EDN with its line.
+    let (code, _, err) = locksim(&[
+        "check",
+        &format!("{data}/bad/cas-failure.edn"),
+        "--model",
+        "queue",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown model"), "{err}");
+    let (code, _, _) = locksim(&["check", "nope.edn", "--model", "register"]);
+    assert_eq!(code, 2);
+    let broken = scenario_file(
+        "broken.edn",
+        "[{:process 0, :type :invoke, :f :read}\n {:process 0 :type",
+    );
+    let (code, _, err) = locksim(&["check", &broken, "--model", "register"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 2") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn replay_writes_edn_that_check_reads() {
+    let edn = scenario_file("row2.edn", "");
+    let (code, _, _) = locksim(&[
+        "replay",
+        "sims/redis-02-del-after-expiry.toml",
+        "--seed",
+        "0",
+        "--edn",
+        &edn,
+    ]);
+    assert_eq!(code, 1);
+    // Plain DEL deleted another holder's key: the lock history is not linearizable.
+    let (code, out, _) = locksim(&["check", &edn, "--model", "fenced-lock"]);
+    assert_eq!(code, 1, "{out}");
+}
