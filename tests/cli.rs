@@ -262,7 +262,10 @@ fn check_exit_codes_on_knossos_and_bad_input() {
     );
     let (code, _, err) = locksim(&["check", &broken, "--model", "register"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("broken.edn:2:") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("broken.edn:2:") && !err.contains("panicked"),
+        "{err}"
+    );
 }
 
 #[test]
