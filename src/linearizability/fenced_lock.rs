@@ -147,15 +147,7 @@ impl FencedLock {
                 "expire" if lock_keys.contains(&r.key) => LockOp::Expire,
                 _ => continue,
             };
-            out.push(Operation {
-                op,
-                process: pid(&r.process),
-                call: r.call,
-                ret: r.ret,
-                line: r.line,
-                call_ns: r.call_ns,
-                ret_ns: r.ret_ns,
-            });
+            out.push(Operation::from_raw(op, pid(&r.process), r));
             self.keys.push(r.key.clone());
         }
         Ok(out)

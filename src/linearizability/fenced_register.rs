@@ -152,15 +152,7 @@ impl FencedRegister {
                 }
             };
             let p = intern_process(&mut procs, &mut self.procs, &r.process);
-            out.push(Operation {
-                op,
-                process: p,
-                call: r.call,
-                ret: r.ret,
-                line: r.line,
-                call_ns: r.call_ns,
-                ret_ns: r.ret_ns,
-            });
+            out.push(Operation::from_raw(op, p, r));
             self.keys.push(r.key.clone());
         }
         Ok(out)

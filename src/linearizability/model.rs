@@ -32,6 +32,19 @@ pub struct Operation<O> {
 }
 
 impl<O> Operation<O> {
+    /// The operation `op` of process `process`, with the position, line and times of `raw`.
+    pub fn from_raw(op: O, process: u32, raw: &super::ops::RawOp) -> Operation<O> {
+        Operation {
+            op,
+            process,
+            call: raw.call,
+            ret: raw.ret,
+            line: raw.line,
+            call_ns: raw.call_ns,
+            ret_ns: raw.ret_ns,
+        }
+    }
+
     /// A determinate operation over `[call, ret]` by process 0 with no source line.
     pub fn new(op: O, call: u64, ret: u64) -> Operation<O> {
         Operation {
