@@ -19,7 +19,7 @@
 //! of the spec. (Fencing writes alone lets a stale holder's read-modify-write slip in
 //! before the new holder's first write; see the README.)
 
-use super::model::{Model, Operation};
+use super::model::{Model, Operation, ValueTable};
 use super::ops::{intern_process, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::edn::Value;
@@ -63,8 +63,7 @@ pub struct FencedRegisterState {
 /// The `fenced-register` model.
 #[derive(Clone, Debug)]
 pub struct FencedRegister {
-    values: Vec<Value>,
-    index: HashMap<Value, u32>,
+    values: ValueTable,
     init: u32,
     keys: Vec<Option<Arc<str>>>,
     procs: Vec<String>,
@@ -74,8 +73,7 @@ impl FencedRegister {
     /// A register whose value starts as `init` and whose highest token starts at 0.
     pub fn new(init: Value) -> FencedRegister {
         let mut r = FencedRegister {
-            values: Vec::new(),
-            index: HashMap::new(),
+            values: ValueTable::default(),
             init: 0,
             keys: Vec::new(),
             procs: Vec::new(),
@@ -86,13 +84,7 @@ impl FencedRegister {
 
     /// The id of `v`, adding it when new.
     pub fn intern(&mut self, v: &Value) -> u32 {
-        if let Some(&id) = self.index.get(v) {
-            return id;
-        }
-        let id = self.values.len() as u32;
-        self.values.push(v.clone());
-        self.index.insert(v.clone(), id);
-        id
+        self.values.intern(v)
     }
 
     /// The process table of the last [`Self::ops_from_raw`] (names by index).
@@ -221,13 +213,13 @@ impl Model for FencedRegister {
     fn describe_op(&self, op: &FencedRegisterOp) -> String {
         match *op {
             FencedRegisterOp::Read(None) => "read (any)".into(),
-            FencedRegisterOp::Read(Some(v)) => format!("read {}", self.values[v as usize]),
+            FencedRegisterOp::Read(Some(v)) => format!("read {}", self.values.get(v)),
             FencedRegisterOp::FencedRead {
                 token,
                 value,
                 accepted,
             } => {
-                let v = value.map_or("any".to_string(), |v| self.values[v as usize].to_string());
+                let v = value.map_or("any".to_string(), |v| self.values.get(v).to_string());
                 let a = match accepted {
                     Some(true) => "accepted",
                     Some(false) => "rejected",
@@ -246,7 +238,7 @@ impl Model for FencedRegister {
                     Some(false) => "rejected",
                     None => "outcome unknown",
                 };
-                format!("write {} ({t}, {a})", self.values[value as usize])
+                format!("write {} ({t}, {a})", self.values.get(value))
             }
         }
     }
@@ -255,7 +247,8 @@ impl Model for FencedRegister {
         // `hi` counts fenced reads too when the storage fences them.
         format!(
             "value = {}, highest accepted token = {}",
-            self.values[s.v as usize], s.hi
+            self.values.get(s.v),
+            s.hi
         )
     }
 }

@@ -164,3 +164,29 @@ pub trait Model {
         None
     }
 }
+
+/// Values interned to small ids, so model states stay `Copy` and cheap to hash.
+/// Ids are assigned in first-seen order, so they are the same on every run.
+#[derive(Clone, Debug, Default)]
+pub struct ValueTable {
+    values: Vec<crate::edn::Value>,
+    index: std::collections::HashMap<crate::edn::Value, u32>,
+}
+
+impl ValueTable {
+    /// The id of `v`, adding it when new.
+    pub fn intern(&mut self, v: &crate::edn::Value) -> u32 {
+        if let Some(&id) = self.index.get(v) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(v.clone());
+        self.index.insert(v.clone(), id);
+        id
+    }
+
+    /// The value with id `id`.
+    pub fn get(&self, id: u32) -> &crate::edn::Value {
+        &self.values[id as usize]
+    }
+}

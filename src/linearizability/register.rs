@@ -9,7 +9,7 @@
 //! Operations may carry a `:key` (or `:lock`): each key is then an independent register
 //! (P-compositionality).
 
-use super::model::{Model, Operation};
+use super::model::{Model, Operation, ValueTable};
 use super::ops::{intern_process, InputError, RawOp};
 use crate::edn::Value;
 use std::collections::HashMap;
@@ -29,8 +29,7 @@ pub enum RegisterOp {
 /// The `register` / `cas-register` model. Holds the interned values.
 #[derive(Clone, Debug)]
 pub struct Register {
-    values: Vec<Value>,
-    index: HashMap<Value, u32>,
+    values: ValueTable,
     init: u32,
     cas: bool,
     keys: Vec<Option<Arc<str>>>,
@@ -41,8 +40,7 @@ impl Register {
     /// A register with initial value `init`; `cas` enables `:cas` operations.
     pub fn new(init: Value, cas: bool) -> Register {
         let mut r = Register {
-            values: Vec::new(),
-            index: HashMap::new(),
+            values: ValueTable::default(),
             init: 0,
             cas,
             keys: Vec::new(),
@@ -54,18 +52,12 @@ impl Register {
 
     /// The id of `v`, adding it when new.
     pub fn intern(&mut self, v: &Value) -> u32 {
-        if let Some(&id) = self.index.get(v) {
-            return id;
-        }
-        let id = self.values.len() as u32;
-        self.values.push(v.clone());
-        self.index.insert(v.clone(), id);
-        id
+        self.values.intern(v)
     }
 
     /// The value with id `id`.
     pub fn value(&self, id: u32) -> &Value {
-        &self.values[id as usize]
+        self.values.get(id)
     }
 
     /// The process table of the last [`Self::ops_from_raw`] (names by index).

@@ -19,7 +19,7 @@
 //! full resync, which is semantically what a replica sees after a long partition.
 
 use super::resp::{decode, decode_command, encode_command, Value};
-use super::serve::{persist, read_aof, rewrite_aof, Node, NodeState, Role, REDIS_PORT};
+use super::serve::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
 use super::server::RedisServer;
 use crate::history::EventType;
 use crate::sim::NodeCtx;
@@ -76,7 +76,7 @@ impl Stream {
 }
 
 /// `ROLE`.
-pub fn role_reply(n: &NodeState) -> Value {
+pub fn role_reply(n: &RedisNodeState) -> Value {
     match &n.role {
         Role::Primary => Value::array(vec![
             Value::bulk(b"master"),
@@ -188,7 +188,6 @@ pub async fn feed_replica(
     node: &Node,
     stream: turmoil::net::TcpStream,
     peer: String,
-    _leftover: Vec<u8>,
 ) {
     let (mut rd, mut wr) = stream.into_split();
     if node.borrow().role != Role::Primary {

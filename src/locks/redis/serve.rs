@@ -34,7 +34,7 @@ pub enum Role {
 }
 
 /// A Redis node's state, shared by its connection tasks.
-pub struct NodeState {
+pub struct RedisNodeState {
     /// The keyspace.
     pub server: RedisServer,
     /// Current role.
@@ -48,7 +48,7 @@ pub struct NodeState {
     persistence: Persistence,
 }
 
-impl NodeState {
+impl RedisNodeState {
     /// The node's AOF policy.
     pub fn persistence_policy(&self) -> Persistence {
         self.persistence
@@ -56,7 +56,7 @@ impl NodeState {
 }
 
 /// A shared handle to a node's state.
-pub type Node = Rc<RefCell<NodeState>>;
+pub type Node = Rc<RefCell<RedisNodeState>>;
 
 /// Run a standalone Redis node (always primary) with the given persistence.
 pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
@@ -79,7 +79,7 @@ pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms
         let dropped = server.load(ctx.wall_ms(), &log);
         record_expired(&ctx, &dropped);
     }
-    let node: Node = Rc::new(RefCell::new(NodeState {
+    let node: Node = Rc::new(RefCell::new(RedisNodeState {
         server,
         role: role.clone(),
         generation: 0,
@@ -247,7 +247,8 @@ async fn connection(
                             if !out.is_empty() && stream.write_all(&out).await.is_err() {
                                 return;
                             }
-                            replication::feed_replica(&ctx, &node, stream, peer, buf).await;
+                            // Anything the replica sent after PSYNC (its first ACK) is superseded by later ACKs.
+                            replication::feed_replica(&ctx, &node, stream, peer).await;
                             return;
                         }
                     }
