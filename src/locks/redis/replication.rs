@@ -18,7 +18,7 @@
 //! Partial resynchronisation (the backlog) is not modelled: every (re)connection is a
 //! full resync, which is semantically what a replica sees after a long partition.
 
-use super::resp::{decode, decode_command, encode_command, Value};
+use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
 use super::serve::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
 use super::server::RedisServer;
 use crate::history::EventType;
@@ -203,12 +203,7 @@ pub async fn feed_replica(
         n.stream.next_link += 1;
         n.stream.acks.insert(peer.clone(), (link, 0));
         let mut hello = format!("+FULLRESYNC {} {}\r\n", n.stream.replid, offset).into_bytes();
-        let mut snap = Vec::new();
-        for c in n.server.snapshot() {
-            let args: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
-            encode_command(&args, &mut snap);
-        }
-        Value::bulk(&snap).encode(&mut hello);
+        Value::bulk(&encode_commands(&n.server.snapshot())).encode(&mut hello);
         (n.generation, link, offset, hello)
     };
     if wr.write_all(&hello).await.is_err() {

@@ -205,6 +205,17 @@ pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
     }
 }
 
+/// Encode owned commands one after another (an AOF, a replication stream or snapshot);
+/// [`decode_command`] reads them back in order.
+pub fn encode_commands(cmds: &[Command]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in cmds {
+        let args: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
+        encode_command(&args, &mut out);
+    }
+    out
+}
+
 /// A malformed RESP stream. The message is Redis's where Redis has one (e.g.
 /// `Protocol error: expected '$', got 'x'`); a server replies with
 /// [`ProtocolError::to_reply`] and closes the connection, as Redis does.

@@ -6,7 +6,7 @@
 //! sentinel changes with `REPLICAOF`. Replication itself lives in `replication.rs`.
 
 use super::replication::{self, Stream};
-use super::resp::{decode_command, encode_command, Value};
+use super::resp::{decode_command, encode_commands, Value};
 use super::server::RedisServer;
 use crate::history::EventType;
 use crate::scenario::Persistence;
@@ -306,11 +306,7 @@ pub(crate) fn propagate(ctx: &NodeCtx, node: &Node, cmds: &[Vec<Vec<u8>>]) {
     if cmds.is_empty() {
         return;
     }
-    let mut bytes = Vec::new();
-    for c in cmds {
-        let args: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
-        encode_command(&args, &mut bytes);
-    }
+    let bytes = encode_commands(cmds);
     let persistence = {
         let mut n = node.borrow_mut();
         n.stream.append(&bytes);
@@ -336,11 +332,7 @@ pub(crate) fn rewrite_aof(ctx: &NodeCtx, persistence: Persistence, cmds: &[Vec<V
     if persistence == Persistence::None {
         return;
     }
-    let mut bytes = Vec::new();
-    for c in cmds {
-        let args: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
-        encode_command(&args, &mut bytes);
-    }
+    let bytes = encode_commands(cmds);
     let mut disk = ctx.disk();
     disk.truncate(AOF);
     disk.append(AOF, &bytes);
