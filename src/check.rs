@@ -1,4 +1,5 @@
-//! Checkers over a recorded [`History`](crate::history::History).
+//! Checkers over a recorded [`History`](crate::history::History): one value per check
+//! (name, what it checks, the function), one file each.
 //!
 //! Every check reasons only in *true* time (the simulator's global clock), never in a
 //! node's local time: local clocks are exactly what the faults corrupt.
@@ -13,25 +14,32 @@
 //! | `lock-linearizable` | the lock service's acquire/release/expire history is linearizable against the fenced-lock spec |
 //! | `storage-linearizable` | the storage's history is linearizable against the fenced-register spec |
 //!
-//! The last two use the linearizability engine in [`crate::linearizability`] (Wing & Gong
-//! with Lowe's memoisation). `lock-linearizable` needs one authoritative lock server whose
-//! expirations are the lock's: it is not defined for Redlock, where each of N nodes expires
-//! its own copy of the key and the lock's lifetime is a client-side majority computation.
+//! These are the [`STANDARD`] checks. Which ones apply to a run is the algorithm's
+//! decision ([`Algorithm::checks`](crate::locks::Algorithm::checks)): Redlock drops
+//! `lock-linearizable`, and a family may add checks of its own.
 //!
-//! The mutex and fencing arguments are M. Kleppmann's ("How to do distributed locking",
-//! 2016); the Jepsen-style history conventions (`info` = indeterminate) are from
-//! Kingsbury's Knossos. Each check lives in its own file and is re-exported here.
+//! The last two use the linearizability engine in [`crate::linearizability`] (Wing & Gong
+//! with Lowe's memoisation). The mutex and fencing arguments are M. Kleppmann's ("How to
+//! do distributed locking", 2016); the Jepsen-style history conventions (`info` =
+//! indeterminate) are from Kingsbury's Knossos.
+//!
+//! Adding a check = one file defining a [`Check`] value + one line in [`STANDARD`] (or in
+//! the algorithm's own list).
 
 mod counter;
 mod fencing;
+mod linearizable;
 mod liveness;
 mod mutex;
+mod report;
 mod token_order;
 
 pub use counter::check_counter;
 pub use fencing::check_fencing;
+pub use linearizable::LIN_BUDGET;
 pub use liveness::check_liveness;
 pub use mutex::{check_mutex, hold_intervals, Hold};
+pub use report::MAX_REPORTED;
 pub use token_order::check_token_order;
 
 use crate::history::Event;
@@ -81,21 +89,21 @@ pub struct CheckReport {
     pub violations: Vec<Violation>,
 }
 
-/// Names of the checks `run` performs, in report order.
-pub const CHECK_NAMES: &[&str] = &[
-    "mutex",
-    "token-order",
-    "fencing",
-    "counter",
-    "liveness",
-    "lock-linearizable",
-    "storage-linearizable",
-];
-
-/// Wall-clock budget of each linearizability check in a run: generous, because an
-/// `unknown` verdict depends on the machine's speed (histories of a seed check in
-/// milliseconds; the budget only guards against a pathological search).
-pub const LIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
+impl CheckReport {
+    /// A report whose verdict follows from its violations (none: holds).
+    pub fn from_violations(name: &'static str, violations: Vec<Violation>) -> CheckReport {
+        let verdict = if violations.is_empty() {
+            Verdict::Holds
+        } else {
+            Verdict::Violated
+        };
+        CheckReport {
+            name,
+            verdict,
+            violations,
+        }
+    }
+}
 
 /// What the checks need besides the events.
 #[derive(Clone, Copy, Debug)]
@@ -104,87 +112,50 @@ pub struct CheckParams {
     pub end_ns: u64,
     /// The liveness window after the last fault heals, ns.
     pub liveness_ns: u64,
-    /// Whether `lock-linearizable` applies (one authoritative lock server).
-    pub lock_linearizable: bool,
 }
 
-/// Run every applicable check in [`CHECK_NAMES`] on `history`.
-pub fn check_all(history: &[Event], params: CheckParams) -> Vec<CheckReport> {
-    CHECK_NAMES
-        .iter()
-        .filter(|&&name| name != "lock-linearizable" || params.lock_linearizable)
-        .map(|&name| {
-            let violations = match name {
-                "mutex" => check_mutex(history, params.end_ns),
-                "token-order" => check_token_order(history),
-                "fencing" => check_fencing(history),
-                "counter" => check_counter(history),
-                "liveness" => check_liveness(history, params.end_ns, params.liveness_ns),
-                "lock-linearizable" => return linearizable(name, history, "fenced-lock"),
-                "storage-linearizable" => {
-                    // The storage's own log of what it served is the object's history.
-                    let storage: Vec<Event> = history
-                        .iter()
-                        .filter(|e| e.process == "storage")
-                        .cloned()
-                        .collect();
-                    return linearizable(name, &storage, "fenced-register");
-                }
-                _ => unreachable!("CHECK_NAMES and this match agree"),
-            };
-            let verdict = if violations.is_empty() {
-                Verdict::Holds
-            } else {
-                Verdict::Violated
-            };
-            CheckReport {
-                name,
-                verdict,
-                violations,
-            }
-        })
-        .collect()
+/// A check: its name (part of the interface: scenarios' `[expect]` and reports use it),
+/// what it checks, and the function that checks a history.
+pub struct Check {
+    /// The name, e.g. `mutex`.
+    pub name: &'static str,
+    /// One line on what it checks, for `locksim list`.
+    pub about: &'static str,
+    /// Check a history.
+    pub run: fn(&[Event], &CheckParams) -> CheckReport,
 }
 
-/// A linearizability check of `events` against `model`, as a report.
-fn linearizable(name: &'static str, events: &[Event], model: &str) -> CheckReport {
-    use crate::linearizability::{check_events, LinVerdict};
-    let (verdict, violations) = match check_events(events, model, None, Some(LIN_BUDGET)) {
-        Err(e) => (
-            Verdict::Violated,
-            vec![Violation::new(
-                format!("the history is malformed for the {model} model: {e}"),
-                vec![],
-            )],
-        ),
-        Ok(out) => match &out.verdict {
-            LinVerdict::Linearizable => (Verdict::Holds, vec![]),
-            LinVerdict::Unknown => (Verdict::Unknown, vec![]),
-            LinVerdict::NotLinearizable(x) => {
-                // Name the events: the failing op and those concurrent with it.
-                let mut idx: Vec<u64> = Vec::new();
-                for &i in std::iter::once(&x.failing).chain(x.concurrent.iter()) {
-                    if let Some(op) = out.op_info.get(i) {
-                        // `line` is the 1-based position of the invocation in `events`.
-                        if op.line > 0 {
-                            idx.push(op.line as u64 - 1);
-                        }
-                    }
-                }
-                let idx = idx
-                    .into_iter()
-                    .filter_map(|i| events.get(i as usize).map(|e| e.index))
-                    .collect();
-                (
-                    Verdict::Violated,
-                    vec![Violation::new(out.text.clone(), idx)],
-                )
-            }
-        },
-    };
-    CheckReport {
-        name,
-        verdict,
-        violations,
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The checks every algorithm gets unless it says otherwise, in report order.
+pub const STANDARD: &[&Check] = &[
+    &mutex::CHECK,
+    &token_order::CHECK,
+    &fencing::CHECK,
+    &counter::CHECK,
+    &liveness::CHECK,
+    &linearizable::LOCK,
+    &linearizable::STORAGE,
+];
+
+/// Run `checks` on `history`, in order.
+pub fn check_all(history: &[Event], params: CheckParams, checks: &[&Check]) -> Vec<CheckReport> {
+    checks.iter().map(|c| (c.run)(history, &params)).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::history::Event;
+
+    /// Assign indices 0.. in order.
+    pub(crate) fn indexed(mut events: Vec<Event>) -> Vec<Event> {
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+        }
+        events
     }
 }

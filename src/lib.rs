@@ -3,48 +3,81 @@
 //! Deterministic simulation and verification of distributed locks: real implementations
 //! of lock algorithms run over a simulated network ([turmoil]), a nemesis injects
 //! partitions, clock faults, process pauses and crashes, and checkers prove or refute
-//! mutual exclusion, fencing-token order and the absence of lost updates.
+//! mutual exclusion, fencing-token order, linearizability and the absence of lost updates.
 //!
 //! A run is a pure function of `(scenario, seed)`: the same history bytes on every run
 //! and every machine.
 //!
 //! ```no_run
-//! let scenario = locksim::Scenario::load("sims/redis-gc-pause.toml".as_ref()).unwrap();
+//! let scenario = locksim::Scenario::load("sims/redis-01-pause-past-lease.toml".as_ref()).unwrap();
 //! let result = locksim::run(&scenario, 7);
-//! let reports = locksim::check_run(&scenario, &result);
-//! for r in &reports {
+//! for r in locksim::check_run(&scenario, &result) {
 //!     println!("{}: {:?}", r.name, r.verdict);
 //! }
+//! // The faults the run applied, as explicit entries: run them again, exactly.
+//! let again = locksim::run_with_schedule(&scenario, 7, result.schedule.clone());
+//! assert_eq!(again.history, result.history);
 //! ```
+//!
+//! # Layers
+//!
+//! Dependencies point down this list only:
+//!
+//! - [`cli`]: the `locksim` subcommands;
+//! - [`sweep`]: many seeds, summarised against a scenario's expectations;
+//! - [`deploy`]: which hosts a scenario has and what each runs;
+//! - [`workload`]: what clients do (acquire, read, work, write, release);
+//! - [`resource`]: the protected (fenced or unfenced) storage;
+//! - [`scenario`]: the TOML envelope; `[lock]` is handed to the algorithm;
+//! - [`locks`]: the algorithms, one folder each, behind [`locks::Algorithm`];
+//! - [`net`]: the transport all algorithms share;
+//! - [`sim`]: the harness (clocks, pauses, disks, faults, the world);
+//! - [`check`], [`linearizability`], [`history`], [`edn`]: checks over histories.
 //!
 //! [turmoil]: https://docs.rs/turmoil
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod cli;
+pub mod deploy;
 pub mod edn;
 pub mod history;
 pub mod linearizability;
 pub mod locks;
-pub mod report;
+pub mod net;
 pub mod resource;
 pub mod scenario;
 pub mod sim;
 pub mod sweep;
 pub mod workload;
 
-pub use check::{check_all, CheckParams, CheckReport, Verdict, Violation, CHECK_NAMES};
+pub use check::{check_all, Check, CheckParams, CheckReport, Verdict, Violation};
 pub use history::{Event, EventType, History, Recorder};
 pub use scenario::{Expect, Scenario, ScenarioError};
-pub use sim::{run, RunResult};
+pub use sim::{Fault, FaultPoint, RunResult, Schedule, TimedFault};
 
-/// Run every check on one seed's result with the scenario's parameters.
+/// Run `scenario` with `seed`: its explicit faults plus random ones drawn from the seed.
+pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
+    sim::run(deploy::world(scenario, scenario.fault_plan()), seed)
+}
+
+/// Run `scenario` with `seed` but exactly the faults in `schedule` (none drawn): a run's
+/// [`RunResult::schedule`] replays it; a shrinker runs cut-down schedules.
+pub fn run_with_schedule(scenario: &Scenario, seed: u64, schedule: Schedule) -> RunResult {
+    sim::run(
+        deploy::world(scenario, sim::FaultPlan::Fixed(schedule)),
+        seed,
+    )
+}
+
+/// Run the scenario's checks (its algorithm's) on one seed's result.
 pub fn check_run(scenario: &Scenario, result: &RunResult) -> Vec<CheckReport> {
     check_all(
         &result.history,
         CheckParams {
             end_ns: result.end_ns,
             liveness_ns: scenario.liveness_ms * 1_000_000,
-            lock_linearizable: scenario.algorithm != scenario::Algorithm::Redlock,
         },
+        &scenario.checks(),
     )
 }

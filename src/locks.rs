@@ -1,21 +1,28 @@
-//! Lock algorithms: each provides server node(s) and a client implementing [`LockClient`].
+//! Lock algorithms. Each family is one folder implementing one trait, [`Algorithm`], and
+//! one line in [`ALGORITHMS`]; nothing else in the crate names a family.
 //!
-//! Variants are parameters of one client (see the scenario's `[lock]` keys), never copies
+//! An algorithm's parameters *are* its value: the `[lock]` table of a scenario
+//! deserialises into the family's params struct, which then says which server nodes
+//! exist, what each runs, how clients lock, and which checks are defined for it.
+//! Variants are parameters of one client (see each family's `params.rs`), never copies
 //! of a client that differ in one line.
 
+pub mod param;
 pub mod redis;
 pub mod redlock;
 
-use crate::scenario::{Algorithm, LockParams, Scenario};
-use crate::sim::NodeCtx;
+pub use param::{ParamDoc, ParamError};
+
+use crate::check::{Check, STANDARD};
+use crate::sim::{FaultPoint, NodeCtx};
+use serde::de::DeserializeOwned;
 use std::cell::Cell;
-use std::future::Future;
-use std::pin::Pin;
+use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// A boxed, non-`Send` future (node code runs on one thread).
-pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+pub use crate::sim::LocalBoxFuture;
 
 /// A granted lock, as the client believes it.
 #[derive(Debug, Clone)]
@@ -83,74 +90,157 @@ pub trait LockClient {
     ) -> LocalBoxFuture<'a, Result<bool, LockError>>;
 }
 
-/// The client for the scenario's algorithm.
-pub fn client_for(scenario: &Scenario) -> Box<dyn LockClient> {
-    match &scenario.lock {
-        LockParams::Redis(p) => Box::new(redis::RedisLock::new(p.clone(), scenario.algorithm)),
-        LockParams::Redlock(p) => Box::new(redlock::Redlock::new(p.clone())),
+/// A lock algorithm family (or deployment variant), implemented by its parameters type:
+/// the value of a scenario's `[lock]` table.
+pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'static {
+    /// The scenario's `algorithm = "..."` name.
+    const NAME: &'static str;
+    /// One line on what it is, for `locksim list`.
+    const ABOUT: &'static str;
+    /// Every `[lock]` key with its default and meaning, for `locksim list`.
+    fn params() -> Vec<ParamDoc>;
+
+    /// Check values serde cannot (ranges, relations between keys).
+    fn validate(&self) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    /// The server node names it adds, in start order.
+    fn servers(&self) -> Vec<String>;
+
+    /// What server node `ctx.name()` runs (called at each start and restart).
+    fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()>;
+
+    /// A lock client for one client node.
+    fn client(&self) -> Box<dyn LockClient>;
+
+    /// The lease time, for lease locks: a scenario's default `liveness_ms` is 5 × this.
+    fn lease_ms(&self) -> Option<u64>;
+
+    /// The checks defined for this algorithm, in report order: the standard ones unless
+    /// the algorithm says otherwise (and why, in its docs), plus any of its own.
+    fn checks(&self) -> Vec<&'static Check> {
+        STANDARD.to_vec()
+    }
+
+    /// The fault points its clients pass through (a pause or crash armed for any other
+    /// point could never strike). The workload's points are always passed.
+    fn client_fault_points(&self) -> &'static [FaultPoint] {
+        &[]
     }
 }
 
-/// The main loop of lock server `ctx.name()`.
-pub async fn server_main(scenario: &Scenario, ctx: NodeCtx) {
-    match (&scenario.algorithm, &scenario.lock) {
-        (Algorithm::RedisReplicated, LockParams::Redis(p)) => {
-            redis::replicated_main(ctx, p.clone(), scenario.servers()).await
+/// A configured algorithm with its type erased: what a [`Scenario`](crate::Scenario)
+/// holds. Implemented for every [`Algorithm`].
+pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
+    /// The algorithm's name.
+    fn name(&self) -> &'static str;
+    /// See [`Algorithm::servers`].
+    fn servers(&self) -> Vec<String>;
+    /// See [`Algorithm::server_main`].
+    fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()>;
+    /// See [`Algorithm::client`].
+    fn client(&self) -> Box<dyn LockClient>;
+    /// See [`Algorithm::lease_ms`].
+    fn lease_ms(&self) -> Option<u64>;
+    /// See [`Algorithm::checks`].
+    fn checks(&self) -> Vec<&'static Check>;
+    /// See [`Algorithm::client_fault_points`].
+    fn client_fault_points(&self) -> &'static [FaultPoint];
+}
+
+impl<A: Algorithm> AlgorithmConfig for A {
+    fn name(&self) -> &'static str {
+        A::NAME
+    }
+    fn servers(&self) -> Vec<String> {
+        Algorithm::servers(self)
+    }
+    fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
+        Algorithm::server_main(self, ctx)
+    }
+    fn client(&self) -> Box<dyn LockClient> {
+        Algorithm::client(self)
+    }
+    fn lease_ms(&self) -> Option<u64> {
+        Algorithm::lease_ms(self)
+    }
+    fn checks(&self) -> Vec<&'static Check> {
+        Algorithm::checks(self)
+    }
+    fn client_fault_points(&self) -> &'static [FaultPoint] {
+        Algorithm::client_fault_points(self)
+    }
+}
+
+/// Why a `[lock]` table was not accepted.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// It does not deserialise (the error carries the span in the scenario text).
+    Toml(toml::de::Error),
+    /// It deserialises but a value is not valid.
+    Invalid(ParamError),
+}
+
+/// One entry of the algorithm list.
+#[derive(Clone, Copy)]
+pub struct Family {
+    /// `algorithm = "..."`.
+    pub name: &'static str,
+    /// What it is.
+    pub about: &'static str,
+    /// Its `[lock]` keys.
+    pub params: fn() -> Vec<ParamDoc>,
+    /// Deserialise and validate the `[lock]` table of a whole scenario text (parsing
+    /// the whole text keeps toml's line and column in errors).
+    pub configure: fn(&str) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>,
+}
+
+impl Family {
+    /// The entry for algorithm `A`.
+    pub const fn of<A: Algorithm>() -> Family {
+        Family {
+            name: A::NAME,
+            about: A::ABOUT,
+            params: A::params,
+            configure: configure::<A>,
         }
-        (_, LockParams::Redis(p)) => redis::serve_node(ctx, p.persistence).await,
-        (_, LockParams::Redlock(p)) => redlock::server_main(ctx, p).await,
     }
 }
 
-/// Parameters of every algorithm, for `locksim list`: (algorithm, key, default, meaning).
-pub const PARAMETERS: &[(&str, &str, &str, &str)] = &[
-    ("redis", "ttl_ms", "1000", "lease time"),
-    (
-        "redis",
-        "acquire",
-        "set-nx-px",
-        "set-nx-px | setnx-then-expire",
-    ),
-    (
-        "redis",
-        "unlock",
-        "compare-and-delete",
-        "compare-and-delete | del",
-    ),
-    (
-        "redis",
-        "token",
-        "none",
-        "none | incr (INCR a counter atomically with the acquire)",
-    ),
-    (
-        "redis",
-        "renew",
-        "none",
-        "none | watchdog (extend every ttl/3 while held)",
-    ),
-    (
-        "redis",
-        "persistence",
-        "none",
-        "none | everysec | always (AOF fsync policy)",
-    ),
-    (
-        "redis",
-        "request_timeout_ms",
-        "200",
-        "per-request deadline (client local time)",
-    ),
-    (
-        "redis",
-        "retry_delay_ms",
-        "[20, 60]",
-        "delay between acquire attempts",
-    ),
-    (
-        "redis",
-        "drift_factor",
-        "0.01",
-        "validity = ttl - elapsed - (ttl * factor + 2 ms)",
-    ),
+impl fmt::Debug for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+fn configure<A: Algorithm>(text: &str) -> Result<Arc<dyn AlgorithmConfig>, ConfigError> {
+    // Only `[lock]` is read here; the scenario envelope checks every other key.
+    #[derive(serde::Deserialize)]
+    struct LockTable<P> {
+        lock: Option<P>,
+    }
+    let table: LockTable<A> = toml::from_str(text).map_err(ConfigError::Toml)?;
+    let params = match table.lock {
+        Some(p) => p,
+        None => toml::from_str::<A>("").map_err(ConfigError::Toml)?,
+    };
+    params.validate().map_err(ConfigError::Invalid)?;
+    Ok(Arc::new(params))
+}
+
+/// Every algorithm locksim implements. Adding one = its folder + one line here.
+pub const ALGORITHMS: &[Family] = &[
+    Family::of::<redis::Single>(),
+    Family::of::<redis::Replicated>(),
+    Family::of::<redlock::Redlock>(),
 ];
+
+/// Algorithm names the design reserves that are not implemented yet (a clear error
+/// rather than "unknown algorithm").
+pub const PLANNED: &[&str] = &["zk", "raft", "db"];
+
+/// The family called `name`.
+pub fn family(name: &str) -> Option<&'static Family> {
+    ALGORITHMS.iter().find(|f| f.name == name)
+}

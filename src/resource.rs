@@ -12,10 +12,13 @@
 //!
 //! The storage's state lives outside its turmoil host, so it survives crashes (it is the
 //! durable system of record). It records every request it serves, with true time.
+//!
+//! Its protocol is one text line per length-prefixed frame: `READ key token|- client`
+//! answered `OK value` or `ERR reason`, and `WRITE key value token|- client` answered
+//! `OK 1` (accepted) or `OK 0` (fenced out).
 
 use crate::history::EventType;
-use crate::locks::redis::conn::{serve, CallError, Remote};
-use crate::locks::redis::resp::Value;
+use crate::net::{encode_frame, serve, CallError, Frames, Remote};
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -59,13 +62,10 @@ impl StorageState {
 
     /// `READ key token|- client` → the value, or an error when fenced out.
     /// `WRITE key value token|- client` → 1 accepted, 0 rejected.
-    fn handle(&self, ctx: &NodeCtx, args: Vec<Vec<u8>>, fence_reads: bool) -> Value {
-        let text: Vec<String> = args
-            .iter()
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
+    fn handle(&self, ctx: &NodeCtx, request: &[u8], fence_reads: bool) -> Reply {
+        let text = String::from_utf8_lossy(request);
         let token = |s: &str| s.parse::<u64>().ok();
-        match text.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        match text.split(' ').collect::<Vec<_>>()[..] {
             ["READ", key, tok, client] => {
                 let token = token(tok);
                 let accepted = !fence_reads || self.admits(token);
@@ -85,14 +85,14 @@ impl StorageState {
                         .client(client),
                 );
                 if accepted {
-                    Value::Integer(value)
+                    Reply::Ok(value)
                 } else {
-                    Value::Error(format!("STALE token {tok} is older than the storage's"))
+                    Reply::Err(format!("STALE token {tok} is older than the storage's"))
                 }
             }
             ["WRITE", key, value, tok, client] => {
                 let Ok(value) = value.parse::<i64>() else {
-                    return Value::Error("ERR value is not an integer".into());
+                    return Reply::Err("value is not an integer".into());
                 };
                 let token = token(tok);
                 let accepted = self.admits(token);
@@ -108,19 +108,49 @@ impl StorageState {
                         .accepted(accepted)
                         .client(client),
                 );
-                Value::Integer(accepted as i64)
+                Reply::Ok(accepted as i64)
             }
-            _ => Value::Error(format!("ERR unknown storage command {text:?}")),
+            _ => Reply::Err(format!("unknown storage command {text:?}")),
+        }
+    }
+}
+
+/// A storage reply on the wire.
+enum Reply {
+    Ok(i64),
+    Err(String),
+}
+
+impl Reply {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let line = match self {
+            Reply::Ok(v) => format!("OK {v}"),
+            Reply::Err(e) => format!("ERR {e}"),
+        };
+        encode_frame(line.as_bytes(), out);
+    }
+
+    fn decode(bytes: &[u8]) -> Result<StorageReply, CallError> {
+        let text = String::from_utf8_lossy(bytes);
+        match text.split_once(' ') {
+            Some(("OK", v)) => v
+                .parse()
+                .map(StorageReply::Ok)
+                .map_err(|_| CallError::Io(format!("unexpected reply {text:?}"))),
+            Some(("ERR", e)) => Ok(StorageReply::Rejected(e.to_string())),
+            _ => Err(CallError::Io(format!("unexpected reply {text:?}"))),
         }
     }
 }
 
 /// The storage server's main loop.
 pub async fn storage_main(ctx: NodeCtx, state: StorageState, fence_reads: bool) {
-    serve(ctx, STORAGE_PORT, move |ctx, args| {
-        state.handle(ctx, args, fence_reads)
-    })
-    .await
+    let answer =
+        move |ctx: &NodeCtx, request: Result<Vec<u8>, String>, out: &mut Vec<u8>| match request {
+            Ok(r) => state.handle(ctx, &r, fence_reads).encode(out),
+            Err(e) => Reply::Err(format!("protocol error: {e}")).encode(out),
+        };
+    serve(ctx, STORAGE_PORT, Frames, answer).await
 }
 
 /// Result of a storage request.
@@ -134,19 +164,25 @@ pub enum StorageReply {
 
 /// A client's connection to the storage.
 pub struct StorageClient {
-    remote: Remote,
+    remote: Remote<Frames>,
 }
 
 impl StorageClient {
     /// A client whose requests time out after `timeout` local time.
     pub fn new(timeout: Duration) -> StorageClient {
         StorageClient {
-            remote: Remote::new("storage", STORAGE_PORT, timeout),
+            remote: Remote::new("storage", STORAGE_PORT, timeout, Frames),
         }
     }
 
     fn tok(token: Option<u64>) -> String {
         token.map_or("-".to_string(), |t| t.to_string())
+    }
+
+    async fn call(&mut self, ctx: &NodeCtx, line: String) -> Result<StorageReply, CallError> {
+        let mut out = Vec::with_capacity(line.len() + 4);
+        encode_frame(line.as_bytes(), &mut out);
+        Reply::decode(&self.remote.request(ctx, &out).await?)
     }
 
     /// Read `key`, carrying `token`.
@@ -156,14 +192,8 @@ impl StorageClient {
         key: &str,
         token: Option<u64>,
     ) -> Result<StorageReply, CallError> {
-        let tok = Self::tok(token);
-        let args: [&[u8]; 4] = [
-            b"READ",
-            key.as_bytes(),
-            tok.as_bytes(),
-            ctx.name().as_bytes(),
-        ];
-        Self::reply(self.remote.call(ctx, &args).await?)
+        let line = format!("READ {key} {} {}", Self::tok(token), ctx.name());
+        self.call(ctx, line).await
     }
 
     /// Write `value` to `key`, carrying `token`.
@@ -174,22 +204,7 @@ impl StorageClient {
         value: i64,
         token: Option<u64>,
     ) -> Result<StorageReply, CallError> {
-        let (tok, v) = (Self::tok(token), value.to_string());
-        let args: [&[u8]; 5] = [
-            b"WRITE",
-            key.as_bytes(),
-            v.as_bytes(),
-            tok.as_bytes(),
-            ctx.name().as_bytes(),
-        ];
-        Self::reply(self.remote.call(ctx, &args).await?)
-    }
-
-    fn reply(v: Value) -> Result<StorageReply, CallError> {
-        match v {
-            Value::Integer(i) => Ok(StorageReply::Ok(i)),
-            Value::Error(e) => Ok(StorageReply::Rejected(e)),
-            other => Err(CallError::Io(format!("unexpected reply {other:?}"))),
-        }
+        let line = format!("WRITE {key} {value} {} {}", Self::tok(token), ctx.name());
+        self.call(ctx, line).await
     }
 }

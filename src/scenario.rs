@@ -1,14 +1,22 @@
-//! The TOML scenario format: parsing and validation with errors that name the file, the
-//! key and what was expected. Unknown keys are errors, never silently ignored.
+//! The TOML scenario format: the envelope (name, duration, workload, network, faults,
+//! expectations) with errors that name the file, the key and what was expected. Unknown
+//! keys are errors, never silently ignored.
 //!
-//! See `DESIGN.md` ("Scenario format") for the full format; every key is documented on
-//! the struct that holds it below.
+//! The `[lock]` table belongs to the algorithm: the scenario finds the family named by
+//! `algorithm` in [`crate::locks::ALGORITHMS`] and hands it the table, so its keys live
+//! with the algorithm (`src/locks/<family>/params.rs`). See `DESIGN.md` ("Scenario
+//! format") for the full format; every envelope key is documented below.
 
-use crate::check::CHECK_NAMES;
+use crate::check::Check;
+use crate::locks::param::{self, ParamError, Range};
+use crate::locks::{AlgorithmConfig, ConfigError, ALGORITHMS, PLANNED};
+use crate::sim::nemesis::{RandomClock, RandomCrash, RandomPartition, RandomPause};
+use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, Schedule, TimedFault};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A scenario error: which file, and what is wrong (including key and expectation).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,302 +34,6 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
-
-/// An inclusive range `[min, max]` drawn uniformly.
-pub type Range<T> = [T; 2];
-
-/// Lock algorithms locksim knows by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    /// Single Redis node with the SET NX PX lock (or its variants).
-    Redis,
-    /// A Redis primary with asynchronous replicas and sentinel failover; the same lock
-    /// client, which finds the primary through the sentinels.
-    RedisReplicated,
-    /// Redlock over N independent Redis nodes.
-    Redlock,
-}
-
-impl Algorithm {
-    /// Every algorithm name in the DESIGN, with whether it is implemented.
-    pub const ALL: &'static [(&'static str, bool)] = &[
-        ("redis", true),
-        ("redis-replicated", true),
-        ("redlock", true),
-        ("zk", false),
-        ("raft", false),
-    ];
-
-    /// The scenario name of the algorithm.
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Redis => "redis",
-            Algorithm::RedisReplicated => "redis-replicated",
-            Algorithm::Redlock => "redlock",
-        }
-    }
-}
-
-/// How the Redis lock is acquired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Acquire {
-    /// `SET key value NX PX ttl`: atomic.
-    SetNxPx,
-    /// `SETNX key value` then `PEXPIRE key ttl`: a crash in between leaves a key that never
-    /// expires (catalogue row 3).
-    SetnxThenExpire,
-}
-
-/// How the Redis lock is released.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Unlock {
-    /// The redis.io script: delete only if the value is still ours.
-    CompareAndDelete,
-    /// Plain `DEL`: deletes whoever's lock is there (catalogue row 2).
-    Del,
-}
-
-/// Where a fencing token comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TokenSource {
-    /// No token.
-    None,
-    /// `INCR` of a counter key, atomically with the acquire.
-    Incr,
-}
-
-/// Lease renewal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Renew {
-    /// The lease runs for `ttl_ms` and is never extended.
-    None,
-    /// Redisson-style watchdog: extend to `ttl_ms` every `ttl_ms / 3` while held.
-    Watchdog,
-}
-
-/// Redis persistence (`appendonly` + `appendfsync`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Persistence {
-    /// No persistence: a restart comes back empty.
-    None,
-    /// AOF fsynced once a second: a crash loses up to a second of writes.
-    Everysec,
-    /// AOF fsynced before every reply.
-    Always,
-}
-
-/// `[lock]` for `algorithm = "redis"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedisParams {
-    /// Lease time in ms [1000].
-    #[serde(default = "default_ttl")]
-    pub ttl_ms: u64,
-    /// Acquire variant [set-nx-px].
-    #[serde(default = "default_acquire")]
-    pub acquire: Acquire,
-    /// Unlock variant [compare-and-delete].
-    #[serde(default = "default_unlock")]
-    pub unlock: Unlock,
-    /// Fencing token source [none].
-    #[serde(default = "default_token")]
-    pub token: TokenSource,
-    /// Renewal [none].
-    #[serde(default = "default_renew")]
-    pub renew: Renew,
-    /// Server persistence [none].
-    #[serde(default = "default_persistence")]
-    pub persistence: Persistence,
-    /// Per-request deadline, client local ms [200].
-    #[serde(default = "default_request_timeout")]
-    pub request_timeout_ms: u64,
-    /// Delay between acquire attempts, local ms [[20, 60]].
-    #[serde(default = "default_retry_delay")]
-    pub retry_delay_ms: Range<u64>,
-    /// Clock-drift allowance subtracted from the lease: `ttl × factor + 2 ms` [0.01].
-    #[serde(default = "default_drift_factor")]
-    pub drift_factor: f64,
-    /// `redis-replicated` only: number of replicas [2].
-    pub replicas: Option<u32>,
-    /// `redis-replicated` only: number of sentinels [3] (quorum: a majority of them).
-    pub sentinels: Option<u32>,
-    /// `redis-replicated` only: a sentinel considers the primary down after this long
-    /// without a reply to PING [1000].
-    pub down_after_ms: Option<u64>,
-    /// `redis-replicated` only: delay before a replica applies each replicated command,
-    /// ms [[0, 50]].
-    pub replication_lag_ms: Option<Range<u64>>,
-    /// `redis-replicated` only: after acquiring, the client runs `WAIT wait_replicas
-    /// wait_timeout_ms` and treats fewer acknowledgements as a failed acquire [0: no WAIT].
-    pub wait_replicas: Option<u32>,
-    /// `redis-replicated` only: the WAIT timeout, ms [100].
-    pub wait_timeout_ms: Option<u64>,
-}
-
-/// Replication settings of `redis-replicated`, with defaults applied.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Replication {
-    /// Number of replicas.
-    pub replicas: u32,
-    /// Number of sentinels.
-    pub sentinels: u32,
-    /// Down-after period, ms.
-    pub down_after_ms: u64,
-    /// Replication lag range, ms.
-    pub lag_ms: Range<u64>,
-    /// Replicas to WAIT for after an acquire (0: no WAIT).
-    pub wait_replicas: u32,
-    /// WAIT timeout, ms.
-    pub wait_timeout_ms: u64,
-}
-
-impl RedisParams {
-    /// The replication settings with their defaults.
-    pub fn replication(&self) -> Replication {
-        Replication {
-            replicas: self.replicas.unwrap_or(2),
-            sentinels: self.sentinels.unwrap_or(3),
-            down_after_ms: self.down_after_ms.unwrap_or(1000),
-            lag_ms: self.replication_lag_ms.unwrap_or([0, 50]),
-            wait_replicas: self.wait_replicas.unwrap_or(0),
-            wait_timeout_ms: self.wait_timeout_ms.unwrap_or(100),
-        }
-    }
-
-    /// The replication-only keys that are set (an error for plain `redis`).
-    fn replication_keys_set(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        for (k, set) in [
-            ("replicas", self.replicas.is_some()),
-            ("sentinels", self.sentinels.is_some()),
-            ("down_after_ms", self.down_after_ms.is_some()),
-            ("replication_lag_ms", self.replication_lag_ms.is_some()),
-            ("wait_replicas", self.wait_replicas.is_some()),
-            ("wait_timeout_ms", self.wait_timeout_ms.is_some()),
-        ] {
-            if set {
-                v.push(k);
-            }
-        }
-        v
-    }
-}
-
-/// Which clock a Redlock client measures elapsed acquisition time with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClockKind {
-    /// The monotonic clock: immune to wall-clock steps.
-    Monotonic,
-    /// The wall clock, as the reference clients that call `time()` do.
-    Wall,
-}
-
-/// `[lock]` for `algorithm = "redlock"` (redis.io, "Distributed Locks with Redis").
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedlockParams {
-    /// Number of independent Redis nodes `redis-0 .. redis-N-1` [5].
-    #[serde(default = "default_redlock_nodes")]
-    pub nodes: u32,
-    /// Lease time in ms [1000].
-    #[serde(default = "default_ttl")]
-    pub ttl_ms: u64,
-    /// Drift allowance: `drift = ttl × factor + 2 ms` [0.01].
-    #[serde(default = "default_drift_factor")]
-    pub drift_factor: f64,
-    /// Clock used to measure the acquisition time [monotonic].
-    #[serde(default = "default_clock_kind")]
-    pub clock: ClockKind,
-    /// Refuse a majority whose remaining validity is not positive [true]. `false` models a
-    /// client that returns as soon as a majority answers, without re-checking.
-    #[serde(default = "default_true")]
-    pub reject_expired: bool,
-    /// Per-node request deadline, local ms [50] (small against the TTL, as the spec asks).
-    #[serde(default = "default_node_timeout")]
-    pub node_timeout_ms: u64,
-    /// Attempts per acquire before giving up [3].
-    #[serde(default = "default_retries")]
-    pub retries: u32,
-    /// Random delay between attempts, local ms [[50, 150]].
-    #[serde(default = "default_redlock_retry_delay")]
-    pub retry_delay_ms: Range<u64>,
-    /// Each node's persistence [none].
-    #[serde(default = "default_persistence")]
-    pub persistence: Persistence,
-    /// A restarted node stays unavailable this long before serving (antirez's delayed
-    /// restart; at least the max TTL makes a fast restart safe) [0].
-    #[serde(default)]
-    pub restart_delay_ms: u64,
-}
-
-fn default_redlock_nodes() -> u32 {
-    5
-}
-fn default_clock_kind() -> ClockKind {
-    ClockKind::Monotonic
-}
-fn default_node_timeout() -> u64 {
-    50
-}
-fn default_retries() -> u32 {
-    3
-}
-fn default_redlock_retry_delay() -> Range<u64> {
-    [50, 150]
-}
-
-fn default_ttl() -> u64 {
-    1000
-}
-fn default_acquire() -> Acquire {
-    Acquire::SetNxPx
-}
-fn default_unlock() -> Unlock {
-    Unlock::CompareAndDelete
-}
-fn default_token() -> TokenSource {
-    TokenSource::None
-}
-fn default_renew() -> Renew {
-    Renew::None
-}
-fn default_persistence() -> Persistence {
-    Persistence::None
-}
-fn default_request_timeout() -> u64 {
-    200
-}
-fn default_retry_delay() -> Range<u64> {
-    [20, 60]
-}
-fn default_drift_factor() -> f64 {
-    0.01
-}
-
-/// Algorithm parameters, one variant per algorithm.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LockParams {
-    /// `algorithm = "redis"` and `"redis-replicated"`.
-    Redis(RedisParams),
-    /// `algorithm = "redlock"`.
-    Redlock(RedlockParams),
-}
-
-impl LockParams {
-    /// The lease time, if the algorithm is lease based.
-    pub fn ttl_ms(&self) -> u64 {
-        match self {
-            LockParams::Redis(p) => p.ttl_ms,
-            LockParams::Redlock(p) => p.ttl_ms,
-        }
-    }
-}
 
 /// `[workload]`: what every client does.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -407,7 +119,7 @@ impl Default for Network {
     }
 }
 
-/// Which nodes a fault may hit.
+/// Which nodes a random fault may hit.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum Selector {
@@ -417,34 +129,11 @@ pub enum Selector {
     Nodes(Vec<String>),
 }
 
-/// Where a pause or crash strikes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultPoint {
-    /// At the drawn instant, wherever the node is.
-    #[default]
-    Anywhere,
-    /// Armed at the drawn instant; strikes when the client next reaches the point between
-    /// its validity check and its write (Kleppmann's window).
-    BeforeWrite,
-    /// Armed at the drawn instant; strikes right after the client's next successful
-    /// acquire, before it reads: the holder then sleeps through its lease and wakes up
-    /// believing it holds the lock (an extension of DESIGN.md).
-    AfterAcquire,
-    /// Armed at the drawn instant; strikes inside a multi-step acquire, after the lock key
-    /// is set and before it is complete (e.g. between SETNX and EXPIRE). An extension of
-    /// DESIGN.md, which names only the first two points: row 3 needs it.
-    MidAcquire,
-}
-
-impl FaultPoint {
-    /// Name used in scenarios and events.
-    pub fn name(self) -> &'static str {
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FaultPoint::Anywhere => "anywhere",
-            FaultPoint::BeforeWrite => "before-write",
-            FaultPoint::AfterAcquire => "after-acquire",
-            FaultPoint::MidAcquire => "mid-acquire",
+            Selector::Group(g) => f.write_str(g),
+            Selector::Nodes(v) => f.write_str(&v.join(",")),
         }
     }
 }
@@ -502,69 +191,12 @@ pub struct CrashSpec {
     pub at: FaultPoint,
 }
 
-/// Kinds of explicit fault entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// Stop-the-world pause of the nodes for `duration_ms`.
-    Pause,
-    /// Cut `nodes` off from every other node (for `duration_ms`, or until `heal`).
-    Partition,
-    /// Repair every partition.
-    Heal,
-    /// Step the wall clock by `delta_ms`.
-    ClockJump,
-    /// Set the wall clock `skew_ms` off true time.
-    Skew,
-    /// Set the drift rate to `drift_ppm`.
-    Drift,
-    /// Crash the nodes (restarting after `down_ms`, if given).
-    Crash,
-    /// Restart crashed nodes.
-    Restart,
-}
-
-/// One `[[faults.at]]` entry.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitFault {
-    /// True time of the entry, ms.
-    pub at_ms: u64,
-    /// What happens.
-    pub kind: FaultKind,
-    /// The nodes affected (not for `heal`).
-    #[serde(default)]
-    pub nodes: Vec<String>,
-    /// Pause or partition length, ms.
-    pub duration_ms: Option<u64>,
-    /// Pauses and crashes: where they strike [anywhere].
-    #[serde(default)]
-    pub at: FaultPoint,
-    /// `clock-jump`: the step, ms (negative steps back).
-    pub delta_ms: Option<i64>,
-    /// `skew`: wall offset from true time, ms.
-    pub skew_ms: Option<i64>,
-    /// `drift`: new drift rate, ppm.
-    pub drift_ppm: Option<i64>,
-    /// `crash`: restart after this long, ms (none: stay down until `restart`).
-    pub down_ms: Option<u64>,
-    /// `partition`: drop only traffic from `nodes` to the others [false].
-    #[serde(default)]
-    pub oneway: bool,
-    /// `partition`: cut `nodes` off from these nodes only [every other node].
-    #[serde(default)]
-    pub peers: Vec<String>,
-}
-
 /// `[faults]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Faults {
     /// Gap between random faults, ms [[500, 3000]].
-    #[serde(default = "default_interval")]
     pub interval_ms: Range<u64>,
     /// Each seed enables a random non-empty subset of the kinds below [false].
-    #[serde(default)]
     pub swarm: bool,
     /// Random pauses.
     pub pause: Option<PauseSpec>,
@@ -574,16 +206,41 @@ pub struct Faults {
     pub clock: Option<ClockSpec>,
     /// Random crashes.
     pub crash: Option<CrashSpec>,
-    /// Explicit schedule.
+    /// Explicit schedule: the `[[faults.at]]` entries, in file order.
+    pub at: Schedule,
+}
+
+impl Faults {
+    /// Whether any random fault kind is configured.
+    pub fn any_random(&self) -> bool {
+        self.pause.is_some()
+            || self.partition.is_some()
+            || self.clock.is_some()
+            || self.crash.is_some()
+    }
+}
+
+/// `[faults]` as written: explicit entries keep their spans for messages.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFaults {
+    #[serde(default = "default_interval")]
+    interval_ms: Range<u64>,
     #[serde(default)]
-    pub at: Vec<ExplicitFault>,
+    swarm: bool,
+    pause: Option<PauseSpec>,
+    partition: Option<PartitionSpec>,
+    clock: Option<ClockSpec>,
+    crash: Option<CrashSpec>,
+    #[serde(default)]
+    at: Vec<toml::Spanned<toml::Table>>,
 }
 
 fn default_interval() -> Range<u64> {
     [500, 3000]
 }
 
-impl Default for Faults {
+impl Default for RawFaults {
     fn default() -> Self {
         toml::from_str("").expect("defaults parse")
     }
@@ -601,29 +258,31 @@ pub enum Expect {
     Any,
 }
 
+/// The envelope as written; `[lock]` is the algorithm's and is read by it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawScenario<L> {
+struct RawScenario {
     name: String,
     #[serde(default)]
     description: String,
-    #[allow(dead_code)] // read in the first pass
+    #[allow(dead_code)] // read in the first pass, to pick the family
     algorithm: String,
     duration_ms: u64,
     liveness_ms: Option<u64>,
-    lock: L,
+    #[allow(dead_code)] // read by the algorithm's own parser
+    lock: Option<toml::Value>,
     #[serde(default)]
     workload: Workload,
     #[serde(default)]
     network: Network,
     #[serde(default)]
-    faults: Faults,
+    faults: RawFaults,
     #[serde(default)]
     expect: BTreeMap<String, Expect>,
 }
 
 /// A validated scenario.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Scenario {
     /// Where it was read from (for messages).
     pub file: PathBuf,
@@ -631,14 +290,12 @@ pub struct Scenario {
     pub name: String,
     /// What it reproduces.
     pub description: String,
-    /// Lock algorithm.
-    pub algorithm: Algorithm,
+    /// The lock algorithm, configured by `[lock]`.
+    pub lock: Arc<dyn AlgorithmConfig>,
     /// Simulated duration of one seed, ms.
     pub duration_ms: u64,
-    /// Liveness window after the last fault heals, ms [5 × TTL].
+    /// Liveness window after the last fault heals, ms [5 × the lease].
     pub liveness_ms: u64,
-    /// Algorithm parameters.
-    pub lock: LockParams,
     /// Client behaviour.
     pub workload: Workload,
     /// Network behaviour.
@@ -648,6 +305,9 @@ pub struct Scenario {
     /// Expectations per check name.
     pub expect: BTreeMap<String, Expect>,
 }
+
+/// The longest simulated run: one hour.
+pub const MAX_DURATION_MS: u64 = param::MAX_MS;
 
 impl Scenario {
     /// Read and validate a scenario file.
@@ -665,10 +325,23 @@ impl Scenario {
             file: path.to_path_buf(),
             message,
         };
+        let names = || {
+            ALGORITHMS
+                .iter()
+                .map(|f| f.name)
+                .chain(PLANNED.iter().copied())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         // First pass: which algorithm decides the shape of [lock].
         let table: toml::Table = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
         let algorithm = match table.get("algorithm") {
-            None => return Err(err("missing key `algorithm`: expected one of redis, redis-replicated, redlock, zk, raft".into())),
+            None => {
+                return Err(err(format!(
+                    "missing key `algorithm`: expected one of {}",
+                    names()
+                )))
+            }
             Some(toml::Value::String(s)) => s.clone(),
             Some(other) => {
                 return Err(err(format!(
@@ -677,57 +350,75 @@ impl Scenario {
                 )))
             }
         };
-        let (algorithm, raw) = match algorithm.as_str() {
-            name @ ("redis" | "redis-replicated") => {
-                let raw: RawScenario<RedisParams> =
-                    toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
-                let alg = if name == "redis" {
-                    if let Some(k) = raw.lock.replication_keys_set().first() {
-                        return Err(err(format!(
-                            "key `lock.{k}`: only valid with algorithm = \"redis-replicated\""
-                        )));
-                    }
-                    Algorithm::Redis
-                } else {
-                    Algorithm::RedisReplicated
-                };
-                let lock = LockParams::Redis(raw.lock.clone());
-                (alg, raw.map_lock(lock))
-            }
-            "redlock" => {
-                let raw: RawScenario<RedlockParams> =
-                    toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
-                let lock = LockParams::Redlock(raw.lock.clone());
-                (Algorithm::Redlock, raw.map_lock(lock))
-            }
-            other => {
-                return Err(match Algorithm::ALL.iter().find(|(n, _)| *n == other) {
-                    Some(_) => err(format!(
-                        "key `algorithm`: `{other}` is not implemented yet; implemented: redis, redis-replicated, redlock"
-                    )),
-                    None => err(format!(
-                        "key `algorithm`: unknown algorithm `{other}`; expected one of redis, redis-replicated, redlock, zk, raft"
-                    )),
-                })
-            }
+        let Some(family) = crate::locks::family(&algorithm) else {
+            let implemented: Vec<&str> = ALGORITHMS.iter().map(|f| f.name).collect();
+            return Err(err(if PLANNED.contains(&algorithm.as_str()) {
+                format!(
+                    "key `algorithm`: `{algorithm}` is not implemented yet; implemented: {}",
+                    implemented.join(", ")
+                )
+            } else {
+                format!(
+                    "key `algorithm`: unknown algorithm `{algorithm}`; expected one of {}",
+                    names()
+                )
+            }));
         };
-        let scenario = Scenario {
+        let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
+        let lock = (family.configure)(text).map_err(|e| match e {
+            ConfigError::Toml(e) => err(toml_message(&e, text)),
+            ConfigError::Invalid(e) => err(lock_message(&e)),
+        })?;
+        let liveness_ms = raw
+            .liveness_ms
+            .unwrap_or(lock.lease_ms().unwrap_or(1000).saturating_mul(5));
+        let mut scenario = Scenario {
             file: path.to_path_buf(),
             name: raw.name,
             description: raw.description,
-            algorithm,
+            lock,
             duration_ms: raw.duration_ms,
-            liveness_ms: raw
-                .liveness_ms
-                .unwrap_or(raw.lock.ttl_ms().saturating_mul(5)),
-            lock: raw.lock,
+            liveness_ms,
             workload: raw.workload,
             network: raw.network,
-            faults: raw.faults,
+            faults: Faults {
+                interval_ms: raw.faults.interval_ms,
+                swarm: raw.faults.swarm,
+                pause: raw.faults.pause,
+                partition: raw.faults.partition,
+                clock: raw.faults.clock,
+                crash: raw.faults.crash,
+                at: Vec::new(),
+            },
             expect: raw.expect,
         };
-        scenario.validate().map_err(err)?;
+        scenario.validate().map_err(&err)?;
+        let all = scenario.nodes();
+        for (i, entry) in raw.faults.at.into_iter().enumerate() {
+            let line = text[..entry.span().start.min(text.len())]
+                .matches('\n')
+                .count()
+                + 1;
+            let at = |e: String| err(format!("{e} (entry at line {line})"));
+            let fault =
+                scenario
+                    .timed_fault(entry.into_inner(), &all)
+                    .map_err(|(field, msg)| {
+                        let key = if field.is_empty() {
+                            format!("faults.at[{i}]")
+                        } else {
+                            format!("faults.at[{i}].{field}")
+                        };
+                        at(format!("key `{key}`: {msg}"))
+                    })?;
+            scenario.faults.at.push(fault);
+        }
         Ok(scenario)
+    }
+
+    /// The algorithm's name.
+    pub fn algorithm(&self) -> &'static str {
+        self.lock.name()
     }
 
     /// Every node name in this scenario: servers, storage, clients.
@@ -738,19 +429,9 @@ impl Scenario {
         v
     }
 
-    /// Lock server node names: Redis nodes first, then sentinels.
+    /// Lock server node names, as the algorithm declares them.
     pub fn servers(&self) -> Vec<String> {
-        let redis = |n: u32| (0..n).map(|i| format!("redis-{i}")).collect::<Vec<_>>();
-        match (&self.algorithm, &self.lock) {
-            (Algorithm::RedisReplicated, LockParams::Redis(p)) => {
-                let r = p.replication();
-                let mut v = redis(r.replicas + 1);
-                v.extend((0..r.sentinels).map(|i| format!("sentinel-{i}")));
-                v
-            }
-            (Algorithm::Redlock, LockParams::Redlock(p)) => redis(p.nodes),
-            _ => redis(1),
-        }
+        self.lock.servers()
     }
 
     /// Client node names.
@@ -758,6 +439,11 @@ impl Scenario {
         (0..self.workload.clients)
             .map(|i| format!("client-{i}"))
             .collect()
+    }
+
+    /// The checks run on every seed (the algorithm's), in report order.
+    pub fn checks(&self) -> Vec<&'static Check> {
+        self.lock.checks()
     }
 
     /// Resolve a selector to node names (validated at load time, so never fails after).
@@ -770,127 +456,106 @@ impl Scenario {
         }
     }
 
+    /// The random nemesis, with selectors resolved. Faults end `liveness_ms` before the
+    /// end of the run, leaving a quiet tail for the liveness check.
+    pub fn random_faults(&self) -> RandomFaults {
+        let f = &self.faults;
+        RandomFaults {
+            interval_ms: f.interval_ms,
+            swarm: f.swarm,
+            until_ms: self.duration_ms.saturating_sub(self.liveness_ms),
+            pause: f.pause.as_ref().map(|p| RandomPause {
+                nodes: self.select(&p.nodes),
+                duration_ms: p.duration_ms,
+                at: p.at,
+            }),
+            partition: f.partition.as_ref().map(|p| RandomPartition {
+                nodes: self.select(&p.nodes),
+                duration_ms: p.duration_ms,
+                oneway: p.oneway,
+            }),
+            clock: f.clock.as_ref().map(|c| RandomClock {
+                nodes: self.select(&c.nodes),
+                skew_ms: c.skew_ms,
+                drift_ppm: c.drift_ppm,
+                jump_ms: c.jump_ms,
+            }),
+            crash: f.crash.as_ref().map(|c| RandomCrash {
+                nodes: self.select(&c.nodes),
+                down_ms: c.down_ms,
+                at: c.at,
+            }),
+        }
+    }
+
+    /// The faults of a run: the explicit schedule plus the random nemesis.
+    pub fn fault_plan(&self) -> FaultPlan {
+        FaultPlan::Drawn {
+            explicit: self.faults.at.clone(),
+            random: Box::new(self.random_faults()),
+        }
+    }
+
+    /// One `[[faults.at]]` table as a fault; errors are (field, message).
+    fn timed_fault(
+        &self,
+        mut table: toml::Table,
+        all: &[String],
+    ) -> Result<TimedFault, (String, String)> {
+        let at_ms = match table.remove("at_ms") {
+            Some(toml::Value::Integer(t)) if t >= 0 => t as u64,
+            Some(v) => {
+                return Err((
+                    "at_ms".into(),
+                    format!("expected a non-negative integer (ms), got {v}"),
+                ))
+            }
+            None => return Err(("at_ms".into(), "required".into())),
+        };
+        if at_ms >= self.duration_ms {
+            return Err((
+                "at_ms".into(),
+                format!(
+                    "expected a time before duration_ms = {}, got {at_ms}",
+                    self.duration_ms
+                ),
+            ));
+        }
+        let fault = Fault::from_table(table).map_err(|e| (e.field, e.message))?;
+        fault.validate(all).map_err(|e| (e.field, e.message))?;
+        Ok(TimedFault { at_ms, fault })
+    }
+
     fn validate(&self) -> Result<(), String> {
-        // Every time is bounded by one simulated hour, so local-time arithmetic in a run
-        // can never overflow, whatever the input.
-        const HOUR: u64 = 3_600_000;
-        let range = |key: &str, r: &Range<u64>| -> Result<(), String> {
-            if r[0] > r[1] {
-                return Err(format!(
-                    "key `{key}`: expected [min, max] with min <= max, got [{}, {}]",
-                    r[0], r[1]
-                ));
-            }
-            if r[1] > HOUR {
-                return Err(format!(
-                    "key `{key}`: expected values of at most {HOUR} (one hour), got {}",
-                    r[1]
-                ));
-            }
-            Ok(())
-        };
-        let irange = |key: &str, r: &Range<i64>| -> Result<(), String> {
-            if r[0] > r[1] {
-                return Err(format!(
-                    "key `{key}`: expected [min, max] with min <= max, got [{}, {}]",
-                    r[0], r[1]
-                ));
-            }
-            if r[0] < -(HOUR as i64) || r[1] > HOUR as i64 {
-                return Err(format!(
-                    "key `{key}`: expected values within ±{HOUR}, got [{}, {}]",
-                    r[0], r[1]
-                ));
-            }
-            Ok(())
-        };
-        let positive = |key: &str, v: u64| -> Result<(), String> {
-            if v == 0 {
-                return Err(format!("key `{key}`: expected a positive number, got 0"));
-            }
-            if v > HOUR {
-                return Err(format!(
-                    "key `{key}`: expected at most {HOUR} (one hour), got {v}"
-                ));
-            }
-            Ok(())
-        };
+        let p = |r: Result<(), ParamError>| r.map_err(|e| e.to_string());
         if self.name.trim().is_empty() {
             return Err("key `name`: expected a non-empty string".into());
         }
-        positive("duration_ms", self.duration_ms)?;
-        if self.duration_ms > 3_600_000 {
-            return Err(format!(
-                "key `duration_ms`: expected at most 3600000 (one simulated hour), got {}",
-                self.duration_ms
-            ));
-        }
-        match &self.lock {
-            LockParams::Redis(p) => {
-                positive("lock.ttl_ms", p.ttl_ms)?;
-                positive("lock.request_timeout_ms", p.request_timeout_ms)?;
-                range("lock.retry_delay_ms", &p.retry_delay_ms)?;
-                if !(0.0..1.0).contains(&p.drift_factor) {
-                    return Err(format!(
-                        "key `lock.drift_factor`: expected a number in [0, 1), got {}",
-                        p.drift_factor
-                    ));
-                }
-                let r = p.replication();
-                if !(1..=8).contains(&r.replicas) {
-                    return Err(format!(
-                        "key `lock.replicas`: expected 1 to 8, got {}",
-                        r.replicas
-                    ));
-                }
-                if !(1..=7).contains(&r.sentinels) {
-                    return Err(format!(
-                        "key `lock.sentinels`: expected 1 to 7, got {}",
-                        r.sentinels
-                    ));
-                }
-                positive("lock.down_after_ms", r.down_after_ms)?;
-                range("lock.replication_lag_ms", &r.lag_ms)?;
-                positive("lock.wait_timeout_ms", r.wait_timeout_ms)?;
-                if r.wait_replicas > r.replicas {
-                    return Err(format!(
-                        "key `lock.wait_replicas`: expected at most replicas = {}, got {}",
-                        r.replicas, r.wait_replicas
-                    ));
-                }
-            }
-            LockParams::Redlock(p) => {
-                if !(1..=15).contains(&p.nodes) {
-                    return Err(format!(
-                        "key `lock.nodes`: expected 1 to 15, got {}",
-                        p.nodes
-                    ));
-                }
-                positive("lock.ttl_ms", p.ttl_ms)?;
-                positive("lock.node_timeout_ms", p.node_timeout_ms)?;
-                positive("lock.retries", p.retries as u64)?;
-                range("lock.retry_delay_ms", &p.retry_delay_ms)?;
-                if !(0.0..1.0).contains(&p.drift_factor) {
-                    return Err(format!(
-                        "key `lock.drift_factor`: expected a number in [0, 1), got {}",
-                        p.drift_factor
-                    ));
-                }
-            }
-        }
-        positive("liveness_ms", self.liveness_ms)?;
+        p(
+            param::positive("duration_ms", self.duration_ms).map_err(|_| {
+                ParamError::new(
+                    "duration_ms",
+                    format!(
+                        "expected 1 to {MAX_DURATION_MS} (one simulated hour), got {}",
+                        self.duration_ms
+                    ),
+                )
+            }),
+        )?;
+        p(param::positive("liveness_ms", self.liveness_ms))?;
         let w = &self.workload;
-        if !(1..=64).contains(&w.clients) {
-            return Err(format!(
-                "key `workload.clients`: expected 1 to 64, got {}",
-                w.clients
-            ));
-        }
-        positive("workload.acquire_timeout_ms", w.acquire_timeout_ms)?;
-        positive("workload.storage_timeout_ms", w.storage_timeout_ms)?;
-        range("workload.work_ms", &w.work_ms)?;
-        range("workload.think_ms", &w.think_ms)?;
-        range("network.latency_ms", &self.network.latency_ms)?;
+        p(param::between("workload.clients", w.clients as u64, 1, 64))?;
+        p(param::positive(
+            "workload.acquire_timeout_ms",
+            w.acquire_timeout_ms,
+        ))?;
+        p(param::positive(
+            "workload.storage_timeout_ms",
+            w.storage_timeout_ms,
+        ))?;
+        p(param::range("workload.work_ms", &w.work_ms))?;
+        p(param::range("workload.think_ms", &w.think_ms))?;
+        p(param::range("network.latency_ms", &self.network.latency_ms))?;
         if !(0.0..=1.0).contains(&self.network.loss) {
             return Err(format!(
                 "key `network.loss`: expected a probability in [0, 1], got {}",
@@ -898,17 +563,17 @@ impl Scenario {
             ));
         }
         let f = &self.faults;
-        range("faults.interval_ms", &f.interval_ms)?;
+        p(param::range("faults.interval_ms", &f.interval_ms))?;
         if f.interval_ms[0] == 0 {
             return Err("key `faults.interval_ms`: expected a minimum gap of at least 1 ms".into());
         }
-        if let Some(p) = &f.pause {
-            self.validate_selector("faults.pause.nodes", &p.nodes)?;
-            range("faults.pause.duration_ms", &p.duration_ms)?;
+        if let Some(s) = &f.pause {
+            self.validate_selector("faults.pause.nodes", &s.nodes)?;
+            p(param::range("faults.pause.duration_ms", &s.duration_ms))?;
         }
-        if let Some(p) = &f.partition {
-            self.validate_selector("faults.partition.nodes", &p.nodes)?;
-            range("faults.partition.duration_ms", &p.duration_ms)?;
+        if let Some(s) = &f.partition {
+            self.validate_selector("faults.partition.nodes", &s.nodes)?;
+            p(param::range("faults.partition.duration_ms", &s.duration_ms))?;
         }
         if let Some(c) = &f.clock {
             self.validate_selector("faults.clock.nodes", &c.nodes)?;
@@ -919,13 +584,13 @@ impl Scenario {
                 );
             }
             if let Some(r) = &c.skew_ms {
-                irange("faults.clock.skew_ms", r)?;
+                p(param::signed_range("faults.clock.skew_ms", r))?;
             }
             if let Some(r) = &c.jump_ms {
-                irange("faults.clock.jump_ms", r)?;
+                p(param::signed_range("faults.clock.jump_ms", r))?;
             }
             if let Some(r) = &c.drift_ppm {
-                irange("faults.clock.drift_ppm", r)?;
+                p(param::signed_range("faults.clock.drift_ppm", r))?;
                 if r[0] <= -1_000_000 {
                     return Err(format!("key `faults.clock.drift_ppm`: expected values > -1000000 (a clock cannot stop), got {}", r[0]));
                 }
@@ -933,14 +598,9 @@ impl Scenario {
         }
         if let Some(c) = &f.crash {
             self.validate_selector("faults.crash.nodes", &c.nodes)?;
-            range("faults.crash.down_ms", &c.down_ms)?;
+            p(param::range("faults.crash.down_ms", &c.down_ms))?;
         }
-        for (i, e) in f.at.iter().enumerate() {
-            self.validate_explicit(i, e)?;
-        }
-        let random =
-            f.pause.is_some() || f.partition.is_some() || f.clock.is_some() || f.crash.is_some();
-        if random && self.duration_ms <= self.liveness_ms {
+        if f.any_random() && self.duration_ms <= self.liveness_ms {
             // Random faults stop liveness_ms before the end; with no room they would
             // silently never happen.
             return Err(format!(
@@ -948,18 +608,23 @@ impl Scenario {
                 self.liveness_ms, self.duration_ms
             ));
         }
+        let checks = self.checks();
         for name in self.expect.keys() {
-            if !CHECK_NAMES.contains(&name.as_str()) {
-                return Err(format!(
+            if checks.iter().any(|c| c.name == name) {
+                continue;
+            }
+            let known = crate::check::STANDARD.iter().any(|c| c.name == name);
+            return Err(if known {
+                format!(
+                    "key `expect.{name}`: not defined for {} (see `locksim list` for the checks each algorithm defines)",
+                    self.algorithm()
+                )
+            } else {
+                format!(
                     "key `expect.{name}`: unknown check; expected one of {}",
-                    CHECK_NAMES.join(", ")
-                ));
-            }
-            if name == "lock-linearizable" && self.algorithm == Algorithm::Redlock {
-                return Err(format!(
-                    "key `expect.{name}`: not defined for redlock (each node expires its own copy of the key; see the check's docs)"
-                ));
-            }
+                    checks.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+                )
+            });
         }
         Ok(())
     }
@@ -977,178 +642,22 @@ impl Scenario {
                 if v.is_empty() {
                     return Err(format!("key `{key}`: expected at least one node name"));
                 }
-                self.validate_names(key, v)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_names(&self, key: &str, names: &[String]) -> Result<(), String> {
-        let all = self.nodes();
-        for n in names {
-            if !all.contains(n) {
-                return Err(format!(
-                    "key `{key}`: unknown node `{n}`; nodes in this scenario: {}",
-                    all.join(", ")
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_explicit(&self, i: usize, e: &ExplicitFault) -> Result<(), String> {
-        let key = |k: &str| format!("faults.at[{i}].{k}");
-        let need = |k: &str, present: bool, kind: &str| -> Result<(), String> {
-            if !present {
-                return Err(format!("key `{}`: required for kind = \"{kind}\"", key(k)));
-            }
-            Ok(())
-        };
-        let forbid = |k: &str, present: bool, kind: &str| -> Result<(), String> {
-            if present {
-                return Err(format!(
-                    "key `{}`: not used by kind = \"{kind}\" (remove it)",
-                    key(k)
-                ));
-            }
-            Ok(())
-        };
-        for (k, v) in [
-            ("duration_ms", e.duration_ms),
-            ("down_ms", e.down_ms),
-            ("delta_ms", e.delta_ms.map(i64::unsigned_abs)),
-            ("skew_ms", e.skew_ms.map(i64::unsigned_abs)),
-        ] {
-            if v.is_some_and(|v| v > 3_600_000) {
-                return Err(format!(
-                    "key `{}`: expected at most 3600000 (one hour) in magnitude",
-                    key(k)
-                ));
-            }
-        }
-        if e.at_ms >= self.duration_ms {
-            return Err(format!(
-                "key `{}`: expected a time before duration_ms = {}, got {}",
-                key("at_ms"),
-                self.duration_ms,
-                e.at_ms
-            ));
-        }
-        self.validate_names(&key("nodes"), &e.nodes)?;
-        let kind = match e.kind {
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-            FaultKind::Heal => "heal",
-            FaultKind::ClockJump => "clock-jump",
-            FaultKind::Skew => "skew",
-            FaultKind::Drift => "drift",
-            FaultKind::Crash => "crash",
-            FaultKind::Restart => "restart",
-        };
-        if e.kind == FaultKind::Heal {
-            forbid("nodes", !e.nodes.is_empty(), kind)?;
-        } else {
-            need("nodes", !e.nodes.is_empty(), kind)?;
-        }
-        need(
-            "duration_ms",
-            e.duration_ms.is_some() || !matches!(e.kind, FaultKind::Pause),
-            kind,
-        )?;
-        forbid(
-            "duration_ms",
-            e.duration_ms.is_some() && !matches!(e.kind, FaultKind::Pause | FaultKind::Partition),
-            kind,
-        )?;
-        need(
-            "delta_ms",
-            e.delta_ms.is_some() || e.kind != FaultKind::ClockJump,
-            kind,
-        )?;
-        forbid(
-            "delta_ms",
-            e.delta_ms.is_some() && e.kind != FaultKind::ClockJump,
-            kind,
-        )?;
-        need(
-            "skew_ms",
-            e.skew_ms.is_some() || e.kind != FaultKind::Skew,
-            kind,
-        )?;
-        forbid(
-            "skew_ms",
-            e.skew_ms.is_some() && e.kind != FaultKind::Skew,
-            kind,
-        )?;
-        need(
-            "drift_ppm",
-            e.drift_ppm.is_some() || e.kind != FaultKind::Drift,
-            kind,
-        )?;
-        forbid(
-            "drift_ppm",
-            e.drift_ppm.is_some() && e.kind != FaultKind::Drift,
-            kind,
-        )?;
-        if let Some(d) = e.drift_ppm {
-            if d <= -1_000_000 {
-                return Err(format!(
-                    "key `{}`: expected a value > -1000000, got {d}",
-                    key("drift_ppm")
-                ));
-            }
-        }
-        forbid(
-            "down_ms",
-            e.down_ms.is_some() && e.kind != FaultKind::Crash,
-            kind,
-        )?;
-        forbid(
-            "at",
-            e.at != FaultPoint::Anywhere && !matches!(e.kind, FaultKind::Pause | FaultKind::Crash),
-            kind,
-        )?;
-        forbid("oneway", e.oneway && e.kind != FaultKind::Partition, kind)?;
-        forbid(
-            "peers",
-            !e.peers.is_empty() && e.kind != FaultKind::Partition,
-            kind,
-        )?;
-        self.validate_names(&key("peers"), &e.peers)?;
-        if let Some(n) = e.peers.iter().find(|p| e.nodes.contains(p)) {
-            return Err(format!(
-                "key `{}`: `{n}` is on both sides of the partition",
-                key("peers")
-            ));
-        }
-        if e.kind == FaultKind::Partition && e.peers.is_empty() {
-            let all = self.nodes();
-            if e.nodes.len() >= all.len() {
-                return Err(format!(
-                    "key `{}`: a partition cuts these nodes off from the rest, so it must leave at least one node out",
-                    key("nodes")
-                ));
+                let all = self.nodes();
+                if let Some(n) = v.iter().find(|n| !all.contains(n)) {
+                    return Err(format!(
+                        "key `{key}`: unknown node `{n}`; nodes in this scenario: {}",
+                        all.join(", ")
+                    ));
+                }
             }
         }
         Ok(())
     }
 }
 
-impl<L> RawScenario<L> {
-    fn map_lock(self, lock: LockParams) -> RawScenario<LockParams> {
-        RawScenario {
-            name: self.name,
-            description: self.description,
-            algorithm: self.algorithm,
-            duration_ms: self.duration_ms,
-            liveness_ms: self.liveness_ms,
-            lock,
-            workload: self.workload,
-            network: self.network,
-            faults: self.faults,
-            expect: self.expect,
-        }
-    }
+/// An algorithm parameter's error, with its key under `lock.`.
+fn lock_message(e: &ParamError) -> String {
+    format!("key `lock.{}`: {}", e.key, e.message)
 }
 
 /// toml's message on one line, with the dotted key and the line/column it refers to.

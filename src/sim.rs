@@ -1,5 +1,8 @@
 //! The simulation harness over turmoil: node clocks, stop-the-world pauses, durable
-//! disks, the nemesis and the world that runs one seed.
+//! disks, faults, the random nemesis and the world that runs one seed.
+//!
+//! The harness knows nothing of locks, workloads or storage: it runs a list of
+//! [`Host`]s (a name and a function of a [`NodeCtx`]) that a layer above builds.
 //!
 //! Time is the core of every lock argument, so it is modelled explicitly. *True time* is
 //! turmoil's global simulated clock; histories are stamped with it and checks reason only
@@ -8,6 +11,8 @@
 
 mod clock;
 mod disk;
+mod fault;
+mod join;
 pub mod nemesis;
 mod node;
 mod pause;
@@ -15,6 +20,17 @@ mod world;
 
 pub use clock::{Clock, EPOCH_NS};
 pub use disk::Disk;
+pub use fault::{
+    actions, Action, Fault, FaultError, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS,
+};
+pub use join::join_all;
+pub use nemesis::RandomFaults;
 pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeRequest, NodeState};
 pub use pause::{Pausable, PauseSwitch};
-pub use world::{run, RunResult, TICK};
+pub use world::{run, FaultPlan, Host, HostMain, Network, RunResult, World, TICK};
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, non-`Send` future (node code runs on one thread).
+pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;

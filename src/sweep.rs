@@ -4,7 +4,7 @@
 use crate::check::{CheckReport, Verdict};
 use crate::history;
 use crate::scenario::{Expect, Scenario};
-use crate::sim::{self, RunResult};
+use crate::sim::RunResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,7 +45,7 @@ impl SeedOutcome {
 
 /// Run and check one seed, turning a panic inside the simulation into an error outcome.
 pub fn run_seed(scenario: &Scenario, seed: u64) -> (Option<RunResult>, SeedOutcome) {
-    match catch_unwind(AssertUnwindSafe(|| sim::run(scenario, seed))) {
+    match catch_unwind(AssertUnwindSafe(|| crate::run(scenario, seed))) {
         Ok(result) => {
             let checks = crate::check_run(scenario, &result);
             let outcome = SeedOutcome {
@@ -150,7 +150,7 @@ pub struct Summary {
 /// Summarise `outcomes` against `scenario.expect`.
 pub fn summarize(scenario: &Scenario, outcomes: &[SeedOutcome], wall_s: f64) -> Summary {
     let mut checks = BTreeMap::new();
-    for &name in crate::check::CHECK_NAMES {
+    for name in scenario.checks().iter().map(|c| c.name) {
         // Checks that do not apply to the algorithm appear in no outcome.
         if !outcomes
             .iter()

@@ -10,11 +10,10 @@
 //! resource can (Kleppmann, "How to do distributed locking", 2016).
 
 use crate::history::EventType;
-use crate::locks::{client_for, Grant, LockError};
+use crate::locks::{Grant, LockClient, LockError};
 use crate::resource::{StorageClient, StorageReply};
-use crate::scenario::{FaultPoint, Scenario};
-use crate::sim::NodeCtx;
-use std::rc::Rc;
+use crate::scenario::Workload;
+use crate::sim::{FaultPoint, NodeCtx};
 use std::time::Duration;
 
 /// The lock every client contends for.
@@ -22,10 +21,12 @@ pub const LOCK: &str = "L";
 /// The storage key of the counter.
 pub const COUNTER: &str = "counter";
 
-/// A client node's main loop (runs until the simulation ends or the node crashes).
-pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
-    let w = &scenario.workload;
-    let mut lock = client_for(&scenario);
+/// The fault points the workload passes through (besides the lock client's own).
+pub const FAULT_POINTS: &[FaultPoint] = &[FaultPoint::AfterAcquire, FaultPoint::BeforeWrite];
+
+/// A client node's main loop with lock client `lock` (runs until the simulation ends or
+/// the node crashes).
+pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClient>) {
     let mut storage = StorageClient::new(Duration::from_millis(w.storage_timeout_ms));
     let acquire_timeout = Duration::from_millis(w.acquire_timeout_ms);
     // Stagger the start so clients do not move in lockstep.
@@ -61,7 +62,7 @@ pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
         };
         ctx.fault_point(FaultPoint::AfterAcquire).await;
         let token = if w.fencing { grant.token } else { None };
-        let reason = critical_section(&ctx, &scenario, &mut storage, &grant, token).await;
+        let reason = critical_section(&ctx, w, &mut storage, &grant, token).await;
         release(&ctx, &mut *lock, Some(&grant), reason).await;
         ctx.sleep_ms_in(w.think_ms).await;
     }
@@ -72,12 +73,11 @@ pub async fn client_main(ctx: NodeCtx, scenario: Rc<Scenario>) {
 /// `read-failed`.
 async fn critical_section(
     ctx: &NodeCtx,
-    scenario: &Scenario,
+    w: &Workload,
     storage: &mut StorageClient,
     grant: &Grant,
     token: Option<u64>,
 ) -> &'static str {
-    let w = &scenario.workload;
     ctx.record(
         ctx.event(EventType::Invoke, "read")
             .key(COUNTER)
@@ -164,12 +164,7 @@ async fn critical_section(
     "done"
 }
 
-async fn release(
-    ctx: &NodeCtx,
-    lock: &mut dyn crate::locks::LockClient,
-    grant: Option<&Grant>,
-    reason: &str,
-) {
+async fn release(ctx: &NodeCtx, lock: &mut dyn LockClient, grant: Option<&Grant>, reason: &str) {
     let token = grant.and_then(|g| g.token);
     ctx.record(
         ctx.event(EventType::Invoke, "release")

@@ -78,7 +78,10 @@ fn histories_match_the_golden_hashes() {
         }
     }
     for key in golden.keys().filter(|k| !now.contains_key(*k)) {
-        diffs.push(format!("{} seed {}: golden hash but no scenario", key.0, key.1));
+        diffs.push(format!(
+            "{} seed {}: golden hash but no scenario",
+            key.0, key.1
+        ));
     }
     assert!(
         diffs.is_empty(),

@@ -2,7 +2,7 @@
 //! logic lives in the library.
 
 use clap::{Parser, Subcommand};
-use locksim::report::{self, Seeds};
+use locksim::cli::{self, Seeds};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -113,7 +113,7 @@ fn main() -> ExitCode {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let progress = !quiet && std::io::stderr().is_terminal();
-            report::run_command(&scenario, &seeds, jobs, json.as_deref(), quiet, progress)
+            cli::run_command(&scenario, &seeds, jobs, json.as_deref(), quiet, progress)
         }
         Command::Replay {
             scenario,
@@ -121,7 +121,7 @@ fn main() -> ExitCode {
             history,
             edn,
             trace,
-        } => report::replay_command(&scenario, seed, history.as_deref(), edn.as_deref(), trace),
+        } => cli::replay_command(&scenario, seed, history.as_deref(), edn.as_deref(), trace),
         Command::Check {
             history,
             model,
@@ -129,7 +129,7 @@ fn main() -> ExitCode {
             timeout,
             json,
             svg,
-        } => report::check_command(
+        } => cli::check_command(
             &history,
             &model,
             init.as_deref(),
@@ -137,8 +137,8 @@ fn main() -> ExitCode {
             json,
             svg.as_deref(),
         ),
-        Command::List => report::list_command(),
-        Command::Bench { seeds } => report::bench_command(seeds),
+        Command::List => cli::list_command(),
+        Command::Bench { seeds } => cli::bench_command(seeds),
     };
     ExitCode::from(code)
 }

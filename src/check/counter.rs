@@ -26,9 +26,9 @@
 //!   no known value are ignored. Applied writes whose acknowledgement was lost (client
 //!   `info`) still count: they did change the counter.
 //!
-//! At most [`MAX_REPORTED`](super::mutex::MAX_REPORTED) violations are listed; the last
+//! At most [`MAX_REPORTED`](super::report::MAX_REPORTED) violations are listed; the last
 //! one then states the total.
-use super::mutex::{ms, token_note, Reporter};
+use super::report::{ms, token_note, Reporter};
 use super::Violation;
 use crate::history::{Event, EventType};
 use std::collections::{BTreeMap, VecDeque};
@@ -167,10 +167,17 @@ pub fn check_counter(history: &[Event]) -> Vec<Violation> {
     rep.finish()
 }
 
+/// The `counter` check.
+pub const CHECK: super::Check = super::Check {
+    name: "counter",
+    about: "every write the storage accepted is the previous value + 1: no lost update",
+    run: |h, _| super::CheckReport::from_violations("counter", check_counter(h)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::mutex::tests::indexed;
+    use crate::check::tests::indexed;
     use crate::history::EventType::{Info, Invoke, Ok};
 
     const MS: u64 = 1_000_000;

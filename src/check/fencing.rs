@@ -25,9 +25,9 @@
 //! An accepted write **without a token** is unconstrained (fencing is off for it) and does
 //! not change `hi`; an accepted write with a token but no `client` is checked by rule 1
 //! only. Each offending write counts as one violation per rule it breaks. At most
-//! [`MAX_REPORTED`](super::mutex::MAX_REPORTED) violations are listed; the last one then
+//! [`MAX_REPORTED`](super::report::MAX_REPORTED) violations are listed; the last one then
 //! states the total.
-use super::mutex::{ms, Reporter};
+use super::report::{ms, Reporter};
 use super::Violation;
 use crate::history::{Event, EventType};
 use std::collections::BTreeMap;
@@ -134,10 +134,17 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
     rep.finish()
 }
 
+/// The `fencing` check.
+pub const CHECK: super::Check = super::Check {
+    name: "fencing",
+    about: "the storage never accepts a write with a token lower than one it accepted; every accepted token was granted to its user",
+    run: |h, _| super::CheckReport::from_violations("fencing", check_fencing(h)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::mutex::tests::indexed;
+    use crate::check::tests::indexed;
     use crate::history::EventType::{Invoke, Ok};
 
     const MS: u64 = 1_000_000;

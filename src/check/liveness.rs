@@ -20,7 +20,7 @@
 //!   acquired L within 5000.0 ms after the last fault healed at 300.0 ms (restart); last
 //!   grant at 2.0 ms (client-0, token 2); client-1 was trying since 310.0 ms". This
 //!   catches deadlocks such as a lock key that never expires.
-use super::mutex::ms;
+use super::report::ms;
 use super::Violation;
 use crate::history::{Event, EventType};
 
@@ -120,10 +120,19 @@ pub fn check_liveness(history: &[Event], end_ns: u64, liveness_ns: u64) -> Vec<V
     vec![Violation::new(msg, events)]
 }
 
+/// The `liveness` check.
+pub const CHECK: super::Check = super::Check {
+    name: "liveness",
+    about: "once the last fault heals, some client acquires within liveness_ms",
+    run: |h, p| {
+        super::CheckReport::from_violations("liveness", check_liveness(h, p.end_ns, p.liveness_ns))
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::mutex::tests::indexed;
+    use crate::check::tests::indexed;
     use crate::history::EventType::{Event as Ev, Fail, Invoke, Ok};
 
     const MS: u64 = 1_000_000;

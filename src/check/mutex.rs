@@ -34,72 +34,10 @@
 //!
 //! At most [`MAX_REPORTED`] violations are listed per check; the last listed one then
 //! states how many there were in total.
+use super::report::{ms, token_note, Reporter};
 use super::Violation;
 use crate::history::{Event, EventType};
 use std::collections::BTreeMap;
-
-/// How many violations a check lists at most; the last listed one states the total.
-pub const MAX_REPORTED: usize = 20;
-
-/// Collects violations up to [`MAX_REPORTED`] while counting all of them.
-pub(super) struct Reporter {
-    shown: Vec<Violation>,
-    total: usize,
-}
-
-impl Reporter {
-    /// An empty reporter.
-    pub(super) fn new() -> Reporter {
-        Reporter {
-            shown: Vec::new(),
-            total: 0,
-        }
-    }
-
-    /// Count one violation; build it (lazily) only if it will be listed.
-    pub(super) fn report(&mut self, make: impl FnOnce() -> Violation) {
-        self.total += 1;
-        if self.shown.len() < MAX_REPORTED {
-            self.shown.push(make());
-        }
-    }
-
-    /// The listed violations; if some were left out, the last message says so.
-    pub(super) fn finish(mut self) -> Vec<Violation> {
-        let shown = self.shown.len();
-        if self.total > shown {
-            if let Some(last) = self.shown.last_mut() {
-                last.message.push_str(&format!(
-                    " [only the first {shown} of {} violations are listed; {} more not shown]",
-                    self.total,
-                    self.total - shown
-                ));
-            }
-        }
-        self.shown
-    }
-}
-
-/// True time `ns` as milliseconds for messages: one decimal ("1503.0 ms") unless that
-/// would hide a difference (then up to six decimals).
-pub(super) fn ms(ns: u64) -> String {
-    let whole = ns / 1_000_000;
-    let frac = ns % 1_000_000;
-    if frac.is_multiple_of(100_000) {
-        format!("{whole}.{} ms", frac / 100_000)
-    } else {
-        let digits = format!("{frac:06}");
-        format!("{whole}.{} ms", digits.trim_end_matches('0'))
-    }
-}
-
-/// " (token 3)" or "" when there is no token.
-pub(super) fn token_note(token: Option<u64>) -> String {
-    match token {
-        Some(t) => format!(" (token {t})"),
-        None => String::new(),
-    }
-}
 
 /// A hold interval of one process on one lock, in true time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -316,19 +254,21 @@ pub fn check_mutex(history: &[Event], end_ns: u64) -> Vec<Violation> {
     rep.finish()
 }
 
+/// The `mutex` check.
+pub const CHECK: super::Check = super::Check {
+    name: "mutex",
+    about: "no two processes' hold intervals [acquire ok, release invoke] overlap in true time",
+    run: |h, p| super::CheckReport::from_violations("mutex", check_mutex(h, p.end_ns)),
+};
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
     use crate::history::EventType::{Event as Ev, Invoke, Ok};
     use proptest::prelude::*;
 
-    /// Assign indices 0.. in order.
-    pub(crate) fn indexed(mut events: Vec<Event>) -> Vec<Event> {
-        for (i, e) in events.iter_mut().enumerate() {
-            e.index = i as u64;
-        }
-        events
-    }
+    use crate::check::tests::indexed;
+    use crate::check::MAX_REPORTED;
 
     const MS: u64 = 1_000_000;
 
@@ -668,9 +608,8 @@ pub(super) mod tests {
         let params = crate::check::CheckParams {
             end_ns: 60_000 * MS,
             liveness_ns: 5000 * MS,
-            lock_linearizable: true,
         };
-        let reports = crate::check::check_all(&h, params);
+        let reports = crate::check::check_all(&h, params, crate::check::STANDARD);
         assert!(
             reports.iter().all(|r| r.violations.is_empty()),
             "{reports:#?}"
@@ -728,7 +667,7 @@ pub(super) mod tests {
         ) {
             let h = indexed(events);
             for (end_ns, liveness_ns) in [(end, live), (u64::MAX, 1), (10, 5), (0, 0)] {
-                let reports = crate::check::check_all(&h, crate::check::CheckParams { end_ns, liveness_ns, lock_linearizable: true });
+                let reports = crate::check::check_all(&h, crate::check::CheckParams { end_ns, liveness_ns }, crate::check::STANDARD);
                 for r in reports {
                     prop_assert!(r.violations.len() <= MAX_REPORTED);
                 }

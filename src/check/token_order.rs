@@ -27,9 +27,9 @@
 //!
 //! Cost O(n log n): grants are visited in order of invoke while a second cursor, over
 //! grants in order of `ok`, folds in the maximum token among the grants that precede the
-//! current invoke. At most [`MAX_REPORTED`](super::mutex::MAX_REPORTED) violations are
+//! current invoke. At most [`MAX_REPORTED`](super::report::MAX_REPORTED) violations are
 //! listed; the last one then states the total.
-use super::mutex::{ms, Reporter};
+use super::report::{ms, Reporter};
 use super::Violation;
 use crate::history::{Event, EventType};
 use std::collections::BTreeMap;
@@ -165,10 +165,17 @@ pub fn check_token_order(history: &[Event]) -> Vec<Violation> {
     rep.finish()
 }
 
+/// The `token-order` check.
+pub const CHECK: super::Check = super::Check {
+    name: "token-order",
+    about: "tokens of successful acquires are unique and follow real-time order",
+    run: |h, _| super::CheckReport::from_violations("token-order", check_token_order(h)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::mutex::tests::indexed;
+    use crate::check::tests::indexed;
     use crate::history::EventType::{Fail, Info, Invoke, Ok};
 
     const MS: u64 = 1_000_000;

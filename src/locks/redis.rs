@@ -1,29 +1,141 @@
-//! Redis: the RESP codec, the server model, its network edge and the lock client.
+//! Redis: the RESP codec, the server model, its network edge, replication with Sentinel
+//! failover, and the lock client — two deployments of one client.
 //!
-//! The server model ([`server::RedisServer`]) is a pure state machine over the server's
-//! wall clock; [`serve_node`] is the I/O edge that feeds it commands from the network,
-//! drives active expiry and persistence, and records expirations in the history.
+//! - [`model::RedisServer`] is a pure state machine over the server's wall clock;
+//! - [`node`] is the I/O edge that feeds it commands from the network, drives active
+//!   expiry and persistence, and records expirations in the history;
+//! - [`replication`] and [`sentinel`] make `redis-replicated`;
+//! - [`RedisLock`] is the client, every published variant a parameter ([`params`]).
 
-pub mod conn;
+mod endpoint;
 mod lock;
+pub mod model;
+pub mod node;
+pub mod params;
 mod replication;
 pub mod resp;
 mod sentinel;
-mod serve;
-pub mod server;
 
-pub(crate) use lock::eval;
-pub use lock::RedisLock;
+pub use endpoint::{redis_remote, Call, Discovery, Endpoint, RedisRemote};
+pub use lock::{eval, RedisLock};
+pub use node::{run_node, serve_node, Role, REDIS_PORT};
+pub use params::{Acquire, Persistence, RedisParams, Renew, Replication, TokenSource, Unlock};
 pub use sentinel::SENTINEL_PORT;
-pub use serve::{run_node, serve_node, Role, REDIS_PORT};
 
-/// A node of a `redis-replicated` deployment: `redis-0` starts as the primary, the other
-/// `redis-N` as its replicas, and `sentinel-N` monitor them and fail over.
-pub async fn replicated_main(
-    ctx: crate::sim::NodeCtx,
-    params: crate::scenario::RedisParams,
-    servers: Vec<String>,
-) {
+use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
+use crate::sim::{FaultPoint, NodeCtx};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// `algorithm = "redis"`: one Redis node, `redis-0`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Single(pub RedisParams);
+
+/// `algorithm = "redis-replicated"`: `redis-0` starts as the primary, `redis-1..` as its
+/// asynchronous replicas, and `sentinel-N` monitor them and fail over. The same client
+/// finds the primary through the sentinels.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Replicated(pub RedisParams);
+
+/// Points inside a two-step acquire (`setnx-then-expire`).
+const MID_ACQUIRE: &[FaultPoint] = &[FaultPoint::MidAcquire];
+
+fn client_fault_points(p: &RedisParams) -> &'static [FaultPoint] {
+    match p.acquire {
+        Acquire::SetnxThenExpire => MID_ACQUIRE,
+        Acquire::SetNxPx => &[],
+    }
+}
+
+impl Algorithm for Single {
+    const NAME: &'static str = "redis";
+    const ABOUT: &'static str = "a single Redis node and the SET NX PX lock with its variants";
+
+    fn params() -> Vec<ParamDoc> {
+        params::SHARED_DOCS.to_vec()
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        if let Some(k) = self.0.replication_keys_set().first() {
+            return Err(ParamError::new(
+                k,
+                "only valid with algorithm = \"redis-replicated\"",
+            ));
+        }
+        self.0.validate()
+    }
+
+    fn servers(&self) -> Vec<String> {
+        vec!["redis-0".to_string()]
+    }
+
+    fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
+        Box::pin(serve_node(ctx, self.0.persistence))
+    }
+
+    fn client(&self) -> Box<dyn LockClient> {
+        let timeout = Duration::from_millis(self.0.request_timeout_ms);
+        let endpoint = Endpoint::new(Discovery::Fixed("redis-0".into(), REDIS_PORT), timeout);
+        Box::new(RedisLock::new(self.0.clone(), endpoint, None))
+    }
+
+    fn lease_ms(&self) -> Option<u64> {
+        Some(self.0.ttl_ms)
+    }
+
+    fn client_fault_points(&self) -> &'static [FaultPoint] {
+        client_fault_points(&self.0)
+    }
+}
+
+impl Algorithm for Replicated {
+    const NAME: &'static str = "redis-replicated";
+    const ABOUT: &'static str =
+        "a Redis primary with asynchronous replicas and Sentinel failover; the same lock client";
+
+    fn params() -> Vec<ParamDoc> {
+        [params::SHARED_DOCS, params::REPLICATION_DOCS].concat()
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        self.0.validate()
+    }
+
+    fn servers(&self) -> Vec<String> {
+        let r = self.0.replication();
+        let mut v: Vec<String> = (0..=r.replicas).map(|i| format!("redis-{i}")).collect();
+        v.extend((0..r.sentinels).map(|i| format!("sentinel-{i}")));
+        v
+    }
+
+    fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
+        let (params, servers) = (self.0.clone(), self.servers());
+        Box::pin(replicated_main(ctx, params, servers))
+    }
+
+    fn client(&self) -> Box<dyn LockClient> {
+        let r = self.0.replication();
+        let timeout = Duration::from_millis(self.0.request_timeout_ms);
+        let sentinels = (0..r.sentinels).map(|i| format!("sentinel-{i}")).collect();
+        let wait = (r.wait_replicas > 0).then_some((r.wait_replicas, r.wait_timeout_ms));
+        let endpoint = Endpoint::new(Discovery::Sentinels(sentinels), timeout);
+        Box::new(RedisLock::new(self.0.clone(), endpoint, wait))
+    }
+
+    fn lease_ms(&self) -> Option<u64> {
+        Some(self.0.ttl_ms)
+    }
+
+    fn client_fault_points(&self) -> &'static [FaultPoint] {
+        client_fault_points(&self.0)
+    }
+}
+
+/// A node of a `redis-replicated` deployment: a Redis node in its configured role, or a
+/// sentinel.
+async fn replicated_main(ctx: NodeCtx, params: RedisParams, servers: Vec<String>) {
     let r = params.replication();
     if ctx.name().starts_with("sentinel-") {
         return sentinel::sentinel_main(ctx, r, servers).await;

@@ -7,9 +7,9 @@
 
 use super::clock::Clock;
 use super::disk::Disk;
+use super::fault::FaultPoint;
 use super::pause::{PauseSwitch, YieldNow};
 use crate::history::{Event, EventType, Recorder};
-use crate::scenario::FaultPoint;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};

@@ -1,25 +1,102 @@
-//! Builds a turmoil `Sim` from a [`Scenario`], runs one seed and returns its history.
+//! Builds a turmoil `Sim` from a [`World`] (hosts, network, fault plan), runs one seed
+//! and returns its history.
 //!
-//! The driver loop owns the `Sim`: before every tick it applies the nemesis actions that
+//! The harness does not know what it runs: a host is a name and a function from its
+//! [`NodeCtx`] to a future. The deploy layer above decides which hosts exist.
+//!
+//! The driver loop owns the `Sim`: before every tick it applies the fault actions that
 //! are due (partitions through turmoil, pauses through each node's [`PauseSwitch`](super::pause::PauseSwitch),
 //! clock faults on each node's [`Clock`](super::clock::Clock), crashes through turmoil's
 //! `crash`/`bounce`), and after every tick it serves what node code asked for (a pause
 //! that struck at a fault point needs a resume; a crash point needs a crash).
 //!
 //! Everything is single-threaded and ordered: hosts in registration order, actions in
-//! schedule order, maps are `BTreeMap`s. A run is a pure function of (scenario, seed).
+//! schedule order, maps are `BTreeMap`s. A run is a pure function of (world, seed).
 
-use super::nemesis::{self, Action};
+use super::fault::{self, Action, Schedule};
+use super::nemesis::{self, RandomFaults};
 use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
+use super::LocalBoxFuture;
 use crate::history::{Event, EventType, History, Recorder};
-use crate::resource::{self, StorageState};
-use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// turmoil's tick: messages move and hosts run in steps of this much true time.
 pub const TICK: Duration = Duration::from_millis(1);
+
+/// What a host runs: called at the first start and at every restart, with a fresh context.
+pub type HostMain = Rc<dyn Fn(NodeCtx) -> LocalBoxFuture<'static, ()>>;
+
+/// One simulated machine.
+pub struct Host {
+    /// Its name (also its network address).
+    pub name: String,
+    /// Its code.
+    pub main: HostMain,
+}
+
+impl Host {
+    /// A host called `name` running `main`.
+    pub fn new(
+        name: impl Into<String>,
+        main: impl Fn(NodeCtx) -> LocalBoxFuture<'static, ()> + 'static,
+    ) -> Host {
+        Host {
+            name: name.into(),
+            main: Rc::new(main),
+        }
+    }
+}
+
+/// The network between hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Network {
+    /// One-way message latency range, ms.
+    pub latency_ms: [u64; 2],
+    /// Probability per tick that a link fails (links repair with probability 0.5).
+    pub loss: f64,
+}
+
+/// Which faults a run applies.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultPlan {
+    /// Explicit entries plus random faults drawn from the seed.
+    Drawn {
+        /// Exact entries (applied before random ones at equal times).
+        explicit: Schedule,
+        /// The random nemesis.
+        random: Box<RandomFaults>,
+    },
+    /// Exactly this schedule, nothing drawn (a replay of an applied schedule, a shrink).
+    Fixed(Schedule),
+}
+
+impl FaultPlan {
+    /// The schedule for `seed` over hosts `all`.
+    pub fn schedule(&self, all: &[String], seed: u64) -> Schedule {
+        match self {
+            FaultPlan::Fixed(s) => s.clone(),
+            FaultPlan::Drawn { explicit, random } => {
+                let mut s = explicit.clone();
+                s.extend(nemesis::draw_schedule(random, all, seed));
+                s
+            }
+        }
+    }
+}
+
+/// Everything one run needs.
+pub struct World {
+    /// Simulated duration, ms.
+    pub duration_ms: u64,
+    /// The network.
+    pub network: Network,
+    /// The hosts, in registration order.
+    pub hosts: Vec<Host>,
+    /// The faults.
+    pub faults: FaultPlan,
+}
 
 /// The outcome of one seed.
 #[derive(Debug, Clone)]
@@ -32,15 +109,17 @@ pub struct RunResult {
     pub end_ns: u64,
     /// A harness failure (a host returned an error): the history is incomplete.
     pub error: Option<String>,
+    /// The fault schedule the run applied (explicit entries, then random draws): run it
+    /// as a [`FaultPlan::Fixed`] plan and the history is the same.
+    pub schedule: Schedule,
 }
 
-/// Run `scenario` with `seed`.
-pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
-    let scenario = Rc::new(scenario.clone());
+/// Run `world` with `seed`.
+pub fn run(world: World, seed: u64) -> RunResult {
     let recorder = Recorder::new();
-    let net = &scenario.network;
+    let net = &world.network;
     let mut sim = turmoil::Builder::new()
-        .simulation_duration(Duration::from_millis(scenario.duration_ms + 1000))
+        .simulation_duration(Duration::from_millis(world.duration_ms + 1000))
         .tick_duration(TICK)
         .epoch(UNIX_EPOCH + Duration::from_nanos(super::clock::EPOCH_NS as u64))
         .rng_seed(seed)
@@ -52,27 +131,23 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
         .repair_rate(if net.loss > 0.0 { 0.5 } else { 0.0 })
         .build();
 
+    let all: Vec<String> = world.hosts.iter().map(|h| h.name.clone()).collect();
     let mut nodes: BTreeMap<String, Rc<NodeState>> = BTreeMap::new();
-    let storage_state = StorageState::new();
-    for name in scenario.nodes() {
-        let state = Rc::new(NodeState::new(&name, seed));
-        nodes.insert(name.clone(), state.clone());
-        let (rec, sc, st) = (recorder.clone(), scenario.clone(), storage_state.clone());
-        let role = Role::of(&name, &scenario);
-        sim.host(name.as_str(), move || {
+    for host in world.hosts {
+        let state = Rc::new(NodeState::new(&host.name, seed));
+        nodes.insert(host.name.clone(), state.clone());
+        let (rec, main) = (recorder.clone(), host.main);
+        sim.host(host.name.as_str(), move || {
             let ctx = NodeCtx::new(state.clone(), rec.clone());
-            let (sc, st) = (sc.clone(), st.clone());
+            let run = main(ctx);
             state.pause.wrap(async move {
-                match role {
-                    Role::Server => crate::locks::server_main(&sc, ctx).await,
-                    Role::Storage => resource::storage_main(ctx, st, sc.workload.fence_reads).await,
-                    Role::Client => crate::workload::client_main(ctx, sc).await,
-                }
+                run.await;
                 Ok(())
             })
         });
     }
 
+    let schedule = world.faults.schedule(&all, seed);
     let mut driver = Driver {
         nodes,
         recorder: recorder.clone(),
@@ -80,13 +155,13 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
         partitions: BTreeMap::new(),
         pending: BTreeMap::new(),
         seq: 0,
-        all: scenario.nodes(),
+        all,
     };
-    for (t, a) in nemesis::schedule(&scenario, seed) {
+    for (t, a) in fault::actions(&schedule) {
         driver.push(t, a);
     }
 
-    let end = Duration::from_millis(scenario.duration_ms);
+    let end = Duration::from_millis(world.duration_ms);
     let mut error = None;
     while sim.elapsed() < end {
         let now = sim.elapsed().as_nanos() as u64;
@@ -121,25 +196,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
         history: recorder.take(),
         end_ns: sim.elapsed().as_nanos() as u64,
         error,
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Role {
-    Server,
-    Storage,
-    Client,
-}
-
-impl Role {
-    fn of(name: &str, s: &Scenario) -> Role {
-        if name == "storage" {
-            Role::Storage
-        } else if s.servers().iter().any(|n| n == name) {
-            Role::Server
-        } else {
-            Role::Client
-        }
+        schedule,
     }
 }
 

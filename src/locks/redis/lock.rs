@@ -12,13 +12,13 @@
 //! Validity is measured on the client's monotonic clock from *before* the request that
 //! set the key: `valid_until = start + ttl − (ttl × drift_factor + 2 ms)`.
 
-use super::conn::{Call, CallError, Discovery, Endpoint};
+use super::endpoint::{Call, Endpoint};
+use super::model::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
+use super::params::{Acquire, RedisParams, Renew, TokenSource, Unlock};
 use super::resp::Value;
-use super::server::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
-use super::REDIS_PORT;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
-use crate::scenario::{Acquire, Algorithm, FaultPoint, RedisParams, Renew, TokenSource, Unlock};
-use crate::sim::NodeCtx;
+use crate::net::CallError;
+use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -41,22 +41,13 @@ enum Attempt {
 }
 
 impl RedisLock {
-    /// A client for `redis-0` (`redis`) or for the primary the sentinels name
-    /// (`redis-replicated`).
-    pub fn new(params: RedisParams, algorithm: Algorithm) -> RedisLock {
-        let timeout = Duration::from_millis(params.request_timeout_ms);
-        let (discovery, wait) = match algorithm {
-            Algorithm::RedisReplicated => {
-                let r = params.replication();
-                let sentinels = (0..r.sentinels).map(|i| format!("sentinel-{i}")).collect();
-                let wait = (r.wait_replicas > 0).then_some((r.wait_replicas, r.wait_timeout_ms));
-                (Discovery::Sentinels(sentinels), wait)
-            }
-            _ => (Discovery::Fixed("redis-0".into(), REDIS_PORT), None),
-        };
+    /// A client that reaches the server through `remote` (`redis-0`, or the primary the
+    /// sentinels name) and, with `wait = Some((n, ms))`, runs `WAIT n ms` after each
+    /// grant (`redis-replicated`).
+    pub fn new(params: RedisParams, remote: Endpoint, wait: Option<(u32, u64)>) -> RedisLock {
         RedisLock {
             params,
-            remote: Endpoint::new(discovery, timeout),
+            remote,
             wait,
             last_value: None,
             watchdog: None,
@@ -250,14 +241,14 @@ impl RedisLock {
 
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
 /// Shared with the Redlock client.
-pub(crate) async fn eval(
+pub async fn eval(
     remote: &mut impl Call,
     ctx: &NodeCtx,
     script: &str,
     keys: &[&str],
     args: &[&str],
 ) -> Result<Value, CallError> {
-    let sha = super::server::script_sha(script);
+    let sha = super::model::script_sha(script);
     let numkeys = keys.len().to_string();
     let mut cmd: Vec<&[u8]> = vec![b"EVALSHA", sha.as_bytes(), numkeys.as_bytes()];
     cmd.extend(keys.iter().map(|k| k.as_bytes()));

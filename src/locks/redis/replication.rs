@@ -18,9 +18,9 @@
 //! Partial resynchronisation (the backlog) is not modelled: every (re)connection is a
 //! full resync, which is semantically what a replica sees after a long partition.
 
+use super::model::RedisServer;
+use super::node::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
 use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
-use super::serve::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
-use super::server::RedisServer;
 use crate::history::EventType;
 use crate::sim::NodeCtx;
 use std::collections::BTreeMap;
@@ -382,7 +382,7 @@ fn apply(
     gen: u64,
     cmd: &[Vec<u8>],
     used: usize,
-) -> Option<(u64, crate::scenario::Persistence)> {
+) -> Option<(u64, super::params::Persistence)> {
     let mut n = node.borrow_mut();
     if n.generation != gen {
         return None;

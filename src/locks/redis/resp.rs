@@ -7,7 +7,9 @@
 //! - [`decode`]: incremental decoding of one value, for clients reading replies;
 //! - [`decode_command`]: what a Redis server accepts from clients: a multibulk array of
 //!   bulk strings, or an inline command line;
-//! - [`encode_command`]: a command as clients send it.
+//! - [`encode_command`]: a command as clients send it;
+//! - [`Replies`] and [`Commands`]: the two as [`Decoder`](crate::net::Decoder)s for the
+//!   shared transport.
 //!
 //! Decoders never panic on any input: a malformed frame is a [`ProtocolError`] and an
 //! incomplete one is `Ok(None)` ("read more bytes and call again with the whole buffer").
@@ -513,6 +515,30 @@ fn decode_inline(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> 
     match split_args(line) {
         Some(args) => Ok(Some((args, nl + 1))),
         None => perr("Protocol error: unbalanced quotes in request"),
+    }
+}
+
+/// Decodes replies: what a client reads from a Redis server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replies;
+
+impl crate::net::Decoder for Replies {
+    type Item = Value;
+
+    fn decode(&self, buf: &[u8]) -> Result<Option<(Value, usize)>, String> {
+        decode(buf).map_err(|e| e.to_string())
+    }
+}
+
+/// Decodes commands: what a Redis server reads from its clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Commands;
+
+impl crate::net::Decoder for Commands {
+    type Item = Command;
+
+    fn decode(&self, buf: &[u8]) -> Result<Option<(Command, usize)>, String> {
+        decode_command(buf).map_err(|e| e.to_string())
     }
 }
 

@@ -18,11 +18,12 @@
 //!
 //! Clients find the primary with `SENTINEL get-master-addr-by-name`.
 
-use super::conn::Remote;
+use super::endpoint::{redis_remote, Call, RedisRemote};
+use super::params::Replication;
+use super::resp::Commands;
 use super::resp::Value;
 use super::REDIS_PORT;
 use crate::history::EventType;
-use crate::scenario::Replication;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -82,10 +83,15 @@ pub async fn sentinel_main(ctx: NodeCtx, r: Replication, servers: Vec<String>) {
     {
         let (ctx2, st) = (ctx.clone(), state.clone());
         ctx.spawn(async move {
-            super::conn::serve(ctx2, SENTINEL_PORT, move |ctx, args| {
-                command(ctx, &st, &args)
-            })
-            .await
+            let answer =
+                move |ctx: &NodeCtx, req: Result<Vec<Vec<u8>>, String>, out: &mut Vec<u8>| {
+                    match req {
+                        Ok(args) => command(ctx, &st, &args).encode(out),
+                        // Redis replies with the protocol error and closes the connection.
+                        Err(e) => Value::Error(format!("ERR {e}")).encode(out),
+                    }
+                };
+            crate::net::serve(ctx2, SENTINEL_PORT, Commands, answer).await
         });
     }
     monitor(ctx, state, r, redis, peers).await
@@ -168,15 +174,15 @@ fn command(ctx: &NodeCtx, st: &Shared, args: &[Vec<u8>]) -> Value {
 }
 
 struct Links {
-    redis: BTreeMap<String, Remote>,
-    peers: BTreeMap<String, Remote>,
+    redis: BTreeMap<String, RedisRemote>,
+    peers: BTreeMap<String, RedisRemote>,
 }
 
 impl Links {
-    fn redis(&mut self, name: &str) -> &mut Remote {
+    fn redis(&mut self, name: &str) -> &mut RedisRemote {
         self.redis
             .entry(name.to_string())
-            .or_insert_with(|| Remote::new(name, REDIS_PORT, REQUEST))
+            .or_insert_with(|| redis_remote(name, REDIS_PORT, REQUEST))
     }
 }
 
@@ -185,7 +191,7 @@ async fn monitor(ctx: NodeCtx, st: Shared, r: Replication, redis: Vec<String>, p
         redis: BTreeMap::new(),
         peers: peers
             .iter()
-            .map(|p| (p.clone(), Remote::new(p, SENTINEL_PORT, REQUEST)))
+            .map(|p| (p.clone(), redis_remote(p, SENTINEL_PORT, REQUEST)))
             .collect(),
     };
     // A majority of all sentinels, this one included.

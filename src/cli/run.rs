@@ -86,12 +86,12 @@ pub fn run_command(
         text.push_str(&format!(
             "scenario {} ({}): {} seeds on {} threads\n",
             scenario.name,
-            scenario.algorithm.name(),
+            scenario.algorithm(),
             outcomes.len(),
             jobs
         ));
-        for name in crate::check::CHECK_NAMES {
-            let Some(t) = summary.checks.get(*name) else {
+        for name in scenario.checks().iter().map(|c| c.name) {
+            let Some(t) = summary.checks.get(name) else {
                 continue;
             };
             let verdict = if t.unknown > 0 && t.violations == 0 {

@@ -1,6 +1,6 @@
-//! What the command line prints: sweep tables and JSON lines (`run`), explained
-//! counterexamples in true and local time (`replay`), the catalogue of algorithms and
-//! scenarios (`list`) and harness speed (`bench`). Each command returns its exit code.
+//! The `locksim` subcommands, one file each: sweep tables and JSON lines (`run`),
+//! explained counterexamples in true and local time (`replay`), linearizability of a
+//! history file (`check`), the catalogue (`list`) and harness speed (`bench`). Each returns its exit code.
 
 mod bench;
 mod check;

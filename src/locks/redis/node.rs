@@ -5,11 +5,11 @@
 //! `"redlock"`) and a member of a replicated group (`"redis-replicated"`), whose role a
 //! sentinel changes with `REPLICAOF`. Replication itself lives in `replication.rs`.
 
+use super::model::RedisServer;
+use super::params::Persistence;
 use super::replication::{self, Stream};
 use super::resp::{decode_command, encode_commands, Value};
-use super::server::RedisServer;
 use crate::history::EventType;
-use crate::scenario::Persistence;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -32,7 +32,7 @@ pub fn bench_command(seeds: u64) -> u8 {
     let start = Instant::now();
     let mut histories = Vec::new();
     for seed in 0..seeds {
-        histories.push(crate::sim::run(&scenario, seed));
+        histories.push(crate::run(&scenario, seed));
     }
     let harness = start.elapsed().as_secs_f64();
 

@@ -1,0 +1,42 @@
+//! Deployment: turns a [`Scenario`] into the hosts of a simulated [`World`] — which nodes
+//! exist and what each runs. The algorithm's servers first (in the order it declares),
+//! then the storage, then the clients; the harness below knows none of them.
+
+use crate::resource::{self, StorageState};
+use crate::scenario::Scenario;
+use crate::sim::{FaultPlan, Host, Network, World};
+use crate::workload;
+use std::rc::Rc;
+
+/// The world of one run of `scenario` with `faults`.
+pub fn world(scenario: &Scenario, faults: FaultPlan) -> World {
+    let mut hosts = Vec::new();
+    for name in scenario.servers() {
+        let lock = scenario.lock.clone();
+        hosts.push(Host::new(name, move |ctx| lock.server_main(ctx)));
+    }
+    // The storage's data lives outside its host, so it survives crashes: it is the
+    // durable system of record.
+    let storage = StorageState::new();
+    let fence_reads = scenario.workload.fence_reads;
+    hosts.push(Host::new("storage", move |ctx| {
+        Box::pin(resource::storage_main(ctx, storage.clone(), fence_reads))
+    }));
+    let workload = Rc::new(scenario.workload.clone());
+    for name in scenario.clients() {
+        let (lock, workload) = (scenario.lock.clone(), workload.clone());
+        hosts.push(Host::new(name, move |ctx| {
+            let (lock, workload) = (lock.clone(), workload.clone());
+            Box::pin(async move { workload::client_main(ctx, &workload, lock.client()).await })
+        }));
+    }
+    World {
+        duration_ms: scenario.duration_ms,
+        network: Network {
+            latency_ms: scenario.network.latency_ms,
+            loss: scenario.network.loss,
+        },
+        hosts,
+        faults,
+    }
+}

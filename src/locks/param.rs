@@ -1,0 +1,144 @@
+//! What every algorithm's parameters share: their documentation rows, their errors and
+//! the checks of numbers and ranges (also used for the scenario's own keys).
+
+use std::fmt;
+
+/// The longest time any key may name: one simulated hour, so local-time arithmetic in a
+/// run can never overflow, whatever the input.
+pub const MAX_MS: u64 = crate::sim::MAX_FAULT_MS;
+
+/// An inclusive range `[min, max]` drawn uniformly.
+pub type Range<T> = [T; 2];
+
+/// One `[lock]` key, for `locksim list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamDoc {
+    /// The key.
+    pub key: &'static str,
+    /// Its default, as TOML (`"1000"`, `"\"set-nx-px\""`, `"[20, 60]"`), or `""` when
+    /// the default is derived from other keys (the meaning then says how).
+    pub default: &'static str,
+    /// What it means and its values.
+    pub meaning: &'static str,
+}
+
+impl ParamDoc {
+    /// A documentation row.
+    pub const fn new(key: &'static str, default: &'static str, meaning: &'static str) -> Self {
+        ParamDoc {
+            key,
+            default,
+            meaning,
+        }
+    }
+}
+
+/// A parameter value that is not valid: the key (relative to its table) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    /// The key, e.g. `ttl_ms`.
+    pub key: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl ParamError {
+    /// An error about `key`.
+    pub fn new(key: &str, message: impl Into<String>) -> ParamError {
+        ParamError {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key `{}`: {}", self.key, self.message)
+    }
+}
+
+/// A positive time or count of at most one hour.
+pub fn positive(key: &str, v: u64) -> Result<(), ParamError> {
+    if v == 0 {
+        return Err(ParamError::new(key, "expected a positive number, got 0"));
+    }
+    at_most_an_hour(key, v)
+}
+
+/// At most one hour (in ms).
+pub fn at_most_an_hour(key: &str, v: u64) -> Result<(), ParamError> {
+    if v > MAX_MS {
+        return Err(ParamError::new(
+            key,
+            format!("expected at most {MAX_MS} (one hour), got {v}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `[min, max]` with `min <= max <= one hour`.
+pub fn range(key: &str, r: &Range<u64>) -> Result<(), ParamError> {
+    if r[0] > r[1] {
+        return Err(ParamError::new(
+            key,
+            format!(
+                "expected [min, max] with min <= max, got [{}, {}]",
+                r[0], r[1]
+            ),
+        ));
+    }
+    if r[1] > MAX_MS {
+        return Err(ParamError::new(
+            key,
+            format!(
+                "expected values of at most {MAX_MS} (one hour), got {}",
+                r[1]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `[min, max]` with `min <= max`, both within ± one hour.
+pub fn signed_range(key: &str, r: &Range<i64>) -> Result<(), ParamError> {
+    if r[0] > r[1] {
+        return Err(ParamError::new(
+            key,
+            format!(
+                "expected [min, max] with min <= max, got [{}, {}]",
+                r[0], r[1]
+            ),
+        ));
+    }
+    let h = MAX_MS as i64;
+    if r[0] < -h || r[1] > h {
+        return Err(ParamError::new(
+            key,
+            format!("expected values within ±{MAX_MS}, got [{}, {}]", r[0], r[1]),
+        ));
+    }
+    Ok(())
+}
+
+/// A number in `[0, 1)`.
+pub fn fraction(key: &str, v: f64) -> Result<(), ParamError> {
+    if !(0.0..1.0).contains(&v) {
+        return Err(ParamError::new(
+            key,
+            format!("expected a number in [0, 1), got {v}"),
+        ));
+    }
+    Ok(())
+}
+
+/// An integer in `lo..=hi`.
+pub fn between(key: &str, v: u64, lo: u64, hi: u64) -> Result<(), ParamError> {
+    if !(lo..=hi).contains(&v) {
+        return Err(ParamError::new(
+            key,
+            format!("expected {lo} to {hi}, got {v}"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! `[lock]` for `algorithm = "redis"` and `"redis-replicated"`: every variant of the
+//! Redis lock client and server is a key here.
+
+use crate::locks::param::{self, ParamDoc, ParamError, Range};
+use serde::{Deserialize, Serialize};
+
+/// How the Redis lock is acquired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Acquire {
+    /// `SET key value NX PX ttl`: atomic.
+    SetNxPx,
+    /// `SETNX key value` then `PEXPIRE key ttl`: a crash in between leaves a key that never
+    /// expires (catalogue row 3).
+    SetnxThenExpire,
+}
+
+/// How the Redis lock is released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unlock {
+    /// The redis.io script: delete only if the value is still ours.
+    CompareAndDelete,
+    /// Plain `DEL`: deletes whoever's lock is there (catalogue row 2).
+    Del,
+}
+
+/// Where a fencing token comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenSource {
+    /// No token.
+    None,
+    /// `INCR` of a counter key, atomically with the acquire.
+    Incr,
+}
+
+/// Lease renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Renew {
+    /// The lease runs for `ttl_ms` and is never extended.
+    None,
+    /// Redisson-style watchdog: extend to `ttl_ms` every `ttl_ms / 3` while held.
+    Watchdog,
+}
+
+/// Redis persistence (`appendonly` + `appendfsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// No persistence: a restart comes back empty.
+    None,
+    /// AOF fsynced once a second: a crash loses up to a second of writes.
+    Everysec,
+    /// AOF fsynced before every reply.
+    Always,
+}
+
+/// `[lock]` for `algorithm = "redis"`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisParams {
+    /// Lease time in ms [1000].
+    #[serde(default = "default_ttl")]
+    pub ttl_ms: u64,
+    /// Acquire variant [set-nx-px].
+    #[serde(default = "default_acquire")]
+    pub acquire: Acquire,
+    /// Unlock variant [compare-and-delete].
+    #[serde(default = "default_unlock")]
+    pub unlock: Unlock,
+    /// Fencing token source [none].
+    #[serde(default = "default_token")]
+    pub token: TokenSource,
+    /// Renewal [none].
+    #[serde(default = "default_renew")]
+    pub renew: Renew,
+    /// Server persistence [none].
+    #[serde(default = "default_persistence")]
+    pub persistence: Persistence,
+    /// Per-request deadline, client local ms [200].
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// Delay between acquire attempts, local ms [[20, 60]].
+    #[serde(default = "default_retry_delay")]
+    pub retry_delay_ms: Range<u64>,
+    /// Clock-drift allowance subtracted from the lease: `ttl × factor + 2 ms` [0.01].
+    #[serde(default = "default_drift_factor")]
+    pub drift_factor: f64,
+    /// `redis-replicated` only: number of replicas [2].
+    pub replicas: Option<u32>,
+    /// `redis-replicated` only: number of sentinels [3] (quorum: a majority of them).
+    pub sentinels: Option<u32>,
+    /// `redis-replicated` only: a sentinel considers the primary down after this long
+    /// without a reply to PING [1000].
+    pub down_after_ms: Option<u64>,
+    /// `redis-replicated` only: delay before a replica applies each replicated command,
+    /// ms [[0, 50]].
+    pub replication_lag_ms: Option<Range<u64>>,
+    /// `redis-replicated` only: after acquiring, the client runs `WAIT wait_replicas
+    /// wait_timeout_ms` and treats fewer acknowledgements as a failed acquire [0: no WAIT].
+    pub wait_replicas: Option<u32>,
+    /// `redis-replicated` only: the WAIT timeout, ms [100].
+    pub wait_timeout_ms: Option<u64>,
+}
+
+/// Replication settings of `redis-replicated`, with defaults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replication {
+    /// Number of replicas.
+    pub replicas: u32,
+    /// Number of sentinels.
+    pub sentinels: u32,
+    /// Down-after period, ms.
+    pub down_after_ms: u64,
+    /// Replication lag range, ms.
+    pub lag_ms: Range<u64>,
+    /// Replicas to WAIT for after an acquire (0: no WAIT).
+    pub wait_replicas: u32,
+    /// WAIT timeout, ms.
+    pub wait_timeout_ms: u64,
+}
+
+impl RedisParams {
+    /// The replication settings with their defaults.
+    pub fn replication(&self) -> Replication {
+        Replication {
+            replicas: self.replicas.unwrap_or(2),
+            sentinels: self.sentinels.unwrap_or(3),
+            down_after_ms: self.down_after_ms.unwrap_or(1000),
+            lag_ms: self.replication_lag_ms.unwrap_or([0, 50]),
+            wait_replicas: self.wait_replicas.unwrap_or(0),
+            wait_timeout_ms: self.wait_timeout_ms.unwrap_or(100),
+        }
+    }
+
+    /// The replication-only keys that are set (an error for plain `redis`).
+    pub fn replication_keys_set(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (k, set) in [
+            ("replicas", self.replicas.is_some()),
+            ("sentinels", self.sentinels.is_some()),
+            ("down_after_ms", self.down_after_ms.is_some()),
+            ("replication_lag_ms", self.replication_lag_ms.is_some()),
+            ("wait_replicas", self.wait_replicas.is_some()),
+            ("wait_timeout_ms", self.wait_timeout_ms.is_some()),
+        ] {
+            if set {
+                v.push(k);
+            }
+        }
+        v
+    }
+}
+
+pub(crate) fn default_ttl() -> u64 {
+    1000
+}
+fn default_acquire() -> Acquire {
+    Acquire::SetNxPx
+}
+fn default_unlock() -> Unlock {
+    Unlock::CompareAndDelete
+}
+fn default_token() -> TokenSource {
+    TokenSource::None
+}
+fn default_renew() -> Renew {
+    Renew::None
+}
+pub(crate) fn default_persistence() -> Persistence {
+    Persistence::None
+}
+fn default_request_timeout() -> u64 {
+    200
+}
+fn default_retry_delay() -> Range<u64> {
+    [20, 60]
+}
+pub(crate) fn default_drift_factor() -> f64 {
+    0.01
+}
+
+impl RedisParams {
+    /// Validate the keys both deployments share, and the replication keys' values.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        param::positive("ttl_ms", self.ttl_ms)?;
+        param::positive("request_timeout_ms", self.request_timeout_ms)?;
+        param::range("retry_delay_ms", &self.retry_delay_ms)?;
+        param::fraction("drift_factor", self.drift_factor)?;
+        let r = self.replication();
+        param::between("replicas", r.replicas as u64, 1, 8)?;
+        param::between("sentinels", r.sentinels as u64, 1, 7)?;
+        param::positive("down_after_ms", r.down_after_ms)?;
+        param::range("replication_lag_ms", &r.lag_ms)?;
+        param::positive("wait_timeout_ms", r.wait_timeout_ms)?;
+        if r.wait_replicas > r.replicas {
+            return Err(ParamError::new(
+                "wait_replicas",
+                format!(
+                    "expected at most replicas = {}, got {}",
+                    r.replicas, r.wait_replicas
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The keys of both Redis deployments.
+pub const SHARED_DOCS: &[ParamDoc] = &[
+    ParamDoc::new("ttl_ms", "1000", "lease time, ms"),
+    ParamDoc::new("acquire", "\"set-nx-px\"", "set-nx-px | setnx-then-expire (two steps: a crash between them leaves a key that never expires)"),
+    ParamDoc::new("unlock", "\"compare-and-delete\"", "compare-and-delete | del (deletes whoever holds it)"),
+    ParamDoc::new("token", "\"none\"", "none | incr (INCR a counter atomically with the acquire: a fencing token)"),
+    ParamDoc::new("renew", "\"none\"", "none | watchdog (extend to ttl every ttl/3 while held, as Redisson)"),
+    ParamDoc::new("persistence", "\"none\"", "none | everysec | always (AOF fsync policy)"),
+    ParamDoc::new("request_timeout_ms", "200", "per-request deadline, client local ms"),
+    ParamDoc::new("retry_delay_ms", "[20, 60]", "delay between acquire attempts, local ms"),
+    ParamDoc::new("drift_factor", "0.01", "validity = ttl - elapsed - (ttl * factor + 2 ms)"),
+];
+
+/// The keys only `redis-replicated` has.
+pub const REPLICATION_DOCS: &[ParamDoc] = &[
+    ParamDoc::new(
+        "replicas",
+        "2",
+        "asynchronous replicas redis-1..redis-N (1 to 8)",
+    ),
+    ParamDoc::new(
+        "sentinels",
+        "3",
+        "sentinels (1 to 7); quorum: a majority of them",
+    ),
+    ParamDoc::new(
+        "down_after_ms",
+        "1000",
+        "a sentinel considers the primary down after this long without a PING reply",
+    ),
+    ParamDoc::new(
+        "replication_lag_ms",
+        "[0, 50]",
+        "delay before a replica applies each replicated command",
+    ),
+    ParamDoc::new(
+        "wait_replicas",
+        "0",
+        "after acquiring, WAIT for this many replica acks (fewer: give the lock back); 0 = no WAIT",
+    ),
+    ParamDoc::new("wait_timeout_ms", "100", "the WAIT timeout"),
+];

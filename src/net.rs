@@ -1,0 +1,24 @@
+//! The transport every algorithm shares: connections with a decoder for what arrives,
+//! a reconnecting [`Remote`] with per-request deadlines on the node's local clock, a
+//! server accept loop, and length-prefixed [`Frames`] for protocols that have no framing
+//! of their own.
+//!
+//! Clients are generic over a [`Connector`], so the same client code runs over turmoil's
+//! simulated TCP ([`SimTcp`]) now and over real sockets in a live mode later. Protocols
+//! plug in as a [`Decoder`] (Redis's RESP lives with Redis, in `locks::redis::resp`).
+//!
+//! turmoil's TCP has no retransmission and a partition drops in-flight segments, leaving
+//! a connection open but wedged: every request has a deadline, and a connection that
+//! missed one is dropped (its late reply would otherwise be read as the next answer).
+
+mod conn;
+mod connector;
+mod frame;
+mod remote;
+mod server;
+
+pub use conn::{Conn, Decoder};
+pub use connector::{Connector, SimTcp};
+pub use frame::{encode_frame, Frames, MAX_FRAME};
+pub use remote::{CallError, Remote};
+pub use server::serve;

@@ -1,0 +1,61 @@
+//! A server's accept loop: one task per connection, each decoding requests and answering
+//! them with a synchronous handler — so requests run one at a time and atomically, as in
+//! Redis's event loop.
+
+use super::conn::Decoder;
+use crate::sim::NodeCtx;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Accept connections on `port` forever. For each decoded request `handler` appends the
+/// reply to its output buffer; for bytes that can never be a request it gets `Err` (it
+/// may append an error reply) and the connection is closed after the reply is sent.
+pub async fn serve<D, H>(ctx: NodeCtx, port: u16, decoder: D, handler: H)
+where
+    D: Decoder + Clone + 'static,
+    H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>) + Clone + 'static,
+{
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port))
+        .await
+        .expect("bind on a fresh simulated host cannot fail");
+    loop {
+        let Ok((stream, _peer)) = listener.accept().await else {
+            continue;
+        };
+        let (c, d, h) = (ctx.clone(), decoder.clone(), handler.clone());
+        ctx.spawn(connection(c, stream, d, h));
+    }
+}
+
+async fn connection<D, H>(ctx: NodeCtx, mut stream: turmoil::net::TcpStream, decoder: D, handler: H)
+where
+    D: Decoder,
+    H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>),
+{
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut out = Vec::new();
+        loop {
+            match decoder.decode(&buf) {
+                Ok(Some((request, used))) => {
+                    buf.drain(..used);
+                    handler(&ctx, Ok(request), &mut out);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    handler(&ctx, Err(e), &mut out);
+                    let _ = stream.write_all(&out).await;
+                    return;
+                }
+            }
+        }
+        if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
