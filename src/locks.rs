@@ -3,6 +3,7 @@
 //! Variants are parameters of one client (see the scenario's `[lock]` keys), never copies
 //! of a client that differ in one line.
 
+pub mod raft;
 pub mod redis;
 pub mod redlock;
 
