@@ -8,9 +8,15 @@
 //! * [`params`]: the `[lock]` keys of `algorithm = "raft"`.
 //! * [`core`]: [`core::RaftCore`], raft-rs's `RawNode` with seeded election timeouts.
 //! * [`storage`]: the write-ahead log on the node's disk and its crash recovery.
+//! * [`kv`]: the replicated revisioned KV with leases (etcd MVCC semantics).
+//! * [`lease`]: the leader-local lessor that decides lease expiry.
+//! * [`service`]: proposal encoding and the node-facing service API.
 
 pub mod core;
+pub mod kv;
+pub mod lease;
 pub mod params;
+pub mod service;
 pub mod storage;
 
 #[cfg(test)]
