@@ -28,22 +28,24 @@
 //!   or from another role, `become_candidate` at term + 1, or `become_leader` from
 //!   candidate), so the redraw decision never depends on the thread-local draw;
 //!   [`CoreStats::unexplained_resets`] counts resets detected only by the value, which
-//!   would be a hole in that argument (tests assert it stays 0). The thread-local RNG is
+//!   would be a hole in that argument (tests assert it stays 0). The rule also redraws
+//!   when a follower becomes pre-candidate, where raft-rs keeps the old value: harmless,
+//!   the value is still uniform over the same range. The thread-local RNG is
 //!   still *advanced* by raft-rs, which is harmless: nothing else in a run reads it.
 //!   Tests: `tests::thread_rng_does_not_leak_into_runs`,
 //!   `tests::timeouts_come_from_the_node_seed`, `tests::raft_rs_alone_draws_from_thread_rng`.
 //! * **Hash maps.** Progress tracking, votes, read-only requests and quorum sets use
 //!   `HashMap`/`HashSet` with `BuildHasherDefault<FxHasher>` (the private aliases at the
-//!   end of raft-rs's `lib.rs`): a fixed hasher with no random state, so iteration order (which decides the order of
-//!   `bcast_append` / `bcast_heartbeat` messages) is a pure function of the operations
-//!   performed. FxHash hashes `usize` words: the order is the same on every 64-bit
+//!   end of raft-rs's `lib.rs`): a fixed hasher with no random state, so iteration order
+//!   (which decides the order of `bcast_append` / `bcast_heartbeat` messages) is a pure
+//!   function of the operations performed. FxHash hashes `usize` words: the order is the same on every 64-bit
 //!   machine. `quorum::AckIndexer` is a std `HashMap` with `RandomState`, but only test
 //!   code builds one.
 //! * **Time and threads.** raft-rs reads no clock (`Instant` appears only in doc
 //!   examples) and spawns no thread; the default logger (which reads the thread name) is
 //!   not used: we pass `slog::Discard`.
-//! * **Encoding.** rust-protobuf 2 writes fields in field-number order and `eraftpb` has no
-//!   map fields, so encoded messages are byte-for-byte reproducible.
+//! * **Encoding.** rust-protobuf 2's generated writers emit fields in a fixed order and
+//!   `eraftpb` has no map fields, so encoded messages are byte-for-byte reproducible.
 //!
 //! # Durability
 //!

@@ -69,6 +69,7 @@ fn encode_record(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
 pub struct Wal {
     fsync: Fsync,
     buf: Vec<u8>,
+    dirty: bool,
     /// Bytes appended since creation.
     pub bytes_written: u64,
     /// fsync calls made.
@@ -81,6 +82,7 @@ impl Wal {
         Wal {
             fsync,
             buf: Vec::new(),
+            dirty: false,
             bytes_written: 0,
             syncs: 0,
         }
@@ -89,6 +91,7 @@ impl Wal {
     fn flush(&mut self, disk: &mut Disk) {
         disk.append(WAL_FILE, &self.buf);
         self.bytes_written += self.buf.len() as u64;
+        self.dirty |= !self.buf.is_empty();
         self.buf.clear();
     }
 
@@ -111,8 +114,9 @@ impl Wal {
     /// Make the appended records durable if the policy says so and anything is unsynced.
     /// Returns whether an fsync happened.
     pub fn sync(&mut self, disk: &mut Disk) -> bool {
-        if self.fsync == Fsync::Always && disk.unsynced(WAL_FILE) > 0 {
+        if self.fsync == Fsync::Always && self.dirty {
             disk.fsync(WAL_FILE);
+            self.dirty = false;
             self.syncs += 1;
             true
         } else {

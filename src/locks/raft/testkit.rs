@@ -2,7 +2,7 @@
 //! message queue with seeded latency, directed link cuts, crashes (the disk loses unsynced
 //! bytes) and restarts, and per-node tick periods (a slow clock ticks less often).
 
-use super::core::{Committed, RaftCore, ReadState, Role};
+use super::core::{Committed, Output, RaftCore, ReadState, Role};
 use super::params::RaftParams;
 use crate::sim::Disk;
 use rand::{Rng, SeedableRng};
@@ -34,8 +34,10 @@ pub struct Cluster {
     pub tick_every: Vec<u64>,
     /// Per node: ms of the last tick.
     last_tick: Vec<u64>,
-    /// Everything that happened, one line each.
+    /// Everything that happened, one line each (when `tracing`).
     pub trace: Vec<String>,
+    /// Record `trace` (on by default; benches turn it off).
+    pub tracing: bool,
     /// Per node: entries applied since its last start.
     pub applied: Vec<Vec<Committed>>,
     /// Per node: read states received since its last start.
@@ -63,6 +65,7 @@ impl Cluster {
             cut: BTreeSet::new(),
             last_tick: vec![0; n],
             trace: Vec::new(),
+            tracing: true,
             applied: vec![Vec::new(); n],
             reads: vec![Vec::new(); n],
             steps: 0,
@@ -116,12 +119,30 @@ impl Cluster {
         };
         let out = core.process_ready(&mut self.disks[i]);
         let now = self.now_ms;
+        if self.tracing {
+            self.trace_output(id, &out);
+        }
+        self.applied[i].extend(out.committed);
+        self.reads[i].extend(out.read_states);
+        for m in out.messages {
+            if self.cut.contains(&(id, m.to)) {
+                continue;
+            }
+            let bytes = m.encode();
+            let latency = self.net.gen_range(1..=3);
+            self.seq += 1;
+            self.queue
+                .insert((now + latency, self.seq), (id, m.to, bytes));
+        }
+    }
+
+    fn trace_output(&mut self, id: u64, out: &Output) {
+        let now = self.now_ms;
+        let term = self.node(id).term();
         if let Some(ss) = out.soft_state {
             self.trace.push(format!(
-                "{now} n{id} soft role={:?} leader={} term={}",
-                ss.role,
-                ss.leader_id,
-                core.term()
+                "{now} n{id} soft role={:?} leader={} term={term}",
+                ss.role, ss.leader_id
             ));
         }
         for c in &out.committed {
@@ -139,11 +160,8 @@ impl Cluster {
                 String::from_utf8_lossy(&r.ctx)
             ));
         }
-        self.applied[i].extend(out.committed);
-        self.reads[i].extend(out.read_states);
-        for m in out.messages {
-            let bytes = m.encode();
-            self.trace.push(format!(
+        for m in &out.messages {
+            let line = format!(
                 "{now} n{id}->n{} {:?} t{} i{} lt{} c{} e{} r{} #{:016x}",
                 m.to,
                 m.msg_type(),
@@ -153,15 +171,9 @@ impl Cluster {
                 m.msg.commit,
                 m.msg.entries.len(),
                 m.msg.reject,
-                fnv64(&bytes)
-            ));
-            if self.cut.contains(&(id, m.to)) {
-                continue;
-            }
-            let latency = self.net.gen_range(1..=3);
-            self.seq += 1;
-            self.queue
-                .insert((now + latency, self.seq), (id, m.to, bytes));
+                fnv64(&m.encode())
+            );
+            self.trace.push(line);
         }
     }
 
