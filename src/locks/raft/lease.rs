@@ -154,7 +154,9 @@ impl Lessor {
         let due: Vec<LeaseId> = self
             .expiry
             .iter()
-            .filter(|&(id, &e)| e <= now_ns && self.relist.get(id).is_none_or(|&r| r <= now_ns))
+            .filter(|&(id, &e)| {
+                e <= now_ns && !matches!(self.relist.get(id), Some(&r) if r > now_ns)
+            })
             .map(|(&id, _)| id)
             .collect();
         for &id in &due {
