@@ -8,6 +8,7 @@
 //! of a client that differ in one line.
 
 pub mod param;
+pub mod raft;
 pub mod redis;
 pub mod redlock;
 
