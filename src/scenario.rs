@@ -9,7 +9,7 @@
 
 use crate::check::Check;
 use crate::locks::param::{self, ParamError, Range};
-use crate::locks::{AlgorithmConfig, ConfigError, ALGORITHMS, PLANNED};
+use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS, PLANNED};
 use crate::sim::nemesis::{RandomClock, RandomCrash, RandomPartition, RandomPause};
 use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, Schedule, TimedFault};
 use serde::Deserialize;
@@ -84,6 +84,13 @@ fn default_true() -> bool {
 }
 fn default_storage_timeout() -> u64 {
     500
+}
+
+impl Workload {
+    /// The fault points the client loop passes through (`src/workload.rs`), besides the
+    /// lock client's own ([`AlgorithmConfig::client_fault_points`]).
+    pub const FAULT_POINTS: &'static [FaultPoint] =
+        &[FaultPoint::AfterAcquire, FaultPoint::BeforeWrite];
 }
 
 impl Default for Workload {
@@ -321,12 +328,21 @@ impl Scenario {
 
     /// Parse and validate scenario text; `path` is used in messages only.
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(path, text, ALGORITHMS)
+    }
+
+    /// [`Scenario::parse`] with another list of algorithm families (e.g. a test's own).
+    pub fn parse_with(
+        path: &Path,
+        text: &str,
+        families: &[Family],
+    ) -> Result<Scenario, ScenarioError> {
         let err = |message: String| ScenarioError {
             file: path.to_path_buf(),
             message,
         };
         let names = || {
-            ALGORITHMS
+            families
                 .iter()
                 .map(|f| f.name)
                 .chain(PLANNED.iter().copied())
@@ -350,8 +366,8 @@ impl Scenario {
                 )))
             }
         };
-        let Some(family) = crate::locks::family(&algorithm) else {
-            let implemented: Vec<&str> = ALGORITHMS.iter().map(|f| f.name).collect();
+        let Some(family) = families.iter().find(|f| f.name == algorithm) else {
+            let implemented: Vec<&str> = families.iter().map(|f| f.name).collect();
             return Err(err(if PLANNED.contains(&algorithm.as_str()) {
                 format!(
                     "key `algorithm`: `{algorithm}` is not implemented yet; implemented: {}",
@@ -523,6 +539,10 @@ impl Scenario {
         }
         let fault = Fault::from_table(table).map_err(|e| (e.field, e.message))?;
         fault.validate(all).map_err(|e| (e.field, e.message))?;
+        if let Some(point) = fault.point() {
+            self.validate_point(point, fault.nodes())
+                .map_err(|m| ("at".to_string(), m))?;
+        }
         Ok(TimedFault { at_ms, fault })
     }
 
@@ -570,6 +590,8 @@ impl Scenario {
         if let Some(s) = &f.pause {
             self.validate_selector("faults.pause.nodes", &s.nodes)?;
             p(param::range("faults.pause.duration_ms", &s.duration_ms))?;
+            self.validate_point(s.at, &self.select(&s.nodes))
+                .map_err(|m| format!("key `faults.pause.at`: {m}"))?;
         }
         if let Some(s) = &f.partition {
             self.validate_selector("faults.partition.nodes", &s.nodes)?;
@@ -599,6 +621,8 @@ impl Scenario {
         if let Some(c) = &f.crash {
             self.validate_selector("faults.crash.nodes", &c.nodes)?;
             p(param::range("faults.crash.down_ms", &c.down_ms))?;
+            self.validate_point(c.at, &self.select(&c.nodes))
+                .map_err(|m| format!("key `faults.crash.at`: {m}"))?;
         }
         if f.any_random() && self.duration_ms <= self.liveness_ms {
             // Random faults stop liveness_ms before the end; with no room they would
@@ -625,6 +649,35 @@ impl Scenario {
                     checks.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
                 )
             });
+        }
+        Ok(())
+    }
+
+    /// A pause or crash armed for `point` strikes only when a client reaches it: the
+    /// nodes must be clients, and the point one that this workload and lock pass.
+    fn validate_point(&self, point: FaultPoint, nodes: &[String]) -> Result<(), String> {
+        if point == FaultPoint::Anywhere {
+            return Ok(());
+        }
+        let mut points: Vec<FaultPoint> = Workload::FAULT_POINTS.to_vec();
+        points.extend_from_slice(self.lock.client_fault_points());
+        if !points.contains(&point) {
+            let names: Vec<&str> = std::iter::once("anywhere")
+                .chain(points.iter().map(|p| p.name()))
+                .collect();
+            return Err(format!(
+                "`{}` is never reached by this scenario's clients ({}), so the fault could never strike; expected one of {}",
+                point.name(),
+                self.algorithm(),
+                names.join(", ")
+            ));
+        }
+        let clients = self.clients();
+        if let Some(n) = nodes.iter().find(|n| !clients.contains(n)) {
+            return Err(format!(
+                "`{}` is a point in client code, but `{n}` is not a client, so the fault could never strike; use at = \"anywhere\" or client nodes",
+                point.name()
+            ));
         }
         Ok(())
     }
@@ -865,6 +918,28 @@ ttl_ms = 100
             let _ = parse(&text);
             let _ = parse(&format!("{MINIMAL}{text}"));
         });
+    }
+
+    #[test]
+    fn fault_points_that_can_never_strike_are_rejected() {
+        let pause = |nodes: &str, at: &str| {
+            format!("{MINIMAL}[[faults.at]]\nat_ms = 10\nkind = \"pause\"\nnodes = [{nodes}]\nduration_ms = 5\nat = \"{at}\"\n")
+        };
+        let e = parse(&pause("\"redis-0\"", "before-write")).unwrap_err();
+        assert!(e.message.contains("`redis-0` is not a client"), "{e}");
+        let e = parse(&pause("\"client-0\"", "mid-acquire")).unwrap_err();
+        assert!(e.message.contains("never reached"), "{e}");
+        assert!(parse(&pause("\"client-0\"", "before-write")).is_ok());
+        let two_step = pause("\"client-0\"", "mid-acquire").replace(
+            "ttl_ms = 100",
+            "ttl_ms = 100\nacquire = \"setnx-then-expire\"",
+        );
+        assert!(parse(&two_step).is_ok());
+        let e = parse(&format!(
+            "{MINIMAL}[faults]\npause = {{ nodes = \"all\", duration_ms = [1, 2], at = \"before-write\" }}\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("faults.pause.at"), "{e}");
     }
 
     #[test]

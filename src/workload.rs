@@ -7,7 +7,8 @@
 //!
 //! Between the validity check and the write sits a *pause point*: a pause armed with
 //! `at = "before-write"` strikes there. No client code can close that window; only the
-//! resource can (Kleppmann, "How to do distributed locking", 2016).
+//! resource can (Kleppmann, "How to do distributed locking", 2016). The points passed
+//! here are listed in [`Workload::FAULT_POINTS`], which the scenario validates against.
 
 use crate::history::EventType;
 use crate::locks::{Grant, LockClient, LockError};
@@ -20,9 +21,6 @@ use std::time::Duration;
 pub const LOCK: &str = "L";
 /// The storage key of the counter.
 pub const COUNTER: &str = "counter";
-
-/// The fault points the workload passes through (besides the lock client's own).
-pub const FAULT_POINTS: &[FaultPoint] = &[FaultPoint::AfterAcquire, FaultPoint::BeforeWrite];
 
 /// A client node's main loop with lock client `lock` (runs until the simulation ends or
 /// the node crashes).

@@ -55,3 +55,26 @@ fn one_thread_and_two_threads_agree() {
     let h2: Vec<&str> = two.iter().map(|o| o.history_hash.as_str()).collect();
     assert_eq!(h1, h2);
 }
+
+/// A run's applied fault schedule, replayed with nothing drawn, is the same run: what a
+/// shrinker relies on to cut a violating schedule down.
+#[test]
+fn the_applied_schedule_replays_the_run() {
+    for name in MIXED {
+        let s = load(name);
+        for seed in 0..4 {
+            let a = run(&s, seed);
+            assert!(
+                !a.schedule.is_empty(),
+                "{name} seed {seed}: no faults applied"
+            );
+            let b = locksim::run_with_schedule(&s, seed, a.schedule.clone());
+            assert_eq!(b.schedule, a.schedule);
+            assert_eq!(
+                to_jsonl(&a.history),
+                to_jsonl(&b.history),
+                "{name} seed {seed}: replaying the applied schedule differs"
+            );
+        }
+    }
+}
