@@ -14,58 +14,62 @@ pub use list::list_command;
 pub use replay::{explain, replay_command};
 pub use run::run_command;
 
+use crate::sweep::SeedSet;
+
 /// Exit code for bad input.
 pub const EXIT_BAD_INPUT: u8 = 2;
 
-/// Which seeds a `run` covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seeds(pub Vec<u64>);
-
-impl Seeds {
-    /// From `--seeds A..B`, `--seed N` and `--shard K/N` (defaults: 0..100, whole range).
-    pub fn parse(
-        range: Option<&str>,
-        seed: Option<u64>,
-        shard: Option<&str>,
-    ) -> Result<Seeds, String> {
-        let all: Vec<u64> = match (range, seed) {
-            (_, Some(s)) => vec![s],
-            (Some(r), None) => {
-                let (a, b) = r
-                    .split_once("..")
-                    .ok_or_else(|| format!("--seeds: expected A..B (e.g. 0..100), got `{r}`"))?;
-                let a: u64 = a
-                    .parse()
-                    .map_err(|_| format!("--seeds: `{a}` is not a seed number"))?;
-                let b: u64 = b
-                    .parse()
-                    .map_err(|_| format!("--seeds: `{b}` is not a seed number"))?;
-                if a >= b {
-                    return Err(format!("--seeds: expected A < B, got {a}..{b}"));
-                }
-                (a..b).collect()
+/// Parse the seeds of a `run`: `--seeds A..B`, `--seed N` and `--shard K/N` (defaults:
+/// 0..100, the whole range). A selection with no seed is an error: a sweep over nothing
+/// proves nothing.
+pub fn parse_seeds(
+    range: Option<&str>,
+    seed: Option<u64>,
+    shard: Option<&str>,
+) -> Result<SeedSet, String> {
+    let set = match (range, seed) {
+        (_, Some(s)) => SeedSet::one(s),
+        (Some(r), None) => {
+            let (a, b) = r
+                .split_once("..")
+                .ok_or_else(|| format!("--seeds: expected A..B (e.g. 0..100), got `{r}`"))?;
+            let num = |x: &str| {
+                x.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("--seeds: `{x}` is not a seed number (0 to {})", u64::MAX))
+            };
+            let (a, b) = (num(a)?, num(b)?);
+            if a >= b {
+                return Err(format!("--seeds: expected A < B, got {a}..{b}"));
             }
-            (None, None) => (0..100).collect(),
-        };
-        let Some(shard) = shard else {
-            return Ok(Seeds(all));
-        };
-        let parsed = shard
-            .split_once('/')
-            .and_then(|(k, n)| Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?)));
-        match parsed {
-            Some((k, n)) if n >= 1 && (1..=n).contains(&k) => Ok(Seeds(
-                all.into_iter()
-                    .enumerate()
-                    .filter(|(i, _)| i % n == k - 1)
-                    .map(|(_, s)| s)
-                    .collect(),
-            )),
-            _ => Err(format!(
-                "--shard: expected K/N with 1 <= K <= N, got `{shard}`"
-            )),
+            SeedSet::range(a, b)
         }
+        (None, None) => SeedSet::range(0, 100),
+    };
+    let set = match shard {
+        None => set,
+        Some(shard) => {
+            let parsed = shard
+                .split_once('/')
+                .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+            match parsed {
+                Some((k, n)) if n >= 1 && (1..=n).contains(&k) => set.shard(k, n),
+                _ => {
+                    return Err(format!(
+                        "--shard: expected K/N with 1 <= K <= N, got `{shard}`"
+                    ))
+                }
+            }
+        }
+    };
+    if set.count() == 0 {
+        return Err(format!(
+            "--shard {}: selects no seed of the {} given; a sweep over no seed proves nothing",
+            shard.unwrap_or(""),
+            if seed.is_some() { "one seed" } else { "range" }
+        ));
     }
+    Ok(set)
 }
 
 /// Format true or local nanoseconds as milliseconds with three decimals.
@@ -79,15 +83,17 @@ mod tests {
 
     #[test]
     fn seeds_ranges_and_shards() {
-        assert_eq!(Seeds::parse(None, None, None).unwrap().0.len(), 100);
-        assert_eq!(Seeds::parse(Some("5..8"), None, None).unwrap().0, [5, 6, 7]);
-        assert_eq!(Seeds::parse(None, Some(9), None).unwrap().0, [9]);
-        assert_eq!(
-            Seeds::parse(Some("0..10"), None, Some("2/3")).unwrap().0,
-            [1, 4, 7]
-        );
-        assert!(Seeds::parse(Some("8..5"), None, None).is_err());
-        assert!(Seeds::parse(Some("x"), None, None).is_err());
-        assert!(Seeds::parse(None, None, Some("4/3")).is_err());
+        let all = |r, s, sh| parse_seeds(r, s, sh).map(|x| x.iter().collect::<Vec<_>>());
+        assert_eq!(parse_seeds(None, None, None).unwrap().count(), 100);
+        assert_eq!(all(Some("5..8"), None, None).unwrap(), [5, 6, 7]);
+        assert_eq!(all(None, Some(9), None).unwrap(), [9]);
+        assert_eq!(all(Some("0..10"), None, Some("2/3")).unwrap(), [1, 4, 7]);
+        assert!(parse_seeds(Some("8..5"), None, None).is_err());
+        assert!(parse_seeds(Some("x"), None, None).is_err());
+        assert!(parse_seeds(None, None, Some("4/3")).is_err());
+        let e = parse_seeds(None, Some(7), Some("2/2")).unwrap_err();
+        assert!(e.contains("selects no seed"), "{e}");
+        let huge = parse_seeds(Some("0..18446744073709551615"), None, None).unwrap();
+        assert_eq!(huge.count(), u64::MAX);
     }
 }

@@ -38,5 +38,6 @@ pub fn world(scenario: &Scenario, faults: FaultPlan) -> World {
         },
         hosts,
         faults,
+        progress: None,
     }
 }

@@ -27,7 +27,9 @@ pub use join::join_all;
 pub use nemesis::RandomFaults;
 pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeRequest, NodeState};
 pub use pause::{Pausable, PauseSwitch};
-pub use world::{run, FaultPlan, Host, HostMain, Network, RunResult, World, TICK};
+pub use world::{
+    run, FaultPlan, Host, HostMain, Network, Progress, RunResult, World, PROGRESS_EVERY_MS, TICK,
+};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,5 +1,11 @@
 //! Seed sweeps: run many seeds (in parallel across threads — each run itself stays on
 //! one thread), check each, and summarise against the scenario's expectations.
+//!
+//! Seeds are streamed, never collected: a [`SeedSet`] names them by arithmetic, workers
+//! take the next index, outcomes come back to the calling thread *in seed order* (a small
+//! reorder window bounds memory) and are folded into a [`Tally`] as they arrive. So
+//! `--seeds 0..18446744073709551615` starts at once, uses constant memory, and can be
+//! interrupted with a partial summary.
 
 use crate::check::{CheckReport, Verdict};
 use crate::history;
@@ -8,8 +14,67 @@ use crate::sim::RunResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// Which seeds a sweep covers: `start..end`, or shard `k` of `n` of it (every `n`-th seed
+/// from the `k`-th, 1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeedSet {
+    start: u64,
+    len: u64,
+    shard: (u64, u64),
+}
+
+impl SeedSet {
+    /// Seeds `start..end` (empty when `end <= start`).
+    pub fn range(start: u64, end: u64) -> SeedSet {
+        SeedSet {
+            start,
+            len: end.saturating_sub(start),
+            shard: (1, 1),
+        }
+    }
+
+    /// One seed.
+    pub fn one(seed: u64) -> SeedSet {
+        SeedSet {
+            start: seed,
+            len: 1,
+            shard: (1, 1),
+        }
+    }
+
+    /// Shard `k` of `n` (1 <= k <= n) of these seeds.
+    pub fn shard(self, k: u64, n: u64) -> SeedSet {
+        assert!(n >= 1 && (1..=n).contains(&k), "shard {k}/{n}");
+        SeedSet {
+            shard: (k, n),
+            ..self
+        }
+    }
+
+    /// How many seeds.
+    pub fn count(&self) -> u64 {
+        let (k, n) = self.shard;
+        if self.len < k {
+            0
+        } else {
+            (self.len - k) / n + 1
+        }
+    }
+
+    /// The `i`-th seed, if there is one.
+    pub fn nth(&self, i: u64) -> Option<u64> {
+        (i < self.count()).then(|| self.start + (self.shard.0 - 1) + i * self.shard.1)
+    }
+
+    /// Every seed, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.count()).map(|i| self.nth(i).expect("below count"))
+    }
+}
 
 /// What one seed produced, ready to print.
 #[derive(Debug, Clone, Serialize)]
@@ -45,7 +110,21 @@ impl SeedOutcome {
 
 /// Run and check one seed, turning a panic inside the simulation into an error outcome.
 pub fn run_seed(scenario: &Scenario, seed: u64) -> (Option<RunResult>, SeedOutcome) {
-    match catch_unwind(AssertUnwindSafe(|| crate::run(scenario, seed))) {
+    run_seed_with(scenario, seed, None)
+}
+
+/// [`run_seed`] with a progress watcher (see [`crate::sim::Progress`]).
+pub fn run_seed_with(
+    scenario: &Scenario,
+    seed: u64,
+    progress: Option<crate::sim::Progress>,
+) -> (Option<RunResult>, SeedOutcome) {
+    let run = || {
+        let mut world = crate::deploy::world(scenario, scenario.fault_plan());
+        world.progress = progress;
+        crate::sim::run(world, seed)
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
         Ok(result) => {
             let checks = crate::check_run(scenario, &result);
             let outcome = SeedOutcome {
@@ -77,44 +156,168 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> (Option<RunResult>, SeedOutco
     }
 }
 
-/// Run `seeds` on `jobs` threads; `on_done` is called after each seed (for progress).
-/// Outcomes come back in the order of `seeds`, whatever the thread count.
+/// A sweep in progress, as the calling thread sees it between outcomes.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Seeds finished (and handed to the sink).
+    pub done: u64,
+    /// Seeds in the sweep.
+    pub total: u64,
+    /// Seeds running now, with the simulated ms each has reached.
+    pub running: Vec<(u64, u64)>,
+}
+
+/// How many outcomes may wait for an earlier seed, per worker: bounds memory when one
+/// seed is much slower than the others.
+const WINDOW_PER_JOB: u64 = 16;
+
+/// Run `seeds` on `jobs` threads. Outcomes reach `sink` on the calling thread in seed
+/// order; `on_tick` is called there about five times a second with the live state.
+/// When `stop` is set, no new seed starts and running ones stop at their next progress
+/// report (their outcomes are dropped). Returns whether every seed ran.
+pub fn run_seeds(
+    scenario: &Scenario,
+    seeds: SeedSet,
+    jobs: usize,
+    stop: &AtomicBool,
+    on_tick: &mut dyn FnMut(&Live),
+    sink: &mut dyn FnMut(SeedOutcome),
+) -> bool {
+    let seed_at = |i: u64| seeds.nth(i).expect("index below count");
+    drive(scenario, seeds.count(), &seed_at, jobs, stop, on_tick, sink)
+}
+
+/// Run `seeds` on `jobs` threads and return every outcome, in the order of `seeds`
+/// (a convenience for tests and small sweeps; `on_done` is called after each seed).
 pub fn sweep(
     scenario: &Scenario,
     seeds: &[u64],
     jobs: usize,
     on_done: &(dyn Fn(&SeedOutcome) + Sync),
 ) -> Vec<SeedOutcome> {
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<SeedOutcome>>> = Mutex::new(vec![None; seeds.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1).min(seeds.len().max(1)) {
-            s.spawn(|| loop {
+    let mut out = Vec::with_capacity(seeds.len());
+    let seed_at = |i: u64| seeds[i as usize];
+    let mut sink = |o: SeedOutcome| {
+        on_done(&o);
+        out.push(o);
+    };
+    let never = AtomicBool::new(false);
+    drive(
+        scenario,
+        seeds.len() as u64,
+        &seed_at,
+        jobs,
+        &never,
+        &mut |_| {},
+        &mut sink,
+    );
+    out
+}
+
+/// The sweep engine: `count` seeds, the `i`-th being `seed_at(i)`.
+fn drive(
+    scenario: &Scenario,
+    count: u64,
+    seed_at: &(dyn Fn(u64) -> u64 + Sync),
+    jobs: usize,
+    stop: &AtomicBool,
+    on_tick: &mut dyn FnMut(&Live),
+    sink: &mut dyn FnMut(SeedOutcome),
+) -> bool {
+    let jobs = (jobs.max(1) as u64).min(count.max(1));
+    let window = jobs * WINDOW_PER_JOB;
+    let next = AtomicU64::new(0);
+    let emitted = AtomicU64::new(0);
+    // Per worker: (seed + 1, simulated ms reached); 0 = idle.
+    let slots: Vec<Arc<(AtomicU64, AtomicU64)>> = (0..jobs)
+        .map(|_| Arc::new((AtomicU64::new(0), AtomicU64::new(0))))
+        .collect();
+    let stopped = AtomicBool::new(false);
+    // The runs' progress watchers outlive this call's borrows; they see `stop` through
+    // this copy, refreshed on every tick of the calling thread.
+    let halt = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
+    let (tx, rx) = mpsc::channel::<(u64, SeedOutcome)>();
+    let mut complete = true;
+    std::thread::scope(|scope| {
+        for slot in &slots {
+            let (tx, slot, halt) = (tx.clone(), slot.clone(), halt.clone());
+            let (next, emitted, stopped) = (&next, &emitted, &stopped);
+            scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= seeds.len() {
+                if i >= count {
                     return;
                 }
-                let (_, outcome) = run_seed(scenario, seeds[i]);
-                on_done(&outcome);
-                slots.lock().expect("no panics while held")[i] = Some(outcome);
+                // Stay within the reorder window of the oldest unfinished seed.
+                while i >= emitted.load(Ordering::Acquire) + window && !stop.load(Ordering::Relaxed)
+                {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                if stop.load(Ordering::Relaxed) {
+                    stopped.store(true, Ordering::Relaxed);
+                    return;
+                }
+                let seed = seed_at(i);
+                slot.0.store(seed.wrapping_add(1), Ordering::Relaxed);
+                slot.1.store(0, Ordering::Relaxed);
+                let (watch, halt) = (slot.clone(), halt.clone());
+                let progress: crate::sim::Progress = Box::new(move |ms| {
+                    watch.1.store(ms, Ordering::Relaxed);
+                    !halt.load(Ordering::Relaxed)
+                });
+                let (_, outcome) = run_seed_with(scenario, seed, Some(progress));
+                slot.0.store(0, Ordering::Relaxed);
+                if stop.load(Ordering::Relaxed) {
+                    // The run may have been cut short: its verdicts mean nothing.
+                    stopped.store(true, Ordering::Relaxed);
+                    return;
+                }
+                if tx.send((i, outcome)).is_err() {
+                    return;
+                }
             });
         }
+        drop(tx);
+        let mut pending: BTreeMap<u64, SeedOutcome> = BTreeMap::new();
+        let mut done = 0u64;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok((i, outcome)) => {
+                    pending.insert(i, outcome);
+                    while let Some(o) = pending.remove(&done) {
+                        sink(o);
+                        done += 1;
+                        emitted.store(done, Ordering::Release);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            halt.store(stop.load(Ordering::Relaxed), Ordering::Relaxed);
+            let running = slots
+                .iter()
+                .filter_map(|s| {
+                    let seed = s.0.load(Ordering::Relaxed);
+                    (seed > 0).then(|| (seed - 1, s.1.load(Ordering::Relaxed)))
+                })
+                .collect();
+            on_tick(&Live {
+                done,
+                total: count,
+                running,
+            });
+        }
+        complete = done == count && !stopped.load(Ordering::Relaxed);
     });
-    slots
-        .into_inner()
-        .expect("threads joined")
-        .into_iter()
-        .map(|o| o.expect("every seed ran"))
-        .collect()
+    complete
 }
 
 /// Per-check totals over a sweep.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CheckTotals {
     /// Number of seeds that violated the check.
-    pub violations: usize,
+    pub violations: u64,
     /// Number of seeds on which the checker gave up (time budget): neither verdict.
-    pub unknown: usize,
+    pub unknown: u64,
     /// The first (lowest-index) seed that did.
     pub first_seed: Option<u64>,
     /// The scenario's expectation, if it states one.
@@ -130,14 +333,14 @@ pub struct Summary {
     /// Scenario name.
     pub scenario: String,
     /// Seeds run.
-    pub seeds: usize,
+    pub seeds: u64,
     /// Seeds with at least one violated check.
-    pub violating_seeds: usize,
+    pub violating_seeds: u64,
     /// First seed with a violation.
     pub first_violation_seed: Option<u64>,
     /// Totals per check.
     pub checks: BTreeMap<String, CheckTotals>,
-    /// Seeds whose run failed inside the harness.
+    /// Seeds whose run failed inside the harness (the first [`MAX_ERRORS_LISTED`]).
     pub harness_errors: Vec<u64>,
     /// Every expectation met and no harness error.
     pub expect_met: bool,
@@ -145,69 +348,158 @@ pub struct Summary {
     pub wall_s: f64,
     /// Simulated seconds, summed over seeds.
     pub sim_s: f64,
+    /// The sweep was interrupted before every seed ran: the totals cover `seeds` only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// How many harness-error seeds a summary lists (all are counted).
+pub const MAX_ERRORS_LISTED: usize = 100;
+
+/// Running totals of a sweep, fed one outcome at a time: constant memory whatever the
+/// number of seeds.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    scenario: String,
+    checks: Vec<(&'static str, CheckTotals)>,
+    seeds: u64,
+    violating: u64,
+    first_violation: Option<SeedOutcome>,
+    errors: Vec<(u64, String)>,
+    error_count: u64,
+    sim_s: f64,
+}
+
+impl Tally {
+    /// Empty totals for `scenario`'s checks.
+    pub fn new(scenario: &Scenario) -> Tally {
+        Tally {
+            scenario: scenario.name.clone(),
+            checks: scenario
+                .checks()
+                .iter()
+                .map(|c| {
+                    let totals = CheckTotals {
+                        violations: 0,
+                        unknown: 0,
+                        first_seed: None,
+                        expect: scenario.expect.get(c.name).copied(),
+                        met: true,
+                    };
+                    (c.name, totals)
+                })
+                .collect(),
+            seeds: 0,
+            violating: 0,
+            first_violation: None,
+            errors: Vec::new(),
+            error_count: 0,
+            sim_s: 0.0,
+        }
+    }
+
+    /// Count one seed's outcome.
+    pub fn add(&mut self, o: &SeedOutcome) {
+        self.seeds += 1;
+        self.sim_s += o.sim_s;
+        for (name, t) in &mut self.checks {
+            for c in o.checks.iter().filter(|c| c.name == *name) {
+                match c.verdict {
+                    Verdict::Violated => {
+                        t.violations += 1;
+                        t.first_seed.get_or_insert(o.seed);
+                    }
+                    Verdict::Unknown => t.unknown += 1,
+                    Verdict::Holds => {}
+                }
+            }
+        }
+        if o.any_violation() {
+            self.violating += 1;
+            if self.first_violation.is_none() {
+                self.first_violation = Some(o.clone());
+            }
+        }
+        if let Some(e) = &o.error {
+            self.error_count += 1;
+            if self.errors.len() < MAX_ERRORS_LISTED {
+                self.errors.push((o.seed, e.clone()));
+            }
+        }
+    }
+
+    /// Seeds counted so far.
+    pub fn seeds(&self) -> u64 {
+        self.seeds
+    }
+
+    /// The first violating seed's outcome, for an example.
+    pub fn first_violation(&self) -> Option<&SeedOutcome> {
+        self.first_violation.as_ref()
+    }
+
+    /// The listed harness errors: (seed, message).
+    pub fn errors(&self) -> &[(u64, String)] {
+        &self.errors
+    }
+
+    /// The summary so far. A sweep that ran no seed meets no expectation.
+    pub fn summary(&self, wall_s: f64, interrupted: bool) -> Summary {
+        let mut checks = BTreeMap::new();
+        for (name, t) in &self.checks {
+            let met = match t.expect {
+                // Holding needs proof on every seed: an unknown verdict is not one.
+                Some(Expect::Holds) => t.violations == 0 && t.unknown == 0,
+                Some(Expect::Violated) => t.violations > 0,
+                Some(Expect::Any) | None => true,
+            };
+            checks.insert(name.to_string(), CheckTotals { met, ..t.clone() });
+        }
+        Summary {
+            scenario: self.scenario.clone(),
+            seeds: self.seeds,
+            violating_seeds: self.violating,
+            first_violation_seed: self.first_violation.as_ref().map(|o| o.seed),
+            expect_met: self.seeds > 0
+                && !interrupted
+                && self.error_count == 0
+                && checks.values().all(|c| c.met),
+            checks,
+            harness_errors: self.errors.iter().map(|(s, _)| *s).collect(),
+            wall_s,
+            sim_s: self.sim_s,
+            interrupted,
+        }
+    }
 }
 
 /// Summarise `outcomes` against `scenario.expect`.
 pub fn summarize(scenario: &Scenario, outcomes: &[SeedOutcome], wall_s: f64) -> Summary {
-    let mut checks = BTreeMap::new();
-    for name in scenario.checks().iter().map(|c| c.name) {
-        // Checks that do not apply to the algorithm appear in no outcome.
-        if !outcomes
-            .iter()
-            .any(|o| o.checks.iter().any(|c| c.name == name))
-        {
-            continue;
-        }
-        let unknown = outcomes
-            .iter()
-            .filter(|o| {
-                o.checks
-                    .iter()
-                    .any(|c| c.name == name && c.verdict == Verdict::Unknown)
-            })
-            .count();
-        let violating: Vec<u64> = outcomes
-            .iter()
-            .filter(|o| o.violated(name))
-            .map(|o| o.seed)
-            .collect();
-        let expect = scenario.expect.get(name).copied();
-        let met = match expect {
-            // Holding needs proof on every seed: an unknown verdict is not one.
-            Some(Expect::Holds) => violating.is_empty() && unknown == 0,
-            Some(Expect::Violated) => !violating.is_empty(),
-            Some(Expect::Any) | None => true,
-        };
-        checks.insert(
-            name.to_string(),
-            CheckTotals {
-                violations: violating.len(),
-                unknown,
-                first_seed: violating.first().copied(),
-                expect,
-                met,
-            },
-        );
+    let mut t = Tally::new(scenario);
+    for o in outcomes {
+        t.add(o);
     }
-    let violating: Vec<u64> = outcomes
-        .iter()
-        .filter(|o| o.any_violation())
-        .map(|o| o.seed)
-        .collect();
-    let harness_errors: Vec<u64> = outcomes
-        .iter()
-        .filter(|o| o.error.is_some())
-        .map(|o| o.seed)
-        .collect();
-    Summary {
-        scenario: scenario.name.clone(),
-        seeds: outcomes.len(),
-        violating_seeds: violating.len(),
-        first_violation_seed: violating.first().copied(),
-        expect_met: harness_errors.is_empty() && checks.values().all(|c| c.met),
-        checks,
-        harness_errors,
-        wall_s,
-        sim_s: outcomes.iter().map(|o| o.sim_s).sum(),
+    t.summary(wall_s, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_sets_are_arithmetic() {
+        let s = SeedSet::range(0, 10).shard(2, 3);
+        assert_eq!(s.iter().collect::<Vec<_>>(), [1, 4, 7]);
+        assert_eq!(SeedSet::range(5, 8).iter().collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(SeedSet::one(7).shard(2, 2).count(), 0);
+        let huge = SeedSet::range(0, u64::MAX);
+        assert_eq!(huge.count(), u64::MAX);
+        assert_eq!(huge.nth(u64::MAX - 1), Some(u64::MAX - 1));
+        assert_eq!(
+            SeedSet::one(u64::MAX).iter().collect::<Vec<_>>(),
+            [u64::MAX]
+        );
+        let last = SeedSet::range(0, u64::MAX).shard(3, 7);
+        assert!(last.nth(last.count() - 1).unwrap() < u64::MAX);
     }
 }

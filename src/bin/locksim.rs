@@ -2,7 +2,7 @@
 //! logic lives in the library.
 
 use clap::{Parser, Subcommand};
-use locksim::cli::{self, Seeds};
+use locksim::cli::{self, parse_seeds};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,11 +27,11 @@ enum Command {
         #[arg(long, conflicts_with = "seed")]
         seeds: Option<String>,
         /// A single seed.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         seed: Option<u64>,
-        /// Worker threads (each seed still runs on one thread) [number of cores].
-        #[arg(long)]
-        jobs: Option<usize>,
+        /// Worker threads (each seed still runs on one thread), 1 to 1024 [number of cores].
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), allow_negative_numbers = true)]
+        jobs: Option<u16>,
         /// Run only shard K of N (1-based) of the seed range, for CI matrices.
         #[arg(long)]
         shard: Option<String>,
@@ -47,7 +47,7 @@ enum Command {
         /// Scenario file (TOML).
         scenario: PathBuf,
         /// The seed to replay.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         seed: u64,
         /// Also write the history as JSONL to FILE.
         #[arg(long)]
@@ -85,8 +85,8 @@ enum Command {
     List,
     /// Measure harness speed: seeds/s, simulated seconds per wall second, checker ops/s.
     Bench {
-        /// Seeds to run per measurement [20].
-        #[arg(long, default_value_t = 20)]
+        /// Seeds to run per measurement, 1 to 10000 [20].
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000), allow_negative_numbers = true)]
         seeds: u64,
     },
 }
@@ -103,17 +103,19 @@ fn main() -> ExitCode {
             json,
             quiet,
         } => {
-            let seeds = match Seeds::parse(seeds.as_deref(), seed, shard.as_deref()) {
+            let seeds = match parse_seeds(seeds.as_deref(), seed, shard.as_deref()) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("locksim: {e}");
                     return ExitCode::from(2);
                 }
             };
-            let jobs =
-                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let progress = !quiet && std::io::stderr().is_terminal();
-            cli::run_command(&scenario, &seeds, jobs, json.as_deref(), quiet, progress)
+            let jobs = jobs.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                usize::from,
+            );
+            let bar = !quiet && std::io::stderr().is_terminal();
+            cli::run_command(&scenario, seeds, jobs, json.as_deref(), quiet, bar)
         }
         Command::Replay {
             scenario,

@@ -1,21 +1,35 @@
-//! `locksim run`.
+//! `locksim run`: a seed sweep, streamed. Each seed's JSON line is written (and flushed)
+//! as soon as it and every earlier seed are done; Ctrl-C or SIGTERM stops the sweep and
+//! prints the summary of the seeds that finished (exit 130 / 143).
 
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;
 use crate::scenario::{Expect, Scenario};
-use crate::sweep::{self, SeedOutcome};
+use crate::sweep::{self, Live, SeedOutcome, SeedSet, Summary, Tally};
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// Run a scenario over `seeds`; print a table (and JSON lines); return the exit code.
+/// Exit code after SIGINT (128 + 2), as shells report it.
+pub const EXIT_SIGINT: u8 = 130;
+/// Exit code after SIGTERM (128 + 15).
+pub const EXIT_SIGTERM: u8 = 143;
+
+/// Without a terminal, a progress line this often (wall time), unless `--quiet`.
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// Run a scenario over `seeds` on `jobs` threads; print a table (and JSON lines); return
+/// the exit code. `bar`: draw a progress bar (stderr is a terminal); otherwise, unless
+/// `quiet`, a progress line every ten seconds.
 pub fn run_command(
     path: &Path,
-    seeds: &super::Seeds,
+    seeds: SeedSet,
     jobs: usize,
     json: Option<&str>,
     quiet: bool,
-    progress: bool,
+    bar: bool,
 ) -> u8 {
     let scenario = match Scenario::load(path) {
         Ok(s) => s,
@@ -37,8 +51,23 @@ pub fn run_command(
     };
     // Human text goes to stderr when JSON goes to stdout, so stdout stays machine-readable.
     let human_to_stdout = json != Some("-");
-    let bar = progress.then(|| {
-        let bar = indicatif::ProgressBar::new(seeds.0.len() as u64);
+
+    let (sigint, sigterm) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    for (signal, flag) in [
+        (signal_hook::consts::SIGINT, &sigint),
+        (signal_hook::consts::SIGTERM, &sigterm),
+    ] {
+        // Without the handler the default action (terminate) applies: no partial summary.
+        let _ = signal_hook::flag::register(signal, flag.clone());
+    }
+    let stop = AtomicBool::new(false);
+
+    let total = seeds.count();
+    let bar = bar.then(|| {
+        let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} {pos}/{len} seeds [{bar:30}] {per_sec} eta {eta} {msg}",
@@ -48,61 +77,114 @@ pub fn run_command(
         );
         bar
     });
-    let violating = Mutex::new(0usize);
-    let on_done = |o: &SeedOutcome| {
+    let mut tally = Tally::new(&scenario);
+    let mut json_error = None;
+    let start = Instant::now();
+    let mut last_line = Instant::now();
+    let duration_ms = scenario.duration_ms.max(1);
+    let mut on_tick = |live: &Live| {
+        if sigint.load(Ordering::Relaxed) || sigterm.load(Ordering::Relaxed) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let running: Vec<String> = live
+            .running
+            .iter()
+            .map(|(seed, ms)| format!("seed {seed} {}%", ms * 100 / duration_ms))
+            .collect();
         if let Some(bar) = &bar {
-            if o.any_violation() {
-                let mut v = violating.lock().expect("not poisoned");
-                *v += 1;
-                bar.set_message(format!("{} violating", *v));
-            }
-            bar.inc(1);
+            bar.set_position(live.done);
+            bar.set_message(running.join(" "));
+        } else if !quiet && last_line.elapsed() >= PLAIN_PROGRESS_EVERY {
+            last_line = Instant::now();
+            eprintln!(
+                "locksim: {}/{} seeds done after {:.0} s; running: {}",
+                live.done,
+                live.total,
+                start.elapsed().as_secs_f64(),
+                if running.is_empty() {
+                    "-".to_string()
+                } else {
+                    running.join(", ")
+                }
+            );
         }
     };
-    let start = std::time::Instant::now();
-    let outcomes = sweep::sweep(&scenario, &seeds.0, jobs, &on_done);
+    let mut sink = |o: SeedOutcome| {
+        tally.add(&o);
+        if let (Some(out), None) = (json_out.as_mut(), &json_error) {
+            let line = serde_json::to_writer(&mut *out, &o)
+                .map_err(std::io::Error::from)
+                .and_then(|_| writeln!(out))
+                .and_then(|_| out.flush());
+            if let Err(e) = line {
+                json_error = Some(e);
+            }
+        }
+    };
+    let complete = sweep::run_seeds(&scenario, seeds, jobs, &stop, &mut on_tick, &mut sink);
     let wall_s = start.elapsed().as_secs_f64();
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let summary = sweep::summarize(&scenario, &outcomes, wall_s);
+    let summary = tally.summary(wall_s, !complete);
     if let Some(out) = json_out.as_mut() {
-        let mut write = || -> std::io::Result<()> {
-            for o in &outcomes {
-                serde_json::to_writer(&mut *out, o)?;
-                writeln!(out)?;
-            }
-            serde_json::to_writer(&mut *out, &serde_json::json!({ "summary": summary }))?;
-            writeln!(out)?;
-            out.flush()
-        };
-        if let Err(e) = write() {
+        let last = serde_json::to_writer(&mut *out, &serde_json::json!({ "summary": summary }))
+            .map_err(std::io::Error::from)
+            .and_then(|_| writeln!(out))
+            .and_then(|_| out.flush());
+        if let Some(e) = json_error.or(last.err()) {
             eprintln!("locksim: writing JSON: {e}");
             return EXIT_BAD_INPUT;
         }
     }
+    let text = report(&scenario, &tally, &summary, jobs, total, quiet);
+    if human_to_stdout {
+        print!("{text}");
+    } else {
+        eprint!("{text}");
+    }
+    if sigterm.load(Ordering::Relaxed) {
+        EXIT_SIGTERM
+    } else if sigint.load(Ordering::Relaxed) {
+        EXIT_SIGINT
+    } else if summary.expect_met {
+        0
+    } else {
+        1
+    }
+}
+
+/// The human summary: one line per check, harness errors, the first violation and how to
+/// replay it, and the speed.
+fn report(
+    scenario: &Scenario,
+    tally: &Tally,
+    summary: &Summary,
+    jobs: usize,
+    total: u64,
+    quiet: bool,
+) -> String {
     let mut text = String::new();
+    let n = summary.seeds;
     if !quiet {
         text.push_str(&format!(
-            "scenario {} ({}): {} seeds on {} threads\n",
+            "scenario {} ({}): {n} seeds on {} threads\n",
             scenario.name,
             scenario.algorithm(),
-            outcomes.len(),
-            jobs
+            jobs.min(total.max(1) as usize)
         ));
         for name in scenario.checks().iter().map(|c| c.name) {
             let Some(t) = summary.checks.get(name) else {
                 continue;
             };
             let verdict = if t.unknown > 0 && t.violations == 0 {
-                format!("unknown in {}/{} seeds (budget)", t.unknown, outcomes.len())
+                format!("unknown in {}/{n} seeds (budget)", t.unknown)
             } else if t.violations == 0 {
                 "holds".to_string()
             } else {
                 format!(
-                    "violated in {}/{} seeds (first: seed {})",
+                    "violated in {}/{n} seeds (first: seed {})",
                     t.violations,
-                    outcomes.len(),
                     t.first_seed.expect("some seed violated")
                 )
             };
@@ -121,15 +203,10 @@ pub fn run_command(
             text.push_str(&format!("  {name:<20} {verdict:<45} {expect}\n"));
         }
     }
-    for seed in &summary.harness_errors {
-        let o = outcomes.iter().find(|o| o.seed == *seed).expect("listed");
-        text.push_str(&format!(
-            "harness error on seed {seed}: {}\n",
-            o.error.as_deref().unwrap_or("")
-        ));
+    for (seed, error) in tally.errors() {
+        text.push_str(&format!("harness error on seed {seed}: {error}\n"));
     }
-    if let Some(first) = summary.first_violation_seed {
-        let o = outcomes.iter().find(|o| o.seed == first).expect("listed");
+    if let Some(o) = tally.first_violation() {
         let names: Vec<&str> = o
             .checks
             .iter()
@@ -137,9 +214,11 @@ pub fn run_command(
             .map(|c| c.name)
             .collect();
         text.push_str(&format!(
-            "first violating seed: {first} ({})\n  replay: locksim replay {} --seed {first}\n",
+            "first violating seed: {} ({})\n  replay: locksim replay {} --seed {}\n",
+            o.seed,
             names.join(", "),
-            scenario.file.display()
+            scenario.file.display(),
+            o.seed
         ));
         if let Some(v) = o
             .checks
@@ -150,13 +229,14 @@ pub fn run_command(
             text.push_str(&format!("  e.g. {}\n", v.message));
         }
     } else {
-        text.push_str(&format!("no violation in {} seeds\n", outcomes.len()));
+        text.push_str(&format!("no violation in {n} seeds\n"));
     }
-    let sim_per_wall = if wall_s > 0.0 {
-        summary.sim_s / wall_s
-    } else {
-        0.0
-    };
+    if summary.interrupted {
+        text.push_str(&format!(
+            "INTERRUPTED after {n} of {total} seeds: the totals above cover those seeds only\n"
+        ));
+    }
+    let wall_s = summary.wall_s;
     text.push_str(&format!(
         "{}: {:.2} s wall, {:.1} seeds/s, {:.0} simulated s per wall s\n",
         if summary.expect_met {
@@ -165,17 +245,8 @@ pub fn run_command(
             "EXPECTATIONS NOT MET"
         },
         wall_s,
-        outcomes.len() as f64 / wall_s.max(1e-9),
-        sim_per_wall
+        n as f64 / wall_s.max(1e-9),
+        summary.sim_s / wall_s.max(1e-9)
     ));
-    if human_to_stdout {
-        print!("{text}");
-    } else {
-        eprint!("{text}");
-    }
-    if summary.expect_met {
-        0
-    } else {
-        1
-    }
+    text
 }

@@ -86,6 +86,14 @@ impl FaultPlan {
     }
 }
 
+/// Told the simulated milliseconds done, every [`PROGRESS_EVERY_MS`] of simulated time;
+/// returns whether to go on (false: stop the run, e.g. on Ctrl-C). It observes only:
+/// nothing it does reaches the simulation.
+pub type Progress = Box<dyn Fn(u64) -> bool>;
+
+/// How often (simulated ms) a run reports its progress.
+pub const PROGRESS_EVERY_MS: u64 = 100;
+
 /// Everything one run needs.
 pub struct World {
     /// Simulated duration, ms.
@@ -96,6 +104,8 @@ pub struct World {
     pub hosts: Vec<Host>,
     /// The faults.
     pub faults: FaultPlan,
+    /// Who watches the run's progress, if anyone.
+    pub progress: Option<Progress>,
 }
 
 /// The outcome of one seed.
@@ -163,8 +173,19 @@ pub fn run(world: World, seed: u64) -> RunResult {
 
     let end = Duration::from_millis(world.duration_ms);
     let mut error = None;
+    let mut next_report = PROGRESS_EVERY_MS;
     while sim.elapsed() < end {
         let now = sim.elapsed().as_nanos() as u64;
+        if let Some(progress) = &world.progress {
+            let ms = now / 1_000_000;
+            if ms >= next_report {
+                next_report = ms + PROGRESS_EVERY_MS;
+                if !progress(ms) {
+                    error = Some(format!("interrupted at {ms} simulated ms"));
+                    break;
+                }
+            }
+        }
         while let Some(entry) = driver.pending.first_entry() {
             if entry.key().0 > now {
                 break;
