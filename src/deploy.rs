@@ -33,7 +33,7 @@ pub fn world(scenario: &Scenario, faults: FaultPlan) -> World {
     World {
         duration_ms: scenario.duration_ms,
         network: Network {
-            latency_ms: scenario.network.latency_ms,
+            latency_ms: *scenario.network.latency_ms,
             loss: scenario.network.loss,
         },
         hosts,

@@ -74,10 +74,10 @@ fn default_acquire_timeout() -> u64 {
     2000
 }
 fn default_work() -> Range<u64> {
-    [10, 100]
+    Range([10, 100])
 }
 fn default_think() -> Range<u64> {
-    [0, 50]
+    Range([0, 50])
 }
 fn default_true() -> bool {
     true
@@ -114,7 +114,7 @@ pub struct Network {
 }
 
 fn default_latency() -> Range<u64> {
-    [1, 10]
+    Range([1, 10])
 }
 
 impl Default for Network {
@@ -231,10 +231,8 @@ impl Faults {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFaults {
-    #[serde(default = "default_interval")]
-    interval_ms: Range<u64>,
-    #[serde(default)]
-    swarm: bool,
+    interval_ms: Option<Range<u64>>,
+    swarm: Option<bool>,
     pause: Option<PauseSpec>,
     partition: Option<PartitionSpec>,
     clock: Option<ClockSpec>,
@@ -243,9 +241,8 @@ struct RawFaults {
     at: Vec<toml::Spanned<toml::Table>>,
 }
 
-fn default_interval() -> Range<u64> {
-    [500, 3000]
-}
+/// The default gap between random faults, ms.
+const DEFAULT_INTERVAL_MS: Range<u64> = Range([500, 3000]);
 
 impl Default for RawFaults {
     fn default() -> Self {
@@ -277,7 +274,7 @@ struct RawScenario {
     duration_ms: u64,
     liveness_ms: Option<u64>,
     #[allow(dead_code)] // read by the algorithm's own parser
-    lock: Option<toml::Value>,
+    lock: Option<toml::Table>,
     #[serde(default)]
     workload: Workload,
     #[serde(default)]
@@ -316,12 +313,40 @@ pub struct Scenario {
 /// The longest simulated run: one hour.
 pub const MAX_DURATION_MS: u64 = param::MAX_MS;
 
+/// The most `[[faults.at]]` entries a scenario may have (a shrunk schedule has a few; a
+/// published timeline a dozen).
+pub const MAX_EXPLICIT_FAULTS: usize = 10_000;
+
+/// The largest scenario file accepted, bytes: room for [`MAX_EXPLICIT_FAULTS`] entries,
+/// while bounding what parsing a hostile file can cost.
+pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
+
 impl Scenario {
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        use std::io::Read;
+        let err = |message: String| ScenarioError {
             file: path.to_path_buf(),
-            message: format!("cannot read file: {e}"),
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(|e| err(format!("cannot read file: {e}")))?;
+        // Read at most one byte past the limit: a huge file is rejected, not buffered.
+        let mut bytes = Vec::new();
+        file.take(MAX_SCENARIO_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| err(format!("cannot read file: {e}")))?;
+        if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(err(format!(
+                "the file is larger than {MAX_SCENARIO_BYTES} bytes, the most a scenario may be"
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = good.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            err(format!(
+                "not UTF-8 text: invalid byte at line {line}, column {column}; a scenario is a TOML file"
+            ))
         })?;
         Scenario::parse(path, &text)
     }
@@ -366,6 +391,21 @@ impl Scenario {
                 )))
             }
         };
+        // Every table of the envelope must be a table: `[[lock]]` (an array of tables)
+        // would otherwise be read field by field as a sequence.
+        for key in ["lock", "workload", "network", "faults", "expect"] {
+            if let Some(v) = table.get(key).filter(|v| !v.is_table()) {
+                let got = match v {
+                    toml::Value::Array(a) if a.iter().all(|x| x.is_table()) => {
+                        format!("an array of tables (`[[{key}]]`)")
+                    }
+                    other => format!("a {}", other.type_str()),
+                };
+                return Err(err(format!(
+                    "key `{key}`: expected a table (`[{key}]`), got {got}"
+                )));
+            }
+        }
         let Some(family) = families.iter().find(|f| f.name == algorithm) else {
             let implemented: Vec<&str> = families.iter().map(|f| f.name).collect();
             return Err(err(if PLANNED.contains(&algorithm.as_str()) {
@@ -398,8 +438,8 @@ impl Scenario {
             workload: raw.workload,
             network: raw.network,
             faults: Faults {
-                interval_ms: raw.faults.interval_ms,
-                swarm: raw.faults.swarm,
+                interval_ms: raw.faults.interval_ms.unwrap_or(DEFAULT_INTERVAL_MS),
+                swarm: raw.faults.swarm.unwrap_or(false),
                 pause: raw.faults.pause,
                 partition: raw.faults.partition,
                 clock: raw.faults.clock,
@@ -409,6 +449,25 @@ impl Scenario {
             expect: raw.expect,
         };
         scenario.validate().map_err(&err)?;
+        if !scenario.faults.any_random() {
+            // Keys of the random nemesis with no random kind to act on would do nothing.
+            for (key, set) in [
+                ("interval_ms", raw.faults.interval_ms.is_some()),
+                ("swarm", raw.faults.swarm.is_some()),
+            ] {
+                if set {
+                    return Err(err(format!(
+                        "key `faults.{key}`: has no effect, because no random fault kind (pause, partition, clock, crash) is configured in [faults]; remove it or add a kind"
+                    )));
+                }
+            }
+        }
+        if raw.faults.at.len() > MAX_EXPLICIT_FAULTS {
+            return Err(err(format!(
+                "key `faults.at`: {} entries; at most {MAX_EXPLICIT_FAULTS} explicit faults are accepted",
+                raw.faults.at.len()
+            )));
+        }
         let all = scenario.nodes();
         for (i, entry) in raw.faults.at.into_iter().enumerate() {
             let line = text[..entry.span().start.min(text.len())]
@@ -477,28 +536,28 @@ impl Scenario {
     pub fn random_faults(&self) -> RandomFaults {
         let f = &self.faults;
         RandomFaults {
-            interval_ms: f.interval_ms,
+            interval_ms: *f.interval_ms,
             swarm: f.swarm,
             until_ms: self.duration_ms.saturating_sub(self.liveness_ms),
             pause: f.pause.as_ref().map(|p| RandomPause {
                 nodes: self.select(&p.nodes),
-                duration_ms: p.duration_ms,
+                duration_ms: *p.duration_ms,
                 at: p.at,
             }),
             partition: f.partition.as_ref().map(|p| RandomPartition {
                 nodes: self.select(&p.nodes),
-                duration_ms: p.duration_ms,
+                duration_ms: *p.duration_ms,
                 oneway: p.oneway,
             }),
             clock: f.clock.as_ref().map(|c| RandomClock {
                 nodes: self.select(&c.nodes),
-                skew_ms: c.skew_ms,
-                drift_ppm: c.drift_ppm,
-                jump_ms: c.jump_ms,
+                skew_ms: c.skew_ms.map(|r| r.0),
+                drift_ppm: c.drift_ppm.map(|r| r.0),
+                jump_ms: c.jump_ms.map(|r| r.0),
             }),
             crash: f.crash.as_ref().map(|c| RandomCrash {
                 nodes: self.select(&c.nodes),
-                down_ms: c.down_ms,
+                down_ms: *c.down_ms,
                 at: c.at,
             }),
         }
@@ -715,9 +774,13 @@ fn lock_message(e: &ParamError) -> String {
 
 /// toml's message on one line, with the dotted key and the line/column it refers to.
 fn toml_message(e: &toml::de::Error, text: &str) -> String {
-    let msg = e.message().trim().replace('\n', " ");
+    let mut msg = e.message().trim().replace('\n', " ");
+    if msg.is_empty() {
+        // toml says nothing when a value is missing, e.g. `clients =` at the end.
+        msg = "expected a value".into();
+    }
     let Some(span) = e.span() else {
-        return msg;
+        return shorten(&msg);
     };
     let start = span.start.min(text.len());
     let line_no = text[..start].matches('\n').count() + 1;
@@ -728,7 +791,7 @@ fn toml_message(e: &toml::de::Error, text: &str) -> String {
     let key = line
         .split_once('=')
         .map(|(k, _)| k.trim())
-        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains('`'))
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains("field `"))
         .map(|k| {
             let section = text[..line_start].lines().rev().find_map(|l| {
                 l.trim()
@@ -741,7 +804,32 @@ fn toml_message(e: &toml::de::Error, text: &str) -> String {
             }
         })
         .unwrap_or_default();
-    format!("{key}{msg} (line {line_no}, column {column})")
+    shorten(&format!("{key}{msg} (line {line_no}, column {column})"))
+}
+
+/// Cut every `quoted` name longer than a line in a message down to its start and its
+/// length: a hostile 5 MB key is named, not echoed.
+fn shorten(msg: &str) -> String {
+    const MAX: usize = 64;
+    let parts: Vec<&str> = msg.split('`').collect();
+    let mut out = String::with_capacity(msg.len().min(1024));
+    for (i, part) in parts.iter().enumerate() {
+        // Odd parts are quoted, when a closing backtick follows.
+        let quoted = i % 2 == 1 && i + 1 < parts.len();
+        let chars = part.chars().count();
+        if quoted && chars > MAX {
+            let head: String = part.chars().take(MAX).collect();
+            out.push_str(&format!("`{head}…` ({chars} characters)"));
+        } else if quoted {
+            out.push_str(&format!("`{part}`"));
+        } else {
+            if i % 2 == 1 {
+                out.push('`');
+            }
+            out.push_str(part);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -765,7 +853,7 @@ ttl_ms = 100
         let s = parse(MINIMAL).unwrap();
         assert_eq!(s.liveness_ms, 500);
         assert_eq!(s.workload.clients, 3);
-        assert_eq!(s.network.latency_ms, [1, 10]);
+        assert_eq!(s.network.latency_ms, Range([1, 10]));
         assert_eq!(
             s.nodes(),
             ["redis-0", "storage", "client-0", "client-1", "client-2"]
@@ -785,6 +873,36 @@ ttl_ms = 100
     fn unknown_lock_key_is_an_error() {
         let e = parse(&MINIMAL.replace("ttl_ms = 100", "ttl = 100")).unwrap_err();
         assert!(e.message.contains("unknown field `ttl`"), "{e}");
+    }
+
+    #[test]
+    fn ranges_are_exactly_two_numbers() {
+        for bad in ["[1, 2, \"junk\"]", "[1, 2, 3]", "[1]", "[]"] {
+            let e = parse(&format!("{MINIMAL}[workload]\nwork_ms = {bad}\n")).unwrap_err();
+            assert!(
+                e.message.contains("workload.work_ms") && e.message.contains("exactly two"),
+                "{bad}: {e}"
+            );
+        }
+        let e = parse(&MINIMAL.replace("ttl_ms = 100", "ttl_ms = 100\nretry_delay_ms = [1, 2, 3]"))
+            .unwrap_err();
+        assert!(e.message.contains("exactly two"), "{e}");
+    }
+
+    #[test]
+    fn messages_name_long_keys_without_echoing_them() {
+        assert_eq!(
+            shorten("unknown field `a`, expected `b`"),
+            "unknown field `a`, expected `b`"
+        );
+        let long = shorten(&format!("unknown field `{}` here", "x".repeat(5000)));
+        assert!(
+            long.len() < 200 && long.contains("(5000 characters) here"),
+            "{long}"
+        );
+        assert_eq!(shorten("odd ` count"), "odd ` count");
+        let e = parse(&format!("{MINIMAL}[workload]\nclients =")).unwrap_err();
+        assert!(e.message.contains("expected a value"), "{e}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
     let mut storage = StorageClient::new(Duration::from_millis(w.storage_timeout_ms));
     let acquire_timeout = Duration::from_millis(w.acquire_timeout_ms);
     // Stagger the start so clients do not move in lockstep.
-    ctx.sleep_ms_in(w.think_ms).await;
+    ctx.sleep_ms_in(*w.think_ms).await;
     loop {
         ctx.record(ctx.event(EventType::Invoke, "acquire").lock(LOCK));
         let grant = match lock.acquire(&ctx, LOCK, acquire_timeout).await {
@@ -54,7 +54,7 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
                 if kind == EventType::Info {
                     release(&ctx, &mut *lock, None, "abandon").await;
                 }
-                ctx.sleep_ms_in(w.think_ms).await;
+                ctx.sleep_ms_in(*w.think_ms).await;
                 continue;
             }
         };
@@ -62,7 +62,7 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
         let token = if w.fencing { grant.token } else { None };
         let reason = critical_section(&ctx, w, &mut storage, &grant, token).await;
         release(&ctx, &mut *lock, Some(&grant), reason).await;
-        ctx.sleep_ms_in(w.think_ms).await;
+        ctx.sleep_ms_in(*w.think_ms).await;
     }
 }
 
@@ -111,7 +111,7 @@ async fn critical_section(
             return "read-failed";
         }
     };
-    ctx.sleep_ms_in(w.work_ms).await;
+    ctx.sleep_ms_in(*w.work_ms).await;
     if w.check_validity {
         if let Some(until) = grant.valid_until_ns() {
             if ctx.mono_ns() >= until {

@@ -1,14 +1,58 @@
 //! What every algorithm's parameters share: their documentation rows, their errors and
 //! the checks of numbers and ranges (also used for the scenario's own keys).
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The longest time any key may name: one simulated hour, so local-time arithmetic in a
 /// run can never overflow, whatever the input.
 pub const MAX_MS: u64 = crate::sim::MAX_FAULT_MS;
 
-/// An inclusive range `[min, max]` drawn uniformly.
-pub type Range<T> = [T; 2];
+/// An inclusive range `[min, max]` drawn uniformly. In TOML exactly two numbers: serde's
+/// own `[T; 2]` silently drops extra elements (`[1, 2, "junk"]`), this does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Range<T>(pub [T; 2]);
+
+impl<T> std::ops::Deref for Range<T> {
+    type Target = [T; 2];
+    fn deref(&self) -> &[T; 2] {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Range<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Pair<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Pair<T> {
+            type Value = Range<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("[min, max]: an array of exactly two numbers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Range<T>, A::Error> {
+                use serde::de::Error;
+                let min = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let max = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                let mut n = 2;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                if n > 2 {
+                    return Err(A::Error::invalid_length(n, &self));
+                }
+                Ok(Range([min, max]))
+            }
+        }
+        d.deserialize_seq(Pair(std::marker::PhantomData))
+    }
+}
 
 /// One `[lock]` key, for `locksim list`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -153,5 +153,5 @@ async fn replicated_main(ctx: NodeCtx, params: RedisParams, servers: Vec<String>
             primary: "redis-0".to_string(),
         }
     };
-    run_node(ctx, params.persistence, role, r.lag_ms).await
+    run_node(ctx, params.persistence, role, *r.lag_ms).await
 }

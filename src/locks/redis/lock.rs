@@ -234,7 +234,7 @@ impl RedisLock {
             if ctx.mono_ns() >= deadline {
                 return Err(LockError::Failed(format!("timed out; last attempt: {why}")));
             }
-            ctx.sleep_ms_in(self.params.retry_delay_ms).await;
+            ctx.sleep_ms_in(*self.params.retry_delay_ms).await;
         }
     }
 }

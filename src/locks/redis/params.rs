@@ -129,7 +129,7 @@ impl RedisParams {
             replicas: self.replicas.unwrap_or(2),
             sentinels: self.sentinels.unwrap_or(3),
             down_after_ms: self.down_after_ms.unwrap_or(1000),
-            lag_ms: self.replication_lag_ms.unwrap_or([0, 50]),
+            lag_ms: self.replication_lag_ms.unwrap_or(Range([0, 50])),
             wait_replicas: self.wait_replicas.unwrap_or(0),
             wait_timeout_ms: self.wait_timeout_ms.unwrap_or(100),
         }
@@ -176,7 +176,7 @@ fn default_request_timeout() -> u64 {
     200
 }
 fn default_retry_delay() -> Range<u64> {
-    [20, 60]
+    Range([20, 60])
 }
 pub(crate) fn default_drift_factor() -> f64 {
     0.01

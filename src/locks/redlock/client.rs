@@ -168,7 +168,7 @@ impl RedlockClient {
             if attempt == p.retries || ctx.mono_ns() >= deadline {
                 break;
             }
-            ctx.sleep_ms_in(p.retry_delay_ms).await;
+            ctx.sleep_ms_in(*p.retry_delay_ms).await;
         }
         Err(if maybe_set {
             LockError::Indeterminate(format!("no lock; a SET may have applied; {last}"))

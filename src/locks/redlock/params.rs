@@ -67,7 +67,7 @@ fn default_retries() -> u32 {
     3
 }
 fn default_redlock_retry_delay() -> Range<u64> {
-    [50, 150]
+    Range([50, 150])
 }
 
 fn default_true() -> bool {
