@@ -11,7 +11,7 @@ mod run;
 pub use bench::bench_command;
 pub use check::check_command;
 pub use list::list_command;
-pub use replay::{explain, replay_command};
+pub use replay::replay_command;
 pub use run::run_command;
 
 use crate::sweep::SeedSet;
@@ -72,10 +72,7 @@ pub fn parse_seeds(
     Ok(set)
 }
 
-/// Format true or local nanoseconds as milliseconds with three decimals.
-pub fn ms(ns: i64) -> String {
-    format!("{:.3} ms", ns as f64 / 1e6)
-}
+pub use crate::report::ms;
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,7 @@ pub mod history;
 pub mod linearizability;
 pub mod locks;
 pub mod net;
+pub mod report;
 pub mod resource;
 pub mod scenario;
 pub mod sim;
