@@ -25,14 +25,22 @@
 //!
 //! Malformed histories are errors, never guesses: a completion without an invoke, a
 //! completion whose `:f` differs from its invoke's, an invoke from a process whose
-//! previous invoke has no completion at all. A process whose operation completed `:info`
-//! may invoke again (Knossos accepts this; Jepsen normally gives the thread a fresh
-//! process id): the `:info` operation stays pending forever, concurrent with the
-//! process's later operations. In EDN, events of processes that are keywords (such as
-//! `:nemesis`) are not client operations and are skipped, as Knossos's `client-op?`
-//! skips non-integer processes; integer and string processes are clients. In JSONL,
-//! `event` lines are point operations (call = return), and `ok` lines of a process that
-//! never invokes (the `storage` server's own log) are point operations too.
+//! previous invoke has no completion at all, an operation name the model does not know,
+//! a key given twice in one event (JSONL object or EDN map), and recorded positions or
+//! times that contradict the order of the lines (`index` must increase — gaps are fine,
+//! as in a filtered history — and `time_ns` / `:time` must not go back). A process whose
+//! operation completed `:info` may invoke again (Knossos accepts this; Jepsen normally
+//! gives the thread a fresh process id): the `:info` operation stays pending forever,
+//! concurrent with the process's later operations. In EDN, events of processes that are
+//! keywords (such as `:nemesis`) are not client operations and are skipped, as Knossos's
+//! `client-op?` skips non-integer processes; integer and string processes are clients.
+//! `event` lines (`:type :event`) are point operations (call = return): observations,
+//! which a model that does not know their `f` skips (the nemesis's pauses). An `ok`
+//! line of a process that never invokes is a point operation only when it names the
+//! `client` it served — the `storage` server's own log in locksim; any other completion
+//! without an invoke is an error. Each model also skips the operations of the other
+//! objects locksim records in the same history (the lock's `acquire`/`release` for
+//! `fenced-register`, the storage's `read`/`write` for `fenced-lock`).
 //!
 //! # The engine
 //!
@@ -110,7 +118,7 @@ mod svg;
 #[cfg(test)]
 mod tests;
 
-pub use cli::{check_events, check_file, check_raw, CheckOutcome, MODEL_NAMES};
+pub use cli::{check_events, check_file, check_raw, raw_ops_from_file, CheckOutcome, MODEL_NAMES};
 pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};

@@ -83,6 +83,46 @@ impl CheckOutcome {
     }
 }
 
+/// Read a history file into operations: `.edn` files as Jepsen EDN, anything else as
+/// locksim JSONL. Errors name the file and, where there is one, the line.
+pub fn raw_ops_from_file(path: &Path) -> Result<Vec<RawOp>, InputError> {
+    let file = path.display().to_string();
+    let cannot = |e: std::io::Error| InputError::new(0, format!("cannot read: {e}")).in_file(&file);
+    if path.extension().is_some_and(|e| e == "edn") {
+        let bytes = std::fs::read(path).map_err(cannot)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+            let col = at
+                - bytes[..at]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+            InputError::new(
+                line,
+                format!(
+                    "not valid UTF-8 (byte {} of the line); a history is UTF-8 text",
+                    col + 1
+                ),
+            )
+            .in_file(&file)
+        })?;
+        raw_ops_from_edn(&text).map_err(|mut e| {
+            if text.trim_start().starts_with("{\"") {
+                e.reason.push_str(
+                    " (this looks like locksim JSONL, one JSON object per line: only files named *.edn are read as EDN)",
+                );
+            }
+            e.in_file(&file)
+        })
+    } else {
+        let f = std::fs::File::open(path).map_err(cannot)?;
+        raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| e.in_file(&file))
+    }
+}
+
 /// Check a history file: `.edn` files are Jepsen EDN, anything else locksim JSONL.
 /// `init` is the initial value (EDN) for `register`, `cas-register` and
 /// `fenced-register` (default 0). Errors name the file, the line and the reason.
@@ -93,15 +133,7 @@ pub fn check_file(
     timeout: Option<Duration>,
 ) -> Result<CheckOutcome, InputError> {
     let file = path.display().to_string();
-    let cannot = |e: std::io::Error| InputError::new(0, format!("cannot read: {e}")).in_file(&file);
-    let raw = if path.extension().is_some_and(|e| e == "edn") {
-        let text = std::fs::read_to_string(path).map_err(cannot)?;
-        raw_ops_from_edn(&text)
-    } else {
-        let f = std::fs::File::open(path).map_err(cannot)?;
-        raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
-    }
-    .map_err(|e| e.in_file(&file))?;
+    let raw = raw_ops_from_file(path)?;
     let mut out = check_raw(&raw, model, init, timeout).map_err(|e| e.in_file(&file))?;
     out.file = file;
     Ok(out)

@@ -10,7 +10,7 @@
 //! (P-compositionality).
 
 use super::model::{Model, Operation, ValueTable};
-use super::ops::{intern_process, InputError, RawOp};
+use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use crate::edn::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -100,11 +100,14 @@ impl Register {
                         ))
                     }
                 },
-                other => {
-                    return Err(InputError::new(
-                        r.line,
-                        format!("operation :{other} is not one the {model} model knows"),
-                    ))
+                _ => {
+                    let known: &[&str] = if self.cas {
+                        &["read", "write", "cas"]
+                    } else {
+                        &["read", "write"]
+                    };
+                    skip_or_reject(r, model, known, &[])?;
+                    continue;
                 }
             };
             let p = intern_process(&mut procs, &mut self.procs, &r.process);

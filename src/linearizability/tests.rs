@@ -217,8 +217,18 @@ fn fenced_lock_jsonl_events() {
             .key("counter")
             .token(Some(2))
             .value(1)
-            .accepted(true),
+            .accepted(true)
+            .client("client-2"),
     ];
+    // Indices as a recorder assigns them.
+    let ev: Vec<Event> = ev
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut e)| {
+            e.index = i as u64;
+            e
+        })
+        .collect();
     // client-1 releases a lock it no longer holds.
     let out = check_events(&ev, "fenced-lock", None, None).unwrap();
     let LinVerdict::NotLinearizable(e) = &out.verdict else {
@@ -313,6 +323,72 @@ fn malformed_histories_name_line_and_reason() {
     assert!(e.to_string().contains("/nonexistent.edn"), "{e}");
 }
 
+#[test]
+fn malformed_input_is_rejected_not_guessed() {
+    let jsonl = |lines: &[&str]| raw_ops_from_jsonl(&lines.join("\n"));
+    // A completion without an invoke: an error, unless it is a server's log of a
+    // request it served (it names the client).
+    let e = jsonl(&[r#"{"process":"client-1","type":"ok","f":"write","key":"k","value":1}"#])
+        .unwrap_err();
+    assert!(e.reason.contains("without an invoke"), "{e}");
+    let raw = jsonl(&[
+        r#"{"process":"storage","type":"ok","f":"write","key":"k","value":1,"client":"c"}"#,
+    ])
+    .unwrap();
+    assert!(raw[0].point && !raw[0].event);
+    // Keys given twice, on the fast path or not.
+    for line in [
+        r#"{"process":"a","type":"invoke","f":"read","f":"write"}"#,
+        r#"{"process":"a","type":"invoke","f":"read","reason":"x","reason":"y"}"#,
+        r#"{"process":"a","type":"invoke","f":"read","value":{"x":1,"x":2}}"#,
+    ] {
+        let e = jsonl(&[line]).unwrap_err();
+        assert!(e.reason.contains("duplicate key"), "{line}: {e}");
+    }
+    // Recorded order against line order.
+    let e = jsonl(&[
+        r#"{"index":1,"time_ns":5,"process":"a","type":"invoke","f":"read"}"#,
+        r#"{"index":1,"time_ns":6,"process":"a","type":"ok","f":"read","value":0}"#,
+    ])
+    .unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(e.reason.contains("index 1"), "{e}");
+    let e = jsonl(&[
+        r#"{"index":1,"time_ns":5,"process":"a","type":"invoke","f":"read"}"#,
+        r#"{"index":2,"time_ns":4,"process":"a","type":"ok","f":"read","value":0}"#,
+    ])
+    .unwrap_err();
+    assert!(e.reason.contains("true-time order"), "{e}");
+    // Not JSONL at all.
+    let e = jsonl(&["[{:process 0, :type :invoke, :f :read}"]).unwrap_err();
+    assert!(e.reason.contains("looks like Jepsen EDN"), "{e}");
+    let e = jsonl(&[r#"[null, "a", "invoke", "read"]"#]).unwrap_err();
+    assert!(e.reason.contains("JSON object"), "{e}");
+    // Operation names a model does not know are errors; those of other objects and
+    // point events are skipped.
+    let raw = raw_ops_from_edn(
+        "[{:process 0, :type :invoke, :f :lock}\n {:process 0, :type :ok, :f :lock}]",
+    )
+    .unwrap();
+    for model in ["fenced-lock", "fenced-register", "mutex", "register"] {
+        let e = check_raw(&raw, model, None, None).unwrap_err();
+        assert!(
+            e.reason.contains(":lock") && e.reason.contains(model),
+            "{e}"
+        );
+    }
+    let raw = raw_ops_from_edn(
+        "[{:process 0, :type :event, :f :pause}\n {:process 1, :type :invoke, :f :read}\n {:process 1, :type :ok, :f :read, :value 0}]",
+    )
+    .unwrap();
+    assert_eq!(check_raw(&raw, "fenced-lock", None, None).unwrap().ops, 0);
+    assert_eq!(
+        check_raw(&raw, "fenced-register", None, None).unwrap().ops,
+        1
+    );
+    assert_eq!(check_raw(&raw, "register", None, None).unwrap().ops, 1);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -359,14 +435,21 @@ fn arb_event() -> impl Strategy<Value = Event> {
             Just(serde_json::json!("s\\é")),
         ]),
         prop::option::of(any::<bool>()),
+        prop::option::of(Just("client-1")),
+        prop::option::of(any::<i64>()),
     )
-        .prop_map(|(t, p, kind, f, lock, token, value, accepted)| {
-            let mut e = Event::new(p, kind, f).at(t).token(token);
-            e.lock = lock.map(str::to_string);
-            e.value = value;
-            e.accepted = accepted;
-            e
-        })
+        .prop_map(
+            |(t, p, kind, f, lock, token, value, accepted, client, local)| {
+                let mut e = Event::new(p, kind, f).at(t).token(token);
+                e.lock = lock.map(str::to_string);
+                e.value = value;
+                e.accepted = accepted;
+                e.client = client.map(str::to_string);
+                e.local_ns = local;
+                e.wall_ms = local.map(|l| l / 3);
+                e
+            },
+        )
 }
 
 proptest! {
@@ -375,8 +458,12 @@ proptest! {
     /// The hand-written JSONL scanner agrees with serde on what it accepts.
     #[test]
     fn jsonl_reader_matches_events(mut events in prop::collection::vec(arb_event(), 0..12)) {
+        // Recorded in order: indices are positions, times do not go back.
+        let mut times: Vec<u64> = events.iter().map(|e| e.time_ns).collect();
+        times.sort_unstable();
         for (i, e) in events.iter_mut().enumerate() {
             e.index = i as u64;
+            e.time_ns = times[i];
         }
         let text = crate::history::to_jsonl(&events);
         let a = raw_ops_from_jsonl(&text);
