@@ -83,8 +83,30 @@
 //! make the search explode; with them a lock history of a million operations with 1%
 //! lost responses checks in well under a second.
 //!
-//! A time budget bounds the search; past it the verdict is [`LinVerdict::Unknown`], never
-//! a guess. (`std::time::Instant` is fine here: the checker runs outside simulations.)
+//! # Reductions
+//!
+//! Four more reductions keep histories with many concurrent operations cheap; each skips
+//! only moves that another, tried move can replace (see `search.rs` for the arguments),
+//! and each is tested against a brute-force oracle. They use [`Model::effect`], a hint
+//! about what an operation does regardless of the state:
+//!
+//! 1. *forced moves*: a legal operation that never changes the state (a read) is
+//!    linearized at once, without trying alternatives;
+//! 2. *equal operations*: of pending operations with equal `op` (two writes of the same
+//!    value), only the one that returns first is tried;
+//! 3. *overwrites reaching the same state*: a blind write of `c` is not tried when an
+//!    operation that returns first leads to `c` as well (a compare-and-set to `c`);
+//! 4. *absorbed overwrites*: a blind write whose value no operation can observe is
+//!    linearized just before another blind write, which hides it.
+//!
+//! # Budgets
+//!
+//! A time budget ([`CheckOptions::timeout`]) and a cap on the memo's size
+//! ([`CheckOptions::memo_limit`], [`DEFAULT_MEMO_LIMIT`] unless set) bound the search;
+//! past either the verdict is [`LinVerdict::Unknown`], never a guess, and
+//! [`SearchStats::stopped`] says which ran out. `locksim check` uses
+//! [`DEFAULT_TIMEOUT`] unless `--timeout` says otherwise. (`std::time::Instant` is fine
+//! here: the checker runs outside simulations.)
 //!
 //! # Fast path for fenced locks
 //!
@@ -122,12 +144,15 @@ pub use cli::{check_events, check_file, check_raw, raw_ops_from_file, CheckOutco
 pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
-pub use model::{Model, Operation, INDETERMINATE};
+pub use model::{Effect, Model, Operation, INDETERMINATE};
 pub use mutex::{Mutex, MutexOp};
 pub use ops::{
     events_to_edn, raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl,
     raw_ops_from_jsonl_reader, InputError, RawOp,
 };
 pub use register::{Register, RegisterOp};
-pub use search::{check, CheckOptions};
+pub use search::{
+    check, check_with_stats, CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+};
 pub use svg::render_svg;

@@ -172,7 +172,7 @@ pub fn check_raw(
     };
     let opts = CheckOptions {
         timeout,
-        fast_path: true,
+        ..CheckOptions::default()
     };
     match model {
         "register" | "cas-register" => {

@@ -20,7 +20,7 @@
 //! of the spec. (Fencing writes alone lets a stale holder's read-modify-write slip in
 //! before the new holder's first write; see the README.)
 
-use super::model::{Model, Operation, ValueTable};
+use super::model::{Effect, Model, Operation, ValueTable};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::edn::Value;
@@ -213,6 +213,22 @@ impl Model for FencedRegister {
 
     fn partition(&self, ops: &[Operation<FencedRegisterOp>]) -> Vec<Vec<usize>> {
         partition_by_key(&self.keys, ops.len())
+    }
+
+    fn effect(&self, op: &FencedRegisterOp) -> Effect<FencedRegisterState> {
+        match op {
+            FencedRegisterOp::Read(None) => Effect::Identity,
+            FencedRegisterOp::Read(Some(_))
+            | FencedRegisterOp::FencedRead {
+                accepted: Some(false),
+                ..
+            }
+            | FencedRegisterOp::Write {
+                accepted: Some(false),
+                ..
+            } => Effect::ReadOnly,
+            _ => Effect::Other,
+        }
     }
 
     fn describe_partition(&self, _ops: &[Operation<FencedRegisterOp>], part: &[usize]) -> String {

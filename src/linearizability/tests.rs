@@ -53,6 +53,7 @@ fn verdict<M: Model>(m: &M, ops: &[Operation<M::Op>], fast: bool) -> LinVerdict 
         ops,
         CheckOptions {
             timeout: None,
+            memo_limit: None,
             fast_path: fast,
         },
     )
@@ -647,8 +648,10 @@ fn fix_freg(ops: &mut [Operation<FencedRegisterOp>]) {
 
 fn reg_model() -> Register {
     let mut m = Register::new(Value::Int(0), true);
-    m.intern(&Value::Int(1));
-    m.intern(&Value::Int(2));
+    // Ids are values: 0..=7 (the register starts at 0).
+    for v in 1..=7 {
+        m.intern(&Value::Int(v));
+    }
     m
 }
 
@@ -956,6 +959,7 @@ fn timeout_gives_unknown() {
         &ops,
         CheckOptions {
             timeout: Some(Duration::from_millis(200)),
+            memo_limit: None,
             fast_path: true,
         },
     );
@@ -1009,4 +1013,250 @@ fn bench_files() {
             std::fs::write(format!("{dir}/{name}.json"), out.to_json().to_string()).unwrap();
         }
     }
+}
+
+// ---------------------------------------------------------------- reductions
+
+/// The register with no [`Model::effect`] hints: none of the reductions that need them
+/// apply, so it is a reference for them.
+struct PlainRegister(Register);
+
+impl Model for PlainRegister {
+    type State = u32;
+    type Op = RegisterOp;
+    fn init(&self) -> u32 {
+        self.0.init()
+    }
+    fn step(&self, s: &u32, op: &RegisterOp) -> Option<u32> {
+        self.0.step(s, op)
+    }
+    fn describe_op(&self, op: &RegisterOp) -> String {
+        self.0.describe_op(op)
+    }
+    fn describe_state(&self, s: &u32) -> String {
+        self.0.describe_state(s)
+    }
+}
+
+/// A register whose hints lie: it claims writes never change the state. The oracle tests
+/// must catch such a model (they have teeth).
+struct LyingRegister(Register);
+
+impl Model for LyingRegister {
+    type State = u32;
+    type Op = RegisterOp;
+    fn init(&self) -> u32 {
+        self.0.init()
+    }
+    fn step(&self, s: &u32, op: &RegisterOp) -> Option<u32> {
+        self.0.step(s, op)
+    }
+    fn effect(&self, op: &RegisterOp) -> Effect<u32> {
+        match op {
+            RegisterOp::Write(_) => Effect::ReadOnly,
+            _ => self.0.effect(op),
+        }
+    }
+    fn describe_op(&self, op: &RegisterOp) -> String {
+        self.0.describe_op(op)
+    }
+    fn describe_state(&self, s: &u32) -> String {
+        self.0.describe_state(s)
+    }
+}
+
+#[test]
+fn a_wrong_effect_hint_is_caught() {
+    // write 0 || write 1, then read 0: linearizable (write 1 first). A model that says a
+    // write changes nothing forces "write 0" when the register already holds 0, and
+    // misses the linearization: the oracle tests would fail on it.
+    use RegisterOp::*;
+    let ops = vec![
+        op(Write(0), 1, 0, 5),
+        op(Write(1), 2, 0, 9),
+        op(Read(Some(0)), 2, 12, 16),
+    ];
+    let m = reg_model();
+    assert!(oracle(&m, &ops));
+    assert!(is_lin(&verdict(&m, &ops, true)));
+    assert!(is_lin(&verdict(&PlainRegister(m.clone()), &ops, true)));
+    assert!(!is_lin(&verdict(&LyingRegister(m.clone()), &ops, true)));
+}
+
+/// Writes of mostly distinct values and reads of values that may never be written: the
+/// shapes in which overwrites are unobserved (reduction 4), same-state overwrites
+/// (reduction 3) and forced reads (reduction 1) matter.
+fn arb_write_heavy_op() -> impl Strategy<Value = RegisterOp> {
+    prop_oneof![
+        5 => (0u32..6).prop_map(RegisterOp::Write),
+        2 => prop::option::weighted(0.9, 0u32..7).prop_map(RegisterOp::Read),
+        1 => (0u32..3, 0u32..6).prop_map(|(a, b)| RegisterOp::Cas(a, b)),
+    ]
+}
+
+/// Histories of up to 9 operations by 2 to 5 processes, overlapping a lot.
+fn crowded<O: std::fmt::Debug + Clone>(
+    ops: impl Strategy<Value = O>,
+) -> impl Strategy<Value = Vec<Operation<O>>> {
+    (
+        prop::collection::vec((ops, 0u64..12, 1u64..14, prop::bool::weighted(0.2)), 1..=9),
+        2u32..6,
+    )
+        .prop_map(|(v, procs)| {
+            let mut free = vec![0u64; procs as usize];
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (o, gap, len, indet))| {
+                    let p = (i as u32) % procs;
+                    let call = free[p as usize] + gap;
+                    let ret = call + len;
+                    free[p as usize] = ret + 1;
+                    Operation {
+                        op: o,
+                        process: p,
+                        call,
+                        ret: if indet { INDETERMINATE } else { ret },
+                        line: 0,
+                        call_ns: None,
+                        ret_ns: None,
+                    }
+                })
+                .collect()
+        })
+}
+
+/// Raw cas-register histories as events: each of up to 4 processes invokes a random
+/// operation and completes it `ok`, `fail` or `info` (or never), with random values.
+fn arb_raw_history() -> impl Strategy<Value = Vec<Event>> {
+    prop::collection::vec((0usize..4, 0u8..3, 0i64..3, 0i64..3, 0u8..10), 1..24).prop_map(|steps| {
+        let mut pending: Vec<Option<(&'static str, serde_json::Value)>> = vec![None; 4];
+        let mut out = Vec::new();
+        for (p, f, a, b, how) in steps {
+            let name = p.to_string();
+            match pending[p].take() {
+                None => {
+                    let (f, v) = match f {
+                        0 => ("read", serde_json::Value::Null),
+                        1 => ("write", a.into()),
+                        _ => ("cas", serde_json::json!([a, b])),
+                    };
+                    out.push(Event::new(name, EventType::Invoke, f).value(v.clone()));
+                    pending[p] = Some((f, v));
+                }
+                Some((f, v)) => {
+                    let kind = match how {
+                        0 => EventType::Fail,
+                        1 => EventType::Info,
+                        _ => EventType::Ok,
+                    };
+                    let v = if f == "read" && kind == EventType::Ok {
+                        a.into()
+                    } else {
+                        v
+                    };
+                    out.push(Event::new(name, kind, f).value(v));
+                }
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    /// Every reduction against the brute-force oracle, on histories where they fire.
+    #[test]
+    fn reductions_match_oracle_on_crowded_registers(ops in crowded(arb_write_heavy_op())) {
+        let m = reg_model();
+        let want = oracle(&m, &ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), want, "{:?}", ops);
+        prop_assert_eq!(is_lin(&verdict(&PlainRegister(m.clone()), &ops, true)), want, "plain {:?}", ops);
+    }
+
+    /// Failed and indeterminate operations, through pairing and the model, against the
+    /// oracle on the operations the model keeps.
+    #[test]
+    fn raw_histories_with_fail_and_info_match_oracle(events in arb_raw_history()) {
+        let raw = raw_ops_from_events(&events).unwrap();
+        let mut m = Register::new(Value::Int(0), true);
+        let ops = m.ops_from_raw(&raw).unwrap();
+        let want = oracle(&m, &ops);
+        let out = check_raw(&raw, "cas-register", None, None).unwrap();
+        prop_assert_eq!(is_lin(&out.verdict), want, "{:?}", ops);
+    }
+
+}
+
+/// `n` writes of distinct values, all concurrent, then reads of the given values.
+fn concurrent_writes(n: u32, reads: &[u32]) -> (Register, Vec<Operation<RegisterOp>>) {
+    let mut m = Register::new(Value::Int(0), false);
+    let ids: Vec<u32> = (0..=n + 1)
+        .map(|v| m.intern(&Value::Int(v as i64)))
+        .collect();
+    let mut ops: Vec<Operation<RegisterOp>> = (0..n)
+        .map(|p| {
+            op(
+                RegisterOp::Write(ids[p as usize + 1]),
+                p,
+                p as u64,
+                (n + p) as u64,
+            )
+        })
+        .collect();
+    for (k, &v) in reads.iter().enumerate() {
+        let t = 2 * n as u64 + 2 * k as u64;
+        ops.push(op(RegisterOp::Read(Some(ids[v as usize])), n, t, t + 1));
+    }
+    (m, ops)
+}
+
+#[test]
+fn many_concurrent_writes_of_unread_values_are_cheap() {
+    // The 50-line history: 24 concurrent writes, then a read of a value nothing
+    // wrote last (the initial 0, or a value nobody wrote). Before the absorbed-overwrite
+    // reduction this took 2^24 configurations.
+    for read in [0, 25] {
+        let (m, ops) = concurrent_writes(24, &[read]);
+        let (v, stats) = check_with_stats(&m, &ops, CheckOptions::default());
+        assert!(matches!(v, LinVerdict::NotLinearizable(_)), "{v:?}");
+        assert!(stats.configurations < 1000, "{stats:?}");
+    }
+    // Reading the value of one of them: linearizable.
+    let (m, ops) = concurrent_writes(24, &[7]);
+    assert!(is_lin(&verdict(&m, &ops, true)));
+}
+
+#[test]
+fn budgets_give_unknown_and_say_which() {
+    // 22 concurrent writes whose values are all read later, in an order no
+    // linearization allows: every subset of the writes is a configuration.
+    let reads: Vec<u32> = (1..=22).collect();
+    let (m, ops) = concurrent_writes(22, &reads);
+    let opts = CheckOptions {
+        timeout: None,
+        memo_limit: Some(1 << 20),
+        fast_path: true,
+    };
+    let (v, stats) = check_with_stats(&m, &ops, opts);
+    assert_eq!(v, LinVerdict::Unknown);
+    assert_eq!(stats.stopped, Some(Stop::Memory));
+    assert!(stats.memo_bytes <= 1 << 20, "{stats:?}");
+    let opts = CheckOptions {
+        timeout: Some(Duration::from_millis(100)),
+        memo_limit: None,
+        fast_path: true,
+    };
+    let start = std::time::Instant::now();
+    let (v, stats) = check_with_stats(&m, &ops, opts);
+    assert_eq!(v, LinVerdict::Unknown);
+    assert_eq!(stats.stopped, Some(Stop::Time));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // A budget too large for `Instant` is no budget, not a panic.
+    let (m, ops) = concurrent_writes(3, &[3]);
+    let opts = CheckOptions {
+        timeout: Some(Duration::MAX),
+        ..CheckOptions::default()
+    };
+    assert!(is_lin(&check(&m, &ops, opts)));
 }
