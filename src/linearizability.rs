@@ -124,7 +124,10 @@
 //! When a history is not linearizable the search reports the deepest dead end it met:
 //! the longest linearizable prefix found, the operation that could not be placed after
 //! it, the operations concurrent with that one, and the model state at that point
-//! ([`Explanation`]); [`render_svg`] draws it, one lane per process.
+//! ([`Explanation`]); [`render_svg`] draws it, one lane per process. A
+//! [`CheckOutcome`] builds descriptions, text and picture only when asked
+//! ([`CheckOutcome::summary`], [`CheckOutcome::text`], [`CheckOutcome::svg`]), so the
+//! per-seed checks of a sweep pay for none of them.
 
 mod cli;
 mod explain;
@@ -140,7 +143,10 @@ mod svg;
 #[cfg(test)]
 mod tests;
 
-pub use cli::{check_events, check_file, check_raw, raw_ops_from_file, CheckOutcome, MODEL_NAMES};
+pub use cli::{
+    check_events, check_file, check_file_opts, check_raw, check_raw_opts, memo_limit_from_mib,
+    raw_ops_from_file, timeout_from_secs, CheckOutcome, MAX_MEMO_LIMIT_MIB, MODEL_NAMES,
+};
 pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};

@@ -105,7 +105,7 @@ fn knossos_good_histories_are_linearizable() {
             LinVerdict::Linearizable,
             "{}: {}",
             f.display(),
-            out.text
+            out.text()
         );
         assert_eq!(out.exit_code(), 0);
     }
@@ -125,8 +125,11 @@ fn knossos_bad_histories_are_not_linearizable() {
             out.verdict
         );
         assert_eq!(out.exit_code(), 1);
-        assert!(out.text.contains("NOT linearizable"), "{}", out.text);
-        assert!(out.svg.starts_with("<svg") && out.svg.contains("#ea4335"));
+        assert!(out.text().contains("NOT linearizable"), "{}", out.text());
+        assert!({
+            let svg = out.svg();
+            svg.starts_with("<svg") && svg.contains("#ea4335")
+        });
         assert_eq!(out.to_json()["verdict"], "not-linearizable");
     }
 }
@@ -139,8 +142,8 @@ fn knossos_bad_analysis_explanation() {
         panic!("{:?}", out.verdict)
     };
     // The spurious reads of 3 and 2 cannot both be placed.
-    let failing = &out.op_info[e.failing];
-    assert!(failing.description.starts_with("read"), "{}", out.text);
+    let failing = out.op_info(e.failing).unwrap();
+    assert!(failing.description.starts_with("read"), "{}", out.text());
     assert!(!e.prefix.is_empty());
 }
 
@@ -233,14 +236,15 @@ fn fenced_lock_jsonl_events() {
     // client-1 releases a lock it no longer holds.
     let out = check_events(&ev, "fenced-lock", None, None).unwrap();
     let LinVerdict::NotLinearizable(e) = &out.verdict else {
-        panic!("{}", out.text)
+        panic!("{}", out.text())
     };
     // The fast path shows the forced order: client-1's release ends its own hold, so
     // the expiry must end client-2's, and client-2's grant came too early.
     assert_eq!(
-        out.op_info[e.failing].description, "acquire → token 2",
+        out.op_info(e.failing).unwrap().description,
+        "acquire → token 2",
         "{}",
-        out.text
+        out.text()
     );
     assert_eq!(e.partition, "lock \"L\"");
     assert_eq!(e.state, "free, last token 1");
@@ -259,7 +263,7 @@ fn fenced_lock_jsonl_events() {
     );
     // The storage log alone checks against the fenced register.
     let out = check_events(&ev, "fenced-register", None, None).unwrap();
-    assert_eq!(out.verdict, LinVerdict::Linearizable, "{}", out.text);
+    assert_eq!(out.verdict, LinVerdict::Linearizable, "{}", out.text());
     // EDN round trip of the same events.
     let edn = events_to_edn(&ev);
     let raw = raw_ops_from_edn(&edn).unwrap();
@@ -1001,7 +1005,7 @@ fn bench_files() {
             out.ops as f64 / total.as_secs_f64()
         );
         if !matches!(out.verdict, LinVerdict::Linearizable) {
-            println!("{}", out.text);
+            println!("{}", out.text());
         }
         if let Ok(dir) = std::env::var("LOCKSIM_SVG_DIR") {
             let name = std::path::Path::new(f)
@@ -1009,7 +1013,7 @@ fn bench_files() {
                 .unwrap()
                 .to_string_lossy()
                 .to_string();
-            std::fs::write(format!("{dir}/{name}.svg"), &out.svg).unwrap();
+            std::fs::write(format!("{dir}/{name}.svg"), out.svg()).unwrap();
             std::fs::write(format!("{dir}/{name}.json"), out.to_json().to_string()).unwrap();
         }
     }
