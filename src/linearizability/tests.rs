@@ -1190,6 +1190,37 @@ proptest! {
         prop_assert_eq!(is_lin(&out.verdict), want, "{:?}", ops);
     }
 
+    /// The generated cas-register histories: linearizable when asked, and not when not
+    /// (small enough for the oracle to agree).
+    #[test]
+    fn generated_cas_histories_have_the_verdict_asked_for(seed in any::<u64>(), procs in 1usize..5, n in 1usize..8) {
+        for linearizable in [true, false] {
+            let events = generate::cas_history(seed, n, procs, linearizable);
+            let raw = raw_ops_from_events(&events).unwrap();
+            let mut m = Register::new(Value::Int(0), true);
+            let ops = m.ops_from_raw(&raw).unwrap();
+            prop_assert_eq!(oracle(&m, &ops), linearizable, "{:?}", ops);
+            let out = check_raw(&raw, "cas-register", None, None).unwrap();
+            prop_assert_eq!(is_lin(&out.verdict), linearizable);
+        }
+    }
+}
+
+#[test]
+fn generated_cas_histories_are_deterministic_and_well_formed() {
+    let a = generate::cas_history(7, 500, 10, false);
+    assert_eq!(a, generate::cas_history(7, 500, 10, false));
+    assert_ne!(a, generate::cas_history(8, 500, 10, false));
+    assert_eq!(a.len(), 1000);
+    // Written as JSONL and read back as a file would be.
+    let text = crate::history::to_jsonl(&a);
+    let raw = raw_ops_from_jsonl(&text).unwrap();
+    assert_eq!(raw, raw_ops_from_events(&a).unwrap());
+    for (linearizable, verdict) in [(true, "linearizable"), (false, "not-linearizable")] {
+        let m = generate::time_cas_check(3, 2000, 10, linearizable, &CheckOptions::default());
+        assert_eq!(m.verdict, verdict, "{}", m.line());
+        assert!(m.configurations > 0 && m.memo_bytes > 0, "{}", m.line());
+    }
 }
 
 /// `n` writes of distinct values, all concurrent, then reads of the given values.
@@ -1263,4 +1294,24 @@ fn budgets_give_unknown_and_say_which() {
         ..CheckOptions::default()
     };
     assert!(is_lin(&check(&m, &ops, opts)));
+}
+
+/// Manual benchmark of the checker on generated cas-register histories:
+/// `cargo test --release --lib bench_generated -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_generated() {
+    let opts = CheckOptions {
+        timeout: Some(crate::linearizability::DEFAULT_TIMEOUT),
+        ..CheckOptions::default()
+    };
+    for (ops, procs, linearizable) in [
+        (10_000, 20, false),
+        (10_000, 20, true),
+        (10_000, 30, false),
+        (10_000, 30, true),
+    ] {
+        let m = generate::time_cas_check(1, ops, procs, linearizable, &opts);
+        println!("{}", m.line());
+    }
 }
