@@ -5,6 +5,7 @@ use super::EXIT_BAD_INPUT;
 use crate::linearizability::{
     check_file_opts, memo_limit_from_mib, timeout_from_secs, CheckOptions, DEFAULT_TIMEOUT,
 };
+use std::io::Write;
 use std::path::Path;
 
 /// Check one history file; print the verdict (text or JSON) and optionally write the SVG.
@@ -55,21 +56,23 @@ pub fn check_command(
             return EXIT_BAD_INPUT;
         }
     }
-    if json {
-        println!("{}", outcome.to_json());
+    // Written without print!, which panics when stdout is a closed pipe (`| head`).
+    let report = if json {
+        format!("{}\n", outcome.to_json())
     } else {
-        let text = outcome.text();
-        print!("{text}");
+        let mut text = outcome.text();
         if !text.ends_with('\n') {
-            println!();
+            text.push('\n');
         }
         match svg {
-            Some(p) => println!("picture: {}", p.display()),
-            None if outcome.exit_code() == 1 => {
-                println!("(add --svg FILE for a picture: one lane per process, the failure in red)")
-            }
+            Some(p) => text.push_str(&format!("picture: {}\n", p.display())),
+            None if outcome.exit_code() == 1 => text.push_str(
+                "(add --svg FILE for a picture: one lane per process, the failure in red)\n",
+            ),
             None => {}
         }
-    }
+        text
+    };
+    let _ = std::io::stdout().lock().write_all(report.as_bytes());
     outcome.exit_code() as u8
 }
