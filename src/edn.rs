@@ -10,7 +10,9 @@
 //!
 //! The reader never panics, whatever the input: every problem is an [`EdnError`] naming
 //! the 1-based line. Nesting deeper than [`MAX_DEPTH`] is an error rather than a stack
-//! overflow.
+//! overflow, and discards (`#_`) are counted rather than recursed into, so no input can
+//! overflow the stack. As the EDN specification requires, a map with a key twice and a
+//! set with an element twice are errors.
 //!
 //! A Jepsen history is either one vector of operation maps or a sequence of maps, one per
 //! line; [`read_history_forms`] accepts both and returns each map with its line.
@@ -338,7 +340,7 @@ pub fn parse(text: &str) -> Result<Value, EdnError> {
         line: p.line,
         message: "expected a value, found end of input".into(),
     })?;
-    p.skip_ws()?;
+    p.skip_ws(0)?;
     if p.pos < p.bytes.len() {
         return Err(p.err("unexpected data after the value"));
     }
@@ -379,7 +381,7 @@ impl<'a> HistoryForms<'a> {
         let p = &mut self.p;
         if !self.started {
             self.started = true;
-            p.skip_ws()?;
+            p.skip_ws(0)?;
             self.close = match p.peek() {
                 Some(b'[') => b']',
                 Some(b'(') => b')',
@@ -390,7 +392,7 @@ impl<'a> HistoryForms<'a> {
                 p.pos += 1;
             }
         }
-        p.skip_ws()?;
+        p.skip_ws(usize::from(self.close != 0))?;
         if self.close == 0 {
             if p.pos >= p.bytes.len() {
                 return Ok(None);
@@ -405,7 +407,7 @@ impl<'a> HistoryForms<'a> {
             }),
             Some(c) if c == self.close => {
                 p.pos += 1;
-                p.skip_ws()?;
+                p.skip_ws(0)?;
                 if p.pos < p.bytes.len() {
                     return Err(p.err("unexpected data after the history vector"));
                 }
@@ -476,15 +478,21 @@ impl<'a> Parser<'a> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn skip_ws(&mut self) -> Result<(), EdnError> {
-        while let Some(c) = self.peek() {
-            match c {
-                b'\n' => {
+    /// Skip whitespace, commas, comments and discarded forms (`#_ form`) at nesting
+    /// `depth`. Discards are counted, not recursed into: `#_ #_ a b` discards `a` and
+    /// `b`, and a chain of any length takes no stack; a discarded form is read at the
+    /// same depth as a value in its place would be, so its nesting is limited too.
+    fn skip_ws(&mut self, depth: usize) -> Result<(), EdnError> {
+        let mut discard = 0usize;
+        let mut discard_line = 0;
+        loop {
+            match self.peek() {
+                Some(b'\n') => {
                     self.line += 1;
                     self.pos += 1;
                 }
-                b' ' | b'\t' | b'\r' | b',' | 0x0c => self.pos += 1,
-                b';' => {
+                Some(b' ' | b'\t' | b'\r' | b',' | 0x0c) => self.pos += 1,
+                Some(b';') => {
                     while let Some(c) = self.peek() {
                         if c == b'\n' {
                             break;
@@ -492,22 +500,35 @@ impl<'a> Parser<'a> {
                         self.pos += 1;
                     }
                 }
-                b'#' if self.bytes.get(self.pos + 1) == Some(&b'_') => {
+                Some(b'#') if self.bytes.get(self.pos + 1) == Some(&b'_') => {
                     self.pos += 2;
-                    self.skip_ws()?;
-                    if self.pos >= self.bytes.len() {
-                        return Err(self.err("#_ with nothing to discard"));
+                    if discard == 0 {
+                        discard_line = self.line;
                     }
-                    self.value(MAX_DEPTH.saturating_sub(1))?;
+                    discard += 1;
                 }
-                _ => break,
+                None if discard > 0 => {
+                    return Err(self.err(format!(
+                        "#_ on line {discard_line} with nothing to discard (end of input)"
+                    )))
+                }
+                Some(b')' | b']' | b'}') if discard > 0 => {
+                    return Err(self.err(format!(
+                        "#_ on line {discard_line} with nothing to discard before '{}'",
+                        self.bytes[self.pos] as char
+                    )))
+                }
+                _ if discard > 0 => {
+                    self.value(depth)?;
+                    discard -= 1;
+                }
+                _ => return Ok(()),
             }
         }
-        Ok(())
     }
 
     fn next_form(&mut self) -> Result<Option<Value>, EdnError> {
-        self.skip_ws()?;
+        self.skip_ws(0)?;
         if self.pos >= self.bytes.len() {
             return Ok(None);
         }
@@ -531,7 +552,7 @@ impl<'a> Parser<'a> {
         if depth >= MAX_DEPTH {
             return Err(self.err(format!("nesting deeper than {MAX_DEPTH}")));
         }
-        self.skip_ws()?;
+        self.skip_ws(depth)?;
         let c = match self.peek() {
             Some(c) => c,
             None => return Err(self.err("expected a value, found end of input")),
@@ -548,9 +569,10 @@ impl<'a> Parser<'a> {
             b'{' => {
                 let line = self.line;
                 self.pos += 1;
-                let mut m = Vec::with_capacity(4);
+                let mut m: Vec<(Value, Value)> = Vec::with_capacity(4);
+                let mut key_lines = Vec::with_capacity(4);
                 loop {
-                    self.skip_ws()?;
+                    self.skip_ws(depth + 1)?;
                     match self.peek() {
                         None => {
                             return Err(self.err(format!(
@@ -559,19 +581,40 @@ impl<'a> Parser<'a> {
                         }
                         Some(b'}') => {
                             self.pos += 1;
+                            if let Some(i) = first_duplicate(m.len(), |i| &m[i].0) {
+                                return Err(EdnError {
+                                    line: key_lines[i],
+                                    message: format!(
+                                        "duplicate key {} in the map opened on line {line}",
+                                        m[i].0
+                                    ),
+                                });
+                            }
                             return Ok(Value::Map(m));
                         }
                         Some(_) => {
+                            let key_line = self.line;
                             let k = self.value(depth + 1)?;
-                            self.skip_ws()?;
-                            if self.peek() == Some(b'}') {
-                                return Err(EdnError {
-                                    line,
-                                    message: "map with an odd number of forms".into(),
-                                });
+                            self.skip_ws(depth + 1)?;
+                            match self.peek() {
+                                Some(b'}') => {
+                                    return Err(EdnError {
+                                        line,
+                                        message: format!(
+                                            "map with an odd number of forms: key {k} has no value"
+                                        ),
+                                    })
+                                }
+                                None => {
+                                    return Err(self.err(format!(
+                                        "end of input where the value of key {k} was expected (map opened on line {line})"
+                                    )))
+                                }
+                                _ => {}
                             }
                             let v = self.value(depth + 1)?;
                             m.push((k, v));
+                            key_lines.push(key_line);
                         }
                     }
                 }
@@ -607,7 +650,7 @@ impl<'a> Parser<'a> {
         let open_line = self.line;
         let mut out = Vec::new();
         loop {
-            self.skip_ws()?;
+            self.skip_ws(depth + 1)?;
             match self.peek() {
                 None => {
                     return Err(self.err(format!(
@@ -628,8 +671,19 @@ impl<'a> Parser<'a> {
         self.pos += 1; // '#'
         match self.peek() {
             Some(b'{') => {
+                let line = self.line;
                 self.pos += 1;
-                Ok(Value::Set(self.seq(b'}', depth)?))
+                let items = self.seq(b'}', depth)?;
+                if let Some(i) = first_duplicate(items.len(), |i| &items[i]) {
+                    return Err(EdnError {
+                        line,
+                        message: format!(
+                            "duplicate element {} in the set opened on line {line}",
+                            items[i]
+                        ),
+                    });
+                }
+                Ok(Value::Set(items))
             }
             Some(b'#') => {
                 self.pos += 1;
@@ -755,6 +809,15 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// The index of the first of `n` items (`item(i)`) that equals an earlier one.
+fn first_duplicate<'v>(n: usize, item: impl Fn(usize) -> &'v Value) -> Option<usize> {
+    if n <= 16 {
+        return (1..n).find(|&i| (0..i).any(|j| item(j) == item(i)));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    (0..n).find(|&i| !seen.insert(item(i)))
+}
+
 /// A number, `nil`, `true`, `false` or a symbol.
 fn atom(t: &str) -> Result<Value, String> {
     match t {
@@ -840,12 +903,65 @@ mod tests {
     }
 
     #[test]
+    fn discards_are_counted_not_recursed() {
+        // 50,000 chained discards: no stack overflow, either way.
+        let chain = "#_ ".repeat(50_000);
+        let e = parse_all(&format!("{chain}1")).unwrap_err();
+        assert!(e.message.contains("nothing to discard"), "{e}");
+        let all = parse_all(&format!("{chain}{}", "1 ".repeat(50_001))).unwrap();
+        assert_eq!(all, vec![Value::Int(1)]);
+        let e = read_history_forms(&format!("[{chain}]")).unwrap_err();
+        assert!(e.message.contains("before ']'"), "{e}");
+        // A discarded form may nest like any other (up to the limit), and `#_ #_ a b`
+        // discards both.
+        assert_eq!(
+            parse_all("#_ [1 [2 {:a #{3}}]] 4").unwrap(),
+            vec![Value::Int(4)]
+        );
+        assert_eq!(parse_all("#_ #_ 1 2 3").unwrap(), vec![Value::Int(3)]);
+        assert_eq!(parse("[1 #_ 2]").unwrap(), parse("[1]").unwrap());
+        let deep = format!("#_ {}", "[".repeat(10_000));
+        assert!(parse_all(&deep)
+            .unwrap_err()
+            .message
+            .contains("nesting deeper"));
+    }
+
+    #[test]
+    fn duplicates_and_missing_values_are_named() {
+        let e = parse("{:a 1\n :b 2\n :a 3}").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("duplicate key :a"), "{e}");
+        let e = parse("#{1 2 1}").unwrap_err();
+        assert!(e.message.contains("duplicate element 1"), "{e}");
+        assert!(parse("{1 :x 1.0 :y}").is_ok(), "1 and 1.0 differ");
+        let e = parse("{:a 1 :value").unwrap_err();
+        assert!(e.message.contains("value of key :value"), "{e}");
+        let e = parse("{:a 1 :value}").unwrap_err();
+        assert!(e.message.contains("key :value has no value"), "{e}");
+    }
+
+    #[test]
     fn history_forms_vector_or_lines() {
         let a = read_history_forms("[{:a 1}\n {:a 2}]\n").unwrap();
         assert_eq!(a.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2]);
         let b = read_history_forms("{:a 1}\n\n{:a 2}\n").unwrap();
         assert_eq!(b.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3]);
         assert!(read_history_forms("[{:a 1}").is_err());
+    }
+
+    /// Keep the first of items with equal keys (EDN sets and maps have no duplicates).
+    fn dedup_by<T>(items: &mut Vec<T>, key: impl Fn(&T) -> Value) {
+        let mut seen: Vec<Value> = Vec::new();
+        items.retain(|x| {
+            let k = key(x);
+            if seen.contains(&k) {
+                false
+            } else {
+                seen.push(k);
+                true
+            }
+        });
     }
 
     fn arb_value() -> impl Strategy<Value = Value> {
@@ -866,8 +982,14 @@ mod tests {
         leaf.prop_recursive(3, 24, 4, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Vector),
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Set),
-                prop::collection::vec((inner.clone(), inner), 0..3).prop_map(Value::Map),
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|mut v| {
+                    dedup_by(&mut v, |x| x.clone());
+                    Value::Set(v)
+                }),
+                prop::collection::vec((inner.clone(), inner), 0..3).prop_map(|mut m| {
+                    dedup_by(&mut m, |(k, _)| k.clone());
+                    Value::Map(m)
+                }),
             ]
         })
     }

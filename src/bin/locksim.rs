@@ -61,7 +61,10 @@ enum Command {
     },
     /// Check a history for linearizability against a model.
     ///
-    /// Exit code: 0 linearizable, 1 not, 3 unknown (time budget spent), 2 bad input.
+    /// The search has two budgets, --timeout (default 60 s) and --memo-limit (default
+    /// 1024 MiB); when either runs out the verdict is `unknown`, never a guess.
+    ///
+    /// Exit code: 0 linearizable, 1 not, 3 unknown (a budget ran out), 2 bad input.
     Check {
         /// History file: `.edn` (Jepsen/Knossos) or locksim JSONL.
         history: PathBuf,
@@ -71,9 +74,14 @@ enum Command {
         /// Initial value for register models, as EDN (e.g. `0`, `nil`) [0].
         #[arg(long)]
         init: Option<String>,
-        /// Give up after this many seconds with verdict `unknown`.
-        #[arg(long)]
+        /// Give up after this many seconds with verdict `unknown` (exit 3); at most
+        /// 604800 (a week) [60].
+        #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
+        /// Give up with verdict `unknown` (exit 3) rather than let the search's memory (its
+        /// memo, and its stack) grow past this many MiB [1024].
+        #[arg(long, value_name = "MIB")]
+        memo_limit: Option<u64>,
         /// Print the verdict as JSON.
         #[arg(long)]
         json: bool,
@@ -129,6 +137,7 @@ fn main() -> ExitCode {
             model,
             init,
             timeout,
+            memo_limit,
             json,
             svg,
         } => cli::check_command(
@@ -136,6 +145,7 @@ fn main() -> ExitCode {
             &model,
             init.as_deref(),
             timeout,
+            memo_limit,
             json,
             svg.as_deref(),
         ),

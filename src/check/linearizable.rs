@@ -54,7 +54,7 @@ fn linearizable(name: &'static str, events: &[Event], model: &str) -> CheckRepor
                 // Name the events: the failing op and those concurrent with it.
                 let mut idx: Vec<u64> = Vec::new();
                 for &i in std::iter::once(&x.failing).chain(x.concurrent.iter()) {
-                    if let Some(op) = out.op_info.get(i) {
+                    if let Some(op) = out.op_info(i) {
                         // `line` is the 1-based position of the invocation in `events`.
                         if op.line > 0 {
                             idx.push(op.line as u64 - 1);
@@ -65,10 +65,7 @@ fn linearizable(name: &'static str, events: &[Event], model: &str) -> CheckRepor
                     .into_iter()
                     .filter_map(|i| events.get(i as usize).map(|e| e.index))
                     .collect();
-                (
-                    Verdict::Violated,
-                    vec![Violation::new(out.text.clone(), idx)],
-                )
+                (Verdict::Violated, vec![Violation::new(out.summary(), idx)])
             }
         },
     };

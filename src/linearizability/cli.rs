@@ -1,6 +1,12 @@
 //! The library side of `locksim check HISTORY --model NAME [--init EDN] [--timeout S]`.
+//!
+//! A check returns a [`CheckOutcome`]: the verdict and what it cost, plus what is needed
+//! to describe the operations. Descriptions, the explanation text and the SVG picture
+//! are built only when asked for ([`CheckOutcome::text`], [`CheckOutcome::svg`], ...),
+//! so a caller that only needs the verdict (the per-seed checks of a sweep) pays nothing
+//! for them.
 
-use super::explain::{explanation_text, LinVerdict, OpInfo};
+use super::explain::{explanation_text_with, LinVerdict, OpInfo};
 use super::fenced_lock::FencedLock;
 use super::fenced_register::FencedRegister;
 use super::model::{Model, Operation};
@@ -9,11 +15,13 @@ use super::ops::{
     raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl_reader, InputError, RawOp,
 };
 use super::register::Register;
-use super::search::{check, CheckOptions};
+use super::search::{check_with_stats, CheckOptions, SearchStats, Stop, MAX_TIMEOUT};
 use super::svg::render_svg;
 use crate::edn::{self, Value};
 use crate::history::Event;
+use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The models `check` knows, by name.
@@ -25,8 +33,56 @@ pub const MODEL_NAMES: &[&str] = &[
     "fenced-register",
 ];
 
+/// Operations drawn in the picture of a history without a violation.
+const HEAD_OPS: usize = 80;
+
+/// What an outcome keeps to describe its operations on request.
+trait Detail: Send + Sync {
+    /// The view of operation `i`.
+    fn op_info(&self, i: usize) -> Option<OpInfo>;
+    /// Views of every operation.
+    fn all(&self) -> Vec<OpInfo>;
+    /// Views of the first `k` operations by call.
+    fn head(&self, k: usize) -> Vec<OpInfo>;
+}
+
+struct Checked<M: Model> {
+    model: M,
+    ops: Vec<Operation<M::Op>>,
+    procs: Vec<String>,
+}
+
+impl<M> Detail for Checked<M>
+where
+    M: Model + Send + Sync,
+    M::Op: Send + Sync,
+{
+    fn op_info(&self, i: usize) -> Option<OpInfo> {
+        self.ops
+            .get(i)
+            .map(|o| OpInfo::of(&self.model, o, &self.procs))
+    }
+
+    fn all(&self) -> Vec<OpInfo> {
+        OpInfo::from_ops(&self.model, &self.ops, &self.procs)
+    }
+
+    fn head(&self, k: usize) -> Vec<OpInfo> {
+        let ops = &self.ops;
+        let mut idx: Vec<usize> = (0..ops.len()).collect();
+        if idx.len() > k && k > 0 {
+            idx.select_nth_unstable_by_key(k - 1, |&i| (ops[i].call, i));
+            idx.truncate(k);
+        }
+        idx.sort_by_key(|&i| (ops[i].call, i));
+        idx.iter()
+            .map(|&i| OpInfo::of(&self.model, &ops[i], &self.procs))
+            .collect()
+    }
+}
+
 /// The result of checking one history.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CheckOutcome {
     /// The verdict.
     pub verdict: LinVerdict,
@@ -38,13 +94,24 @@ pub struct CheckOutcome {
     pub ops: usize,
     /// Wall time spent checking (after reading and parsing).
     pub elapsed: Duration,
-    /// Views of the operations the explanation and picture refer to (all operations when
-    /// the history is not linearizable; empty otherwise).
-    pub op_info: Vec<OpInfo>,
-    /// A human report: the verdict, and for a violation the explanation.
-    pub text: String,
-    /// A standalone SVG picture of the history around the violation.
-    pub svg: String,
+    /// What the search cost, and which budget ran out if one did.
+    pub stats: SearchStats,
+    /// The options (budgets) the check ran with.
+    pub options: CheckOptions,
+    detail: Arc<dyn Detail>,
+}
+
+impl fmt::Debug for CheckOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CheckOutcome")
+            .field("verdict", &self.verdict)
+            .field("model", &self.model)
+            .field("file", &self.file)
+            .field("ops", &self.ops)
+            .field("elapsed", &self.elapsed)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CheckOutcome {
@@ -53,13 +120,105 @@ impl CheckOutcome {
         self.verdict.exit_code()
     }
 
-    /// A JSON report: `{file, model, verdict, ops, elapsed_ms, explanation}`; the
-    /// explanation (null unless violated) has `partition`, `prefix_length`, `prefix_tail`
-    /// (the last 50 linearized operations), `failing`, `concurrent` and `state`.
+    /// The view of operation `i` (an index of the explanation), described on demand.
+    pub fn op_info(&self, i: usize) -> Option<OpInfo> {
+        self.detail.op_info(i)
+    }
+
+    /// Why the verdict is unknown, in words (empty otherwise).
+    fn unknown_reason(&self) -> String {
+        if self.verdict != LinVerdict::Unknown {
+            return String::new();
+        }
+        match self.stats.stopped {
+            Some(Stop::Memory) => format!(
+                "the search's memo reached its cap ({} MiB)",
+                self.options.memo_limit.unwrap_or(0) >> 20
+            ),
+            _ => match self.options.timeout {
+                Some(t) => format!("the time budget ({:.3} s) ran out", t.as_secs_f64()),
+                None => "the time budget ran out".to_string(),
+            },
+        }
+    }
+
+    /// One line: the verdict, and for a violation the operation that cannot be placed,
+    /// the length of the longest linearizable prefix, the state there and how many
+    /// operations are concurrent with it. Cheap: describes one operation.
+    pub fn summary(&self) -> String {
+        match &self.verdict {
+            LinVerdict::Linearizable => format!(
+                "linearizable: {} operations against the {} model",
+                self.ops, self.model
+            ),
+            LinVerdict::Unknown => format!(
+                "unknown: {} before the search over {} operations finished (model {})",
+                self.unknown_reason(),
+                self.ops,
+                self.model
+            ),
+            LinVerdict::NotLinearizable(e) => {
+                let part = if e.partition.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on {}", e.partition)
+                };
+                let failing = self
+                    .op_info(e.failing)
+                    .map_or_else(|| format!("operation {}", e.failing), |o| o.label());
+                format!(
+                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found ({} operations; {}); {} concurrent operation{} not linearized",
+                    self.model,
+                    e.prefix.len(),
+                    e.state,
+                    e.concurrent.len(),
+                    if e.concurrent.len() == 1 { "" } else { "s" }
+                )
+            }
+        }
+    }
+
+    /// A human report: the verdict, and for a violation the explanation (the end of the
+    /// longest linearizable prefix, the operation that cannot follow it, the state there
+    /// and the operations concurrent with it).
+    pub fn text(&self) -> String {
+        match &self.verdict {
+            LinVerdict::NotLinearizable(e) => {
+                explanation_text_with(|i| self.op_info(i).expect("explanations index ops"), e)
+            }
+            LinVerdict::Unknown => format!(
+                "UNKNOWN: {} before the search over {} operations finished (model {}).\n",
+                self.unknown_reason(),
+                self.ops,
+                self.model
+            ),
+            LinVerdict::Linearizable => format!(
+                "linearizable: {} operations against the {} model ({:.1} ms).\n",
+                self.ops,
+                self.model,
+                self.elapsed.as_secs_f64() * 1e3
+            ),
+        }
+    }
+
+    /// A standalone SVG picture: the history around the violation, or (no violation) its
+    /// first operations.
+    pub fn svg(&self) -> String {
+        match &self.verdict {
+            LinVerdict::NotLinearizable(e) => render_svg(&self.detail.all(), Some(e)),
+            _ => render_svg(&self.detail.head(HEAD_OPS), None),
+        }
+    }
+
+    /// A JSON report: `{file, model, verdict, ops, elapsed_ms, stats, explanation}`;
+    /// `stats` has `configurations`, `memo_bytes` and `stopped` (`"time"`, `"memory"` or
+    /// null); the explanation (null unless violated) has `partition`, `prefix_length`,
+    /// `prefix_tail` (the last 50 linearized operations), `failing`, `concurrent` and
+    /// `state`.
     pub fn to_json(&self) -> serde_json::Value {
         let explanation = match &self.verdict {
             LinVerdict::NotLinearizable(e) => {
-                let op = |i: usize| serde_json::to_value(&self.op_info[i]).unwrap_or_default();
+                let op = |i: usize| serde_json::to_value(self.op_info(i)).unwrap_or_default();
                 let tail = e.prefix.len().saturating_sub(50);
                 serde_json::json!({
                     "partition": e.partition,
@@ -78,31 +237,112 @@ impl CheckOutcome {
             "verdict": self.verdict.name(),
             "ops": self.ops,
             "elapsed_ms": self.elapsed.as_secs_f64() * 1e3,
+            "stats": self.stats,
             "explanation": explanation,
         })
     }
 }
 
+/// A `--timeout` in seconds as a budget: finite, positive and at most [`MAX_TIMEOUT`]
+/// (so that no budget can overflow `Instant` arithmetic).
+pub fn timeout_from_secs(secs: f64) -> Result<Duration, String> {
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!(
+            "expected a positive, finite number of seconds, got {secs}"
+        ));
+    }
+    if secs > MAX_TIMEOUT.as_secs_f64() {
+        return Err(format!(
+            "{secs} s is more than the maximum of {} s (one week)",
+            MAX_TIMEOUT.as_secs()
+        ));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{secs} s: {e}"))
+}
+
+/// A `--memo-limit` in MiB as a byte cap: at least 1 MiB, at most [`MAX_MEMO_LIMIT_MIB`].
+pub fn memo_limit_from_mib(mib: u64) -> Result<usize, String> {
+    if mib == 0 || mib > MAX_MEMO_LIMIT_MIB {
+        return Err(format!(
+            "expected a number of MiB from 1 to {MAX_MEMO_LIMIT_MIB}, got {mib}"
+        ));
+    }
+    usize::try_from(mib)
+        .ok()
+        .and_then(|m| m.checked_mul(1 << 20))
+        .ok_or_else(|| format!("{mib} MiB does not fit this machine's address space"))
+}
+
+/// The largest `--memo-limit` accepted, in MiB (1 TiB).
+pub const MAX_MEMO_LIMIT_MIB: u64 = 1 << 20;
+
+/// Read a history file into operations: `.edn` files as Jepsen EDN, anything else as
+/// locksim JSONL. Errors name the file and, where there is one, the line.
+pub fn raw_ops_from_file(path: &Path) -> Result<Vec<RawOp>, InputError> {
+    let file = path.display().to_string();
+    let cannot = |e: std::io::Error| InputError::new(0, format!("cannot read: {e}")).in_file(&file);
+    if path.extension().is_some_and(|e| e == "edn") {
+        let bytes = std::fs::read(path).map_err(cannot)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+            let col = at
+                - bytes[..at]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+            InputError::new(
+                line,
+                format!(
+                    "not valid UTF-8 (byte {} of the line); a history is UTF-8 text",
+                    col + 1
+                ),
+            )
+            .in_file(&file)
+        })?;
+        raw_ops_from_edn(&text).map_err(|mut e| {
+            if text.trim_start().starts_with("{\"") {
+                e.reason.push_str(
+                    " (this looks like locksim JSONL, one JSON object per line: only files named *.edn are read as EDN)",
+                );
+            }
+            e.in_file(&file)
+        })
+    } else {
+        let f = std::fs::File::open(path).map_err(cannot)?;
+        raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| e.in_file(&file))
+    }
+}
+
 /// Check a history file: `.edn` files are Jepsen EDN, anything else locksim JSONL.
 /// `init` is the initial value (EDN) for `register`, `cas-register` and
-/// `fenced-register` (default 0). Errors name the file, the line and the reason.
+/// `fenced-register` (default 0). Errors name the file, the line and the reason. The
+/// memo cap is the default ([`CheckOptions::default`]).
 pub fn check_file(
     path: &Path,
     model: &str,
     init: Option<&str>,
     timeout: Option<Duration>,
 ) -> Result<CheckOutcome, InputError> {
+    let opts = CheckOptions {
+        timeout,
+        ..CheckOptions::default()
+    };
+    check_file_opts(path, model, init, &opts)
+}
+
+/// [`check_file`] with every option.
+pub fn check_file_opts(
+    path: &Path,
+    model: &str,
+    init: Option<&str>,
+    opts: &CheckOptions,
+) -> Result<CheckOutcome, InputError> {
     let file = path.display().to_string();
-    let cannot = |e: std::io::Error| InputError::new(0, format!("cannot read: {e}")).in_file(&file);
-    let raw = if path.extension().is_some_and(|e| e == "edn") {
-        let text = std::fs::read_to_string(path).map_err(cannot)?;
-        raw_ops_from_edn(&text)
-    } else {
-        let f = std::fs::File::open(path).map_err(cannot)?;
-        raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
-    }
-    .map_err(|e| e.in_file(&file))?;
-    let mut out = check_raw(&raw, model, init, timeout).map_err(|e| e.in_file(&file))?;
+    let raw = raw_ops_from_file(path)?;
+    let mut out = check_raw_opts(&raw, model, init, opts).map_err(|e| e.in_file(&file))?;
     out.file = file;
     Ok(out)
 }
@@ -124,6 +364,20 @@ pub fn check_raw(
     init: Option<&str>,
     timeout: Option<Duration>,
 ) -> Result<CheckOutcome, InputError> {
+    let opts = CheckOptions {
+        timeout,
+        ..CheckOptions::default()
+    };
+    check_raw_opts(raw, model, init, &opts)
+}
+
+/// [`check_raw`] with every option.
+pub fn check_raw_opts(
+    raw: &[RawOp],
+    model: &str,
+    init: Option<&str>,
+    opts: &CheckOptions,
+) -> Result<CheckOutcome, InputError> {
     let init_value = match init {
         None => Value::Int(0),
         Some(s) => edn::parse(s).map_err(|e| InputError::new(0, format!("--init: {e}")))?,
@@ -138,36 +392,33 @@ pub fn check_raw(
             Ok(())
         }
     };
-    let opts = CheckOptions {
-        timeout,
-        fast_path: true,
-    };
+    let opts = *opts;
     match model {
         "register" | "cas-register" => {
             let mut m = Register::new(init_value, model == "cas-register");
             let ops = m.ops_from_raw(raw)?;
             let procs = m.processes().to_vec();
-            Ok(run(&m, &ops, &procs, model, opts))
+            Ok(run(m, ops, procs, model, opts))
         }
         "mutex" => {
             no_init(model)?;
             let mut m = Mutex::new();
             let ops = m.ops_from_raw(raw)?;
             let procs = m.processes().to_vec();
-            Ok(run(&m, &ops, &procs, model, opts))
+            Ok(run(m, ops, procs, model, opts))
         }
         "fenced-lock" => {
             no_init(model)?;
             let mut m = FencedLock::new(true);
             let ops = m.ops_from_raw(raw)?;
             let procs = m.processes().to_vec();
-            Ok(run(&m, &ops, &procs, model, opts))
+            Ok(run(m, ops, procs, model, opts))
         }
         "fenced-register" => {
             let mut m = FencedRegister::new(init_value);
             let ops = m.ops_from_raw(raw)?;
             let procs = m.processes().to_vec();
-            Ok(run(&m, &ops, &procs, model, opts))
+            Ok(run(m, ops, procs, model, opts))
         }
         other => Err(InputError::new(
             0,
@@ -179,57 +430,32 @@ pub fn check_raw(
     }
 }
 
-fn run<M: Model>(
-    m: &M,
-    ops: &[Operation<M::Op>],
-    procs: &[String],
+fn run<M>(
+    m: M,
+    ops: Vec<Operation<M::Op>>,
+    procs: Vec<String>,
     name: &str,
     opts: CheckOptions,
-) -> CheckOutcome {
+) -> CheckOutcome
+where
+    M: Model + Send + Sync + 'static,
+    M::Op: Send + Sync,
+{
     let start = Instant::now();
-    let verdict = check(m, ops, opts);
+    let (verdict, stats) = check_with_stats(&m, &ops, opts);
     let elapsed = start.elapsed();
-    let (op_info, text, svg) = match &verdict {
-        LinVerdict::NotLinearizable(e) => {
-            let info = OpInfo::from_ops(m, ops, procs);
-            let text = explanation_text(&info, e);
-            let svg = render_svg(&info, Some(e));
-            (info, text, svg)
-        }
-        v => {
-            let head: Vec<Operation<M::Op>> = {
-                let mut idx: Vec<usize> = (0..ops.len()).collect();
-                if idx.len() > 80 {
-                    idx.select_nth_unstable_by_key(79, |&i| (ops[i].call, i));
-                    idx.truncate(80);
-                }
-                idx.sort_by_key(|&i| (ops[i].call, i));
-                idx.iter().map(|&i| ops[i].clone()).collect()
-            };
-            let info = OpInfo::from_ops(m, &head, procs);
-            let svg = render_svg(&info, None);
-            let text = match v {
-                LinVerdict::Unknown => format!(
-                    "UNKNOWN: the time budget ran out before the search over {} operations finished (model {name}).\n",
-                    ops.len()
-                ),
-                _ => format!(
-                    "linearizable: {} operations against the {name} model ({:.1} ms).\n",
-                    ops.len(),
-                    elapsed.as_secs_f64() * 1e3
-                ),
-            };
-            (Vec::new(), text, svg)
-        }
-    };
     CheckOutcome {
         verdict,
         model: name.to_string(),
         file: String::new(),
         ops: ops.len(),
         elapsed,
-        op_info,
-        text,
-        svg,
+        stats,
+        options: opts,
+        detail: Arc::new(Checked {
+            model: m,
+            ops,
+            procs,
+        }),
     }
 }

@@ -100,20 +100,25 @@ impl OpInfo {
         processes: &[String],
     ) -> Vec<OpInfo> {
         ops.iter()
-            .map(|o| OpInfo {
-                process: processes
-                    .get(o.process as usize)
-                    .cloned()
-                    .unwrap_or_else(|| o.process.to_string()),
-                description: model.describe_op(&o.op),
-                call: o.call,
-                ret: o.ret,
-                indeterminate: o.ret == INDETERMINATE,
-                line: o.line,
-                call_ns: o.call_ns,
-                ret_ns: o.ret_ns,
-            })
+            .map(|o| OpInfo::of(model, o, processes))
             .collect()
+    }
+
+    /// The view of one operation (see [`OpInfo::from_ops`]).
+    pub fn of<M: Model>(model: &M, o: &Operation<M::Op>, processes: &[String]) -> OpInfo {
+        OpInfo {
+            process: processes
+                .get(o.process as usize)
+                .cloned()
+                .unwrap_or_else(|| o.process.to_string()),
+            description: model.describe_op(&o.op),
+            call: o.call,
+            ret: o.ret,
+            indeterminate: o.ret == INDETERMINATE,
+            line: o.line,
+            call_ns: o.call_ns,
+            ret_ns: o.ret_ns,
+        }
     }
 
     /// One line: `client-1 write 3 (line 12)` plus `[indeterminate]` when it is.
@@ -138,6 +143,12 @@ impl OpInfo {
 
 /// A human explanation of a violation.
 pub fn explanation_text(ops: &[OpInfo], e: &Explanation) -> String {
+    explanation_text_with(|i| ops[i].clone(), e)
+}
+
+/// [`explanation_text`] with operations described on demand by `op` (only the few the
+/// text shows are).
+pub(crate) fn explanation_text_with(op: impl Fn(usize) -> OpInfo, e: &Explanation) -> String {
     let mut s = String::new();
     let part = if e.partition.is_empty() {
         String::new()
@@ -145,7 +156,7 @@ pub fn explanation_text(ops: &[OpInfo], e: &Explanation) -> String {
         format!(" on {}", e.partition)
     };
     let _ = writeln!(s, "NOT linearizable{part}.");
-    let f = &ops[e.failing];
+    let f = op(e.failing);
     let _ = writeln!(
         s,
         "After the longest linearizable prefix found ({} operations), no legal order can place:\n  {}",
@@ -161,7 +172,7 @@ pub fn explanation_text(ops: &[OpInfo], e: &Explanation) -> String {
             let _ = writeln!(s, "  ... {start} earlier operations");
         }
         for (k, &i) in e.prefix.iter().enumerate().skip(start) {
-            let _ = writeln!(s, "  {:>5}. {}", k + 1, ops[i].label());
+            let _ = writeln!(s, "  {:>5}. {}", k + 1, op(i).label());
         }
     }
     if e.concurrent.is_empty() {
@@ -169,7 +180,7 @@ pub fn explanation_text(ops: &[OpInfo], e: &Explanation) -> String {
     } else {
         let _ = writeln!(s, "Operations concurrent with it, also not linearized:");
         for &i in e.concurrent.iter().take(SHOW) {
-            let _ = writeln!(s, "  {}", ops[i].label());
+            let _ = writeln!(s, "  {}", op(i).label());
         }
         if e.concurrent.len() > SHOW {
             let _ = writeln!(s, "  ... and {} more", e.concurrent.len() - SHOW);

@@ -18,7 +18,8 @@
 //! Operations: `acquire`, `release` (by clients, paired invoke/completion), `expire`
 //! (point events); the `lock` field (for expiries, `key`) names the lock, and each lock
 //! is checked on its own. Expiries of keys that no acquire or release names are ignored,
-//! and so are operations with other names (storage reads and writes, nemesis events).
+//! and so are the storage's `read`s and `write`s and point events of other names (the
+//! nemesis's); any other operation name is an error, not a silent skip.
 //!
 //! # Fast path
 //!
@@ -40,7 +41,7 @@
 
 use super::explain::Explanation;
 use super::model::{Model, Operation};
-use super::ops::{InputError, RawOp};
+use super::ops::{skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -145,7 +146,16 @@ impl FencedLock {
                     token: token_of(r),
                 },
                 "expire" if lock_keys.contains(&r.key) => LockOp::Expire,
-                _ => continue,
+                "expire" => continue,
+                _ => {
+                    skip_or_reject(
+                        r,
+                        "fenced-lock",
+                        &["acquire", "release", "expire"],
+                        &["read", "write"],
+                    )?;
+                    continue;
+                }
             };
             out.push(Operation::from_raw(op, pid(&r.process), r));
             self.keys.push(r.key.clone());

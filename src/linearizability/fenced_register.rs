@@ -11,7 +11,8 @@
 //! `accepted` (a completed write without it counts as accepted). In EDN a write's value
 //! may also be `[token value]`. In locksim JSONL the clients' operations are used when
 //! there are any; otherwise the storage server's own log (point events). Each key is an
-//! independent register; operations with other names are ignored.
+//! independent register. The lock's `acquire`s and `release`s and point events of other
+//! names are skipped; any other operation name is an error.
 //!
 //! Extension (locksim's `fence_reads`): a read that *carries a token* is fenced like a
 //! write — accepted iff t ≥ hi, then hi = t and it returns v; rejected iff t < hi, and
@@ -19,8 +20,8 @@
 //! of the spec. (Fencing writes alone lets a stale holder's read-modify-write slip in
 //! before the new holder's first write; see the README.)
 
-use super::model::{Model, Operation, ValueTable};
-use super::ops::{intern_process, InputError, RawOp};
+use super::model::{Effect, Model, Operation, ValueTable};
+use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::edn::Value;
 use std::collections::HashMap;
@@ -98,6 +99,14 @@ impl FencedRegister {
         raw: &[RawOp],
     ) -> Result<Vec<Operation<FencedRegisterOp>>, InputError> {
         let relevant = |r: &&RawOp| matches!(&*r.f, "read" | "write");
+        for r in raw.iter().filter(|r| !relevant(r)) {
+            skip_or_reject(
+                r,
+                "fenced-register",
+                &["read", "write"],
+                &["acquire", "release"],
+            )?;
+        }
         let any_client = raw.iter().filter(relevant).any(|r| !r.point);
         let mut procs: HashMap<&str, u32> = HashMap::new();
         let mut out = Vec::new();
@@ -204,6 +213,22 @@ impl Model for FencedRegister {
 
     fn partition(&self, ops: &[Operation<FencedRegisterOp>]) -> Vec<Vec<usize>> {
         partition_by_key(&self.keys, ops.len())
+    }
+
+    fn effect(&self, op: &FencedRegisterOp) -> Effect<FencedRegisterState> {
+        match op {
+            FencedRegisterOp::Read(None) => Effect::Identity,
+            FencedRegisterOp::Read(Some(_))
+            | FencedRegisterOp::FencedRead {
+                accepted: Some(false),
+                ..
+            }
+            | FencedRegisterOp::Write {
+                accepted: Some(false),
+                ..
+            } => Effect::ReadOnly,
+            _ => Effect::Other,
+        }
     }
 
     fn describe_partition(&self, _ops: &[Operation<FencedRegisterOp>], part: &[usize]) -> String {

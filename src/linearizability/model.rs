@@ -70,6 +70,26 @@ impl<O> Operation<O> {
     }
 }
 
+/// What an operation does to the state, independently of the state: a hint that lets the
+/// search skip moves that cannot matter (see the reductions of the search). Every
+/// variant but [`Effect::Other`] is a promise about [`Model::step`]; a wrong promise
+/// loses linearizations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect<S> {
+    /// Nothing known (always correct).
+    Other,
+    /// Legal in every state, and changes nothing (a read that matches any value).
+    Identity,
+    /// Legal in some states only, and changes nothing wherever legal (a read of a value,
+    /// a rejected fenced write).
+    ReadOnly,
+    /// Legal in every state, and always leads to this state (a blind write).
+    Overwrite(S),
+    /// Legal in some states only, but wherever legal it leads to this state (a
+    /// compare-and-set to this value, a read of it).
+    Sets(S),
+}
+
 /// A sequential specification of an object.
 ///
 /// `step` must be deterministic: given a state and an operation (input *and* observed
@@ -144,6 +164,13 @@ pub trait Model {
     fn op_dead(&self, state: &Self::State, op: &Self::Op) -> bool {
         let _ = (state, op);
         false
+    }
+
+    /// What `op` does independently of the state (see [`Effect`]); the default,
+    /// [`Effect::Other`], is always correct.
+    fn effect(&self, op: &Self::Op) -> Effect<Self::State> {
+        let _ = op;
+        Effect::Other
     }
 
     /// A short human description of an operation, e.g. `cas 1→2`.

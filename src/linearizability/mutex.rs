@@ -6,7 +6,7 @@
 //! independent mutex.
 
 use super::model::{Model, Operation};
-use super::ops::{intern_process, InputError, RawOp};
+use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,11 +48,9 @@ impl Mutex {
             let op = match &*r.f {
                 "acquire" => MutexOp::Acquire,
                 "release" => MutexOp::Release,
-                other => {
-                    return Err(InputError::new(
-                        r.line,
-                        format!("operation :{other} is not one the mutex model knows"),
-                    ))
+                _ => {
+                    skip_or_reject(r, "mutex", &["acquire", "release"], &[])?;
+                    continue;
                 }
             };
             let p = intern_process(&mut procs, &mut self.procs, &r.process);

@@ -86,6 +86,9 @@ pub struct RawOp {
     pub accepted: Option<bool>,
     /// A point event (a server's `event` or its own log of a served request).
     pub point: bool,
+    /// Recorded as `type: event`: something a server or the nemesis observed, which
+    /// models that do not know its `f` skip (see [`skip_or_reject`]).
+    pub event: bool,
 }
 
 impl RawOp {
@@ -98,6 +101,10 @@ impl RawOp {
 /// One event before pairing.
 struct RawEvent {
     line: usize,
+    /// The recorded position (`index`), when present.
+    index: Option<u64>,
+    /// Whether it names the client it served (`client`): a server's log of a request.
+    served: bool,
     kind: EventType,
     process: Arc<str>,
     f: Arc<str>,
@@ -136,12 +143,27 @@ struct Pairer {
     out: Vec<Option<RawOp>>,
     pending: HashMap<Arc<str>, usize, FxBuild>,
     invoked: HashSet<Arc<str>, FxBuild>,
-    /// Completions without an invoke: (line, process, message).
+    /// Server log lines (completions without an invoke that name a client):
+    /// (line, process, message); an error if the process turns out to invoke.
     orphans: Vec<(usize, Arc<str>, String)>,
     pos: u64,
+    /// Whether to check recorded indices and times (files; a run's events are recorded
+    /// in order by construction, and hand-built ones often carry none).
+    check_stamps: bool,
+    /// The last recorded index and time, with their lines.
+    last_index: Option<(u64, usize)>,
+    last_time: Option<(u64, usize)>,
 }
 
 impl Pairer {
+    /// A pairer for a history read from a file: recorded indices and times are checked.
+    fn for_file() -> Pairer {
+        Pairer {
+            check_stamps: true,
+            ..Pairer::default()
+        }
+    }
+
     fn orphan_error(&self, before: usize) -> Option<InputError> {
         self.orphans
             .iter()
@@ -149,7 +171,44 @@ impl Pairer {
             .map(|(line, _, msg)| InputError::new(*line, msg.clone()))
     }
 
+    /// Recorded positions must increase and recorded times must not go back: the
+    /// checker takes the order of the lines as real-time order, so a history whose own
+    /// stamps contradict it is malformed. (Indices may skip: a filtered history, such as
+    /// the storage's lines of a run, keeps the run's indices.)
+    fn check_order(&mut self, e: &RawEvent) -> Result<(), InputError> {
+        if let Some(i) = e.index {
+            if let Some((prev, line)) = self.last_index {
+                if i <= prev {
+                    return Err(InputError::new(
+                        e.line,
+                        format!(
+                            "index {i} does not follow index {prev} of line {line}: events must be listed in the order they happened, with increasing indices"
+                        ),
+                    ));
+                }
+            }
+            self.last_index = Some((i, e.line));
+        }
+        if let Some(t) = e.time_ns {
+            if let Some((prev, line)) = self.last_time {
+                if t < prev {
+                    return Err(InputError::new(
+                        e.line,
+                        format!(
+                            "time {t} ns is earlier than time {prev} ns of line {line}: events must be listed in true-time order"
+                        ),
+                    ));
+                }
+            }
+            self.last_time = Some((t, e.line));
+        }
+        Ok(())
+    }
+
     fn push(&mut self, e: RawEvent) -> Result<(), InputError> {
+        if self.check_stamps {
+            self.check_order(&e)?;
+        }
         let pos = self.pos;
         self.pos += 1;
         match e.kind {
@@ -186,6 +245,7 @@ impl Pairer {
                     token: e.token,
                     accepted: e.accepted,
                     point: false,
+                    event: false,
                 }));
             }
             EventType::Ok | EventType::Fail | EventType::Info => {
@@ -198,15 +258,24 @@ impl Pairer {
                             e.f,
                             e.process
                         );
-                        if e.process.parse::<i64>().is_ok() || self.invoked.contains(&e.process) {
-                            return Err(self
-                                .orphan_error(e.line)
-                                .unwrap_or_else(|| InputError::new(e.line, msg)));
+                        // A server's own log of a request it served (locksim's storage)
+                        // is `ok` without an invoke, and names the client it served.
+                        let log = e.kind == EventType::Ok && e.served;
+                        if !log
+                            || e.process.parse::<i64>().is_ok()
+                            || self.invoked.contains(&e.process)
+                        {
+                            let hint = if e.kind == EventType::Ok && !e.served {
+                                " (a server's log line of a request it served must name the client)"
+                            } else {
+                                ""
+                            };
+                            return Err(self.orphan_error(e.line).unwrap_or_else(|| {
+                                InputError::new(e.line, format!("{msg}{hint}"))
+                            }));
                         }
                         self.orphans.push((e.line, e.process.clone(), msg));
-                        if e.kind == EventType::Ok {
-                            self.out.push(Some(point_op(e, pos)));
-                        }
+                        self.out.push(Some(point_op(e, pos, false)));
                         return Ok(());
                     }
                 };
@@ -239,7 +308,7 @@ impl Pairer {
                     _ => {} // info: stays indeterminate, keeps the invoke's value
                 }
             }
-            EventType::Event => self.out.push(Some(point_op(e, pos))),
+            EventType::Event => self.out.push(Some(point_op(e, pos, true))),
         }
         Ok(())
     }
@@ -252,7 +321,7 @@ impl Pairer {
     }
 }
 
-fn point_op(e: RawEvent, pos: u64) -> RawOp {
+fn point_op(e: RawEvent, pos: u64, event: bool) -> RawOp {
     RawOp {
         process: e.process,
         f: e.f,
@@ -266,7 +335,45 @@ fn point_op(e: RawEvent, pos: u64) -> RawOp {
         token: e.token,
         accepted: e.accepted,
         point: true,
+        event,
     }
+}
+
+/// For a model that does not know `r.f`: Ok when the operation is to be skipped — a
+/// point event (`type: event`: an observation, such as the nemesis's), or an operation
+/// of another object that locksim records in the same history (`others`) — else an
+/// error naming what the model expects.
+pub(crate) fn skip_or_reject(
+    r: &RawOp,
+    model: &str,
+    known: &[&str],
+    others: &[&str],
+) -> Result<(), InputError> {
+    if r.event || others.contains(&&*r.f) {
+        return Ok(());
+    }
+    let list = |names: &[&str]| match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    };
+    let skipped = if others.is_empty() {
+        "point events (type event) are skipped".to_string()
+    } else {
+        format!(
+            "{} (other objects' operations) and point events (type event) are skipped",
+            list(others)
+        )
+    };
+    Err(InputError::new(
+        r.line,
+        format!(
+            "operation :{} (process {}) is not one the {model} model knows: expected {}; {skipped}",
+            r.f,
+            r.process,
+            list(known),
+        ),
+    ))
 }
 
 fn name_of(v: &Value) -> Option<String> {
@@ -279,7 +386,7 @@ fn name_of(v: &Value) -> Option<String> {
 /// Read a Jepsen EDN history (a vector of maps, or one map per line) into operations.
 pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
     let mut names = Interner::default();
-    let mut pairer = Pairer::default();
+    let mut pairer = Pairer::for_file();
     for form in edn::HistoryForms::new(text) {
         let (line, form) = form.map_err(|e| InputError::new(e.line, e.message))?;
         let bad = |why: &str| InputError::new(line, format!("{why}: {form}"));
@@ -323,8 +430,14 @@ pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
             Some(Value::Bool(b)) => Some(*b),
             _ => None,
         };
+        let index = map
+            .get("index")
+            .and_then(Value::as_int)
+            .and_then(|t| u64::try_from(t).ok());
         pairer.push(RawEvent {
             line,
+            index,
+            served: map.get("client").is_some_and(|c| !c.is_nil()),
             kind,
             process: names.get(&process),
             f: names.get(&f),
@@ -341,6 +454,8 @@ pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
 fn event_to_raw(e: &Event, line: usize, names: &mut Interner) -> RawEvent {
     RawEvent {
         line,
+        index: Some(e.index),
+        served: e.client.is_some(),
         kind: e.kind,
         process: names.get(&e.process),
         f: names.get(&e.f),
@@ -366,6 +481,8 @@ pub fn raw_ops_from_events(events: &[Event]) -> Result<Vec<RawOp>, InputError> {
 #[derive(Deserialize)]
 struct LiteEvent<'a> {
     #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
     time_ns: Option<u64>,
     #[serde(borrow)]
     process: std::borrow::Cow<'a, str>,
@@ -383,13 +500,71 @@ struct LiteEvent<'a> {
     token: Option<u64>,
     #[serde(default)]
     accepted: Option<bool>,
+    #[serde(default)]
+    client: Option<serde_json::Value>,
 }
 
-/// Read a locksim JSONL history into operations. Lines must be [`Event`]s; fields the
-/// checker does not use are ignored.
+/// Any JSON value in which no object has a key twice (serde_json keeps the last of
+/// duplicate keys; a history with two `type`s or two `value`s is malformed).
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            map.next_value::<NoDuplicateKeys>()?;
+            if let Some(k) = seen.replace(k) {
+                return Err(serde::de::Error::custom(format!("duplicate key {k:?}")));
+            }
+        }
+        Ok(NoDuplicateKeys)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_none<E>(self) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+}
+
+/// Read a locksim JSONL history into operations. Lines must be [`Event`]s (one JSON
+/// object per line, no key twice); fields the checker does not use are ignored.
 pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
     let mut names = Interner::default();
-    let mut p = Pairer::default();
+    let mut p = Pairer::for_file();
     p.out.reserve(text.len() / 200 + 1);
     for (i, line) in text.lines().enumerate() {
         jsonl_line(line, i + 1, &mut names, &mut p)?;
@@ -398,24 +573,35 @@ pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
 }
 
 /// [`raw_ops_from_jsonl`] over a reader, one line at a time (a large file never sits in
-/// memory as text).
+/// memory as text). A line that is not UTF-8 is an error naming the line.
 pub fn raw_ops_from_jsonl_reader(reader: impl std::io::BufRead) -> Result<Vec<RawOp>, InputError> {
     let mut names = Interner::default();
-    let mut p = Pairer::default();
+    let mut p = Pairer::for_file();
     let mut reader = reader;
-    let mut line = String::new();
+    let mut buf: Vec<u8> = Vec::new();
     let mut lineno = 0;
     loop {
-        line.clear();
+        buf.clear();
         lineno += 1;
-        match reader.read_line(&mut line) {
+        match reader.read_until(b'\n', &mut buf) {
             Ok(0) => break,
-            Ok(_) => jsonl_line(
-                line.trim_end_matches(['\n', '\r']),
-                lineno,
-                &mut names,
-                &mut p,
-            )?,
+            Ok(_) => {
+                let line = std::str::from_utf8(&buf).map_err(|e| {
+                    InputError::new(
+                        lineno,
+                        format!(
+                            "not valid UTF-8 (byte {} of the line); a history is UTF-8 text",
+                            e.valid_up_to() + 1
+                        ),
+                    )
+                })?;
+                jsonl_line(
+                    line.trim_end_matches(['\n', '\r']),
+                    lineno,
+                    &mut names,
+                    &mut p,
+                )?
+            }
             Err(e) => return Err(InputError::new(lineno, format!("cannot read: {e}"))),
         }
     }
@@ -438,11 +624,36 @@ fn jsonl_line(
     p.push(e)
 }
 
+/// Whether a line that is not a JSON object looks like Jepsen EDN (`{:process 0 ...}`,
+/// `[{:type ...`, a comment).
+fn looks_like_edn(line: &str) -> bool {
+    let t = line
+        .trim_start()
+        .trim_start_matches(['[', '('])
+        .trim_start();
+    t.starts_with("{:") || t.starts_with(';') || t.starts_with("#jepsen") || t.starts_with(":")
+}
+
 fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEvent, InputError> {
+    let bad = |why: String| InputError::new(lineno, why);
+    if looks_like_edn(line) {
+        return Err(bad(
+            "expected a locksim JSONL event (one JSON object per line), but this looks like Jepsen EDN; give EDN histories a .edn file name".into(),
+        ));
+    }
+    if !line.trim_start().starts_with('{') {
+        return Err(bad(
+            "expected a locksim JSONL event: one JSON object per line".into(),
+        ));
+    }
+    serde_json::from_str::<NoDuplicateKeys>(line)
+        .map_err(|err| bad(format!("malformed JSON: {err}")))?;
     let e: LiteEvent =
-        serde_json::from_str(line).map_err(|err| InputError::new(lineno, err.to_string()))?;
+        serde_json::from_str(line).map_err(|err| bad(format!("not a locksim event: {err}")))?;
     Ok(RawEvent {
         line: lineno,
+        index: e.index,
+        served: e.client.is_some_and(|c| !c.is_null()),
         kind: e.kind,
         process: names.get(&e.process),
         f: names.get(&e.f),
@@ -455,8 +666,8 @@ fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEven
 }
 
 /// A scanner for the common shape of a JSONL event line: a flat object whose strings
-/// have no escapes. Returns None on anything else, and the serde path then reads (or
-/// rejects, with a precise message) the line.
+/// have no escapes and whose keys are all different. Returns None on anything else, and
+/// the serde path then reads (or rejects, with a precise message) the line.
 fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEvent> {
     let b = line.as_bytes();
     let mut i = 0;
@@ -503,8 +714,18 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
         return None;
     }
     i += 1;
-    let (mut time_ns, mut process, mut kind, mut f) = (None, None, None, None);
+    let (mut index, mut time_ns, mut process, mut kind, mut f) = (None, None, None, None, None);
     let (mut lock, mut key, mut value, mut token, mut accepted) = (None, None, None, None, None);
+    let mut served = false;
+    // Keys seen, one bit each (a duplicate goes to the serde path, which rejects it).
+    let mut seen: u16 = 0;
+    let mut once = |bit: u16| -> Option<()> {
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        Some(())
+    };
     ws(&mut i);
     if b.get(i) == Some(&b'}') {
         return None;
@@ -519,9 +740,20 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
         i += 1;
         ws(&mut i);
         match k {
-            "time_ns" => time_ns = Some(number(&mut i)?),
-            "process" => process = Some(string(&mut i)?),
+            "index" => {
+                once(1 << 0)?;
+                index = Some(number(&mut i)?);
+            }
+            "time_ns" => {
+                once(1 << 1)?;
+                time_ns = Some(number(&mut i)?);
+            }
+            "process" => {
+                once(1 << 2)?;
+                process = Some(string(&mut i)?);
+            }
             "type" => {
+                once(1 << 3)?;
                 kind = Some(match string(&mut i)? {
                     "invoke" => EventType::Invoke,
                     "ok" => EventType::Ok,
@@ -531,8 +763,12 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
                     _ => return None,
                 })
             }
-            "f" => f = Some(string(&mut i)?),
+            "f" => {
+                once(1 << 4)?;
+                f = Some(string(&mut i)?);
+            }
             "lock" | "key" => {
+                once(if k == "lock" { 1 << 5 } else { 1 << 6 })?;
                 let v = if b.get(i) == Some(&b'n') {
                     if !line[i..].starts_with("null") {
                         return None;
@@ -549,6 +785,7 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
                 }
             }
             "token" => {
+                once(1 << 7)?;
                 if line[i..].starts_with("null") {
                     i += 4;
                 } else {
@@ -556,6 +793,7 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
                 }
             }
             "accepted" => {
+                once(1 << 8)?;
                 if line[i..].starts_with("true") {
                     accepted = Some(true);
                     i += 4;
@@ -569,6 +807,7 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
                 }
             }
             "value" => {
+                once(1 << 9)?;
                 value = Some(match b.get(i)? {
                     b'"' => Value::Str(string(&mut i)?.to_string()),
                     b'n' if line[i..].starts_with("null") => {
@@ -579,14 +818,24 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
                     _ => return None,
                 })
             }
-            "index" | "valid_ms" => {
+            "valid_ms" | "local_ns" | "wall_ms" => {
+                once(match k {
+                    "valid_ms" => 1 << 10,
+                    "local_ns" => 1 << 13,
+                    _ => 1 << 14,
+                })?;
+                if b.get(i) == Some(&b'-') {
+                    i += 1;
+                }
                 number(&mut i)?;
             }
             "reason" | "client" => {
+                once(if k == "reason" { 1 << 11 } else { 1 << 12 })?;
                 if line[i..].starts_with("null") {
                     i += 4;
                 } else {
                     string(&mut i)?;
+                    served |= k == "client";
                 }
             }
             _ => return None,
@@ -607,6 +856,8 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
     }
     Some(RawEvent {
         line: lineno,
+        index,
+        served,
         kind: kind?,
         process: names.get(process?),
         f: names.get(f?),

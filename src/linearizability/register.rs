@@ -9,8 +9,8 @@
 //! Operations may carry a `:key` (or `:lock`): each key is then an independent register
 //! (P-compositionality).
 
-use super::model::{Model, Operation, ValueTable};
-use super::ops::{intern_process, InputError, RawOp};
+use super::model::{Effect, Model, Operation, ValueTable};
+use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use crate::edn::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -100,11 +100,14 @@ impl Register {
                         ))
                     }
                 },
-                other => {
-                    return Err(InputError::new(
-                        r.line,
-                        format!("operation :{other} is not one the {model} model knows"),
-                    ))
+                _ => {
+                    let known: &[&str] = if self.cas {
+                        &["read", "write", "cas"]
+                    } else {
+                        &["read", "write"]
+                    };
+                    skip_or_reject(r, model, known, &[])?;
+                    continue;
                 }
             };
             let p = intern_process(&mut procs, &mut self.procs, &r.process);
@@ -134,6 +137,16 @@ impl Model for Register {
 
     fn partition(&self, ops: &[Operation<RegisterOp>]) -> Vec<Vec<usize>> {
         partition_by_key(&self.keys, ops.len())
+    }
+
+    fn effect(&self, op: &RegisterOp) -> Effect<u32> {
+        match *op {
+            RegisterOp::Read(None) => Effect::Identity,
+            RegisterOp::Read(Some(_)) => Effect::ReadOnly,
+            RegisterOp::Cas(a, b) if a == b => Effect::ReadOnly,
+            RegisterOp::Cas(_, b) => Effect::Sets(b),
+            RegisterOp::Write(v) => Effect::Overwrite(v),
+        }
     }
 
     fn describe_partition(&self, _ops: &[Operation<RegisterOp>], part: &[usize]) -> String {

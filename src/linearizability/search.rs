@@ -1,36 +1,109 @@
-//! The Wing–Gong–Lowe search with memoisation and just-in-time linearization.
+//! The Wing–Gong–Lowe search with memoisation, just-in-time linearization, and
+//! reductions that keep many concurrent operations cheap.
 
 use super::explain::{Explanation, LinVerdict};
-use super::model::{Model, Operation};
+use super::model::{Effect, Model, Operation};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
+
+/// The time budget `locksim check` uses when `--timeout` is not given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest `--timeout` accepted (one week): longer budgets are certainly typos, and
+/// every budget must fit `Instant` arithmetic.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The default cap on the size of the search's memo, in bytes (1 GiB). When the memo
+/// would grow past its cap the verdict is [`LinVerdict::Unknown`].
+pub const DEFAULT_MEMO_LIMIT: usize = 1 << 30;
 
 /// How to run a check.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckOptions {
     /// Give up with [`LinVerdict::Unknown`] after this long (None: no limit).
     pub timeout: Option<Duration>,
+    /// Give up with [`LinVerdict::Unknown`] rather than let the search of one part hold
+    /// more than this many bytes (None: no limit): its memo, which can grow much faster
+    /// than the history, and its stack (half the cap at most).
+    pub memo_limit: Option<usize>,
     /// Use the model's fast path ([`Model::fast_check`]) when it has one.
     pub fast_path: bool,
 }
 
 impl Default for CheckOptions {
+    /// No time limit, a memo cap of [`DEFAULT_MEMO_LIMIT`], the fast path on.
     fn default() -> Self {
         CheckOptions {
             timeout: None,
+            memo_limit: Some(DEFAULT_MEMO_LIMIT),
             fast_path: true,
         }
+    }
+}
+
+/// Which budget ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stop {
+    /// The time budget ([`CheckOptions::timeout`]).
+    Time,
+    /// The memo cap ([`CheckOptions::memo_limit`]).
+    Memory,
+}
+
+/// What a check cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SearchStats {
+    /// Configurations (linearized set, model state) the search expanded, over all parts.
+    pub configurations: u64,
+    /// The most memory the search of any part held (memo and search stack), in bytes.
+    pub memo_bytes: usize,
+    /// The budget that ran out, when one did (the verdict is then unknown, unless a part
+    /// was found not linearizable).
+    pub stopped: Option<Stop>,
+}
+
+/// Budgets and counters shared by the parts of one check.
+pub(crate) struct Limits {
+    deadline: Option<Instant>,
+    memo_limit: Option<usize>,
+    stats: SearchStats,
+}
+
+impl Limits {
+    fn out_of_time(&mut self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stats.stopped = Some(Stop::Time);
+            return true;
+        }
+        false
     }
 }
 
 /// Check `ops` against `model`: partition, then the fast path or the search per part.
 ///
 /// Parts are checked in the order [`Model::partition`] returns them; the first part that
-/// is not linearizable decides the verdict. A part that runs out of time makes the
+/// is not linearizable decides the verdict. A part that runs out of budget makes the
 /// verdict [`LinVerdict::Unknown`] unless a later part is found not linearizable.
 pub fn check<M: Model>(model: &M, ops: &[Operation<M::Op>], opts: CheckOptions) -> LinVerdict {
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    check_with_stats(model, ops, opts).0
+}
+
+/// [`check`], also returning what the search cost.
+pub fn check_with_stats<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Op>],
+    opts: CheckOptions,
+) -> (LinVerdict, SearchStats) {
+    // A budget too large for `Instant` is no budget.
+    let deadline = opts.timeout.and_then(|t| Instant::now().checked_add(t));
+    let mut lim = Limits {
+        deadline,
+        memo_limit: opts.memo_limit,
+        stats: SearchStats::default(),
+    };
     let mut unknown = false;
     for part in model.partition(ops) {
         if part.is_empty() {
@@ -44,22 +117,25 @@ pub fn check<M: Model>(model: &M, ops: &[Operation<M::Op>], opts: CheckOptions) 
         let result = match fast {
             Some(Ok(())) => Ok(true),
             Some(Err(e)) => Err(e),
-            None => search(model, ops, &part, deadline),
+            None => search(model, ops, &part, &mut lim),
         };
         match result {
             Ok(true) => {}
             Ok(false) => unknown = true,
             Err(mut e) => {
                 e.partition = model.describe_partition(ops, &part);
-                return LinVerdict::NotLinearizable(e.with_concurrent(ops, &part));
+                let v = LinVerdict::NotLinearizable(e.with_concurrent(ops, &part));
+                return (v, lim.stats);
             }
         }
     }
-    if unknown {
+    let v = if unknown {
         LinVerdict::Unknown
     } else {
+        lim.stats.stopped = None;
         LinVerdict::Linearizable
-    }
+    };
+    (v, lim.stats)
 }
 
 /// A fixed, fast, non-cryptographic hasher (FxHash's multiply-rotate); never seeded
@@ -125,7 +201,16 @@ fn splitmix(mut x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+fn zob(id: u32) -> u64 {
+    splitmix(id as u64 ^ 0x6c6f_636b_7369_6d00)
+}
+
 const NIL: u32 = u32::MAX;
+
+/// Reductions that compare candidates pairwise (3, and 2 for indeterminate classes) are
+/// skipped in configurations with more candidates than this: they are optional, and
+/// their cost would grow with the square of the concurrency.
+const PAIRWISE: usize = 64;
 const HEAD: u32 = 0;
 
 struct CacheEntry<S> {
@@ -135,6 +220,17 @@ struct CacheEntry<S> {
     u_len: u32,
     c_len: u32,
     state: S,
+}
+
+/// What [`Cache::insert`] found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Memo {
+    /// A new configuration, now recorded.
+    New,
+    /// The configuration, or one that subsumes it, was seen.
+    Seen,
+    /// Recording it would take the memo past its cap.
+    Full,
 }
 
 /// Lowe's memo: every configuration (linearized set, state) explored so far. The set of
@@ -154,6 +250,9 @@ struct Cache<S> {
     pool: Vec<u32>,
 }
 
+/// Bytes per slot of the chain-head table (key, value, control byte, load factor 7/8).
+const HEAD_SLOT_BYTES: usize = (std::mem::size_of::<(u64, u32)>() + 1) * 8 / 7;
+
 impl<S: Clone> Cache<S> {
     fn new() -> Self {
         Cache {
@@ -163,8 +262,32 @@ impl<S: Clone> Cache<S> {
         }
     }
 
-    /// Insert the configuration unless it or one that subsumes it was seen; true when
-    /// it was new. `h` must hash the determinate set and the state only.
+    /// The memory the memo holds, in bytes.
+    fn bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<CacheEntry<S>>()
+            + self.pool.capacity() * 4
+            + self.heads.capacity() * HEAD_SLOT_BYTES
+    }
+
+    /// The memory the memo would hold after recording a key of `words` more words
+    /// (containers grow by doubling).
+    fn bytes_after(&self, words: usize) -> usize {
+        let mut b = self.bytes();
+        if self.entries.len() == self.entries.capacity() {
+            b += self.entries.capacity().max(4) * std::mem::size_of::<CacheEntry<S>>();
+        }
+        if self.pool.len() + words > self.pool.capacity() {
+            b += self.pool.capacity().max(words).max(8) * 4;
+        }
+        if self.heads.len() == self.heads.capacity() {
+            b += self.heads.capacity().max(4) * HEAD_SLOT_BYTES;
+        }
+        b
+    }
+
+    /// Record the configuration unless it or one that subsumes it was seen, or it does
+    /// not fit under `limit`. `h` must hash the determinate set and the state only.
+    #[allow(clippy::too_many_arguments)]
     fn insert(
         &mut self,
         h: u64,
@@ -173,7 +296,8 @@ impl<S: Clone> Cache<S> {
         counts: &[u32],
         state: &S,
         subsumes: impl Fn(&S, &S) -> bool,
-    ) -> bool {
+        limit: Option<usize>,
+    ) -> Memo {
         let head = self.heads.get(&h).copied().unwrap_or(NIL);
         let mut e = head;
         while e != NIL {
@@ -188,10 +312,13 @@ impl<S: Clone> Cache<S> {
                 if &self.pool[k..mid] == u
                     && dominated(&self.pool[mid..mid + en.c_len as usize], counts)
                 {
-                    return false;
+                    return Memo::Seen;
                 }
             }
             e = en.next;
+        }
+        if limit.is_some_and(|l| self.bytes_after(u.len() + counts.len()) > l) {
+            return Memo::Full;
         }
         let key_start = self.pool.len() as u32;
         self.pool.extend_from_slice(u);
@@ -205,338 +332,792 @@ impl<S: Clone> Cache<S> {
             state: state.clone(),
         });
         self.heads.insert(h, (self.entries.len() - 1) as u32);
-        true
+        Memo::New
     }
 }
 
-/// What a stack frame linearized.
-#[derive(Clone, Copy)]
-enum Lin {
-    /// A determinate operation (local id).
-    Det { id: u32, prev_top: u32 },
-    /// The next member of indeterminate class `class`, candidate `idx` while stopped at
-    /// return entry `ret_id` (a determinate local id); `counted` when it was recorded in
-    /// the memo's class counts (operations dead after they apply are not).
-    Info {
-        class: u32,
-        idx: u32,
-        ret_id: u32,
-        counted: bool,
-    },
-}
-
-struct Frame<S> {
-    lin: Lin,
+/// One configuration on the search stack: how it was reached (to undo it) and which of
+/// its candidate moves are left.
+struct Level<S> {
+    /// `lin.len()` before the move that reached this configuration.
+    lin_start: u32,
+    /// The indeterminate class whose next member that move linearized, and whether it
+    /// was counted in the memo's class counts.
+    info: Option<(u32, bool)>,
+    /// The state before that move.
     prev_state: S,
+    /// This configuration's callable determinate operations: `cands[cand_start..cand_end]`,
+    /// each `id << 1 | tried` (tried: a candidate move; else only absorbable).
+    cand_start: u32,
+    cand_end: u32,
+    /// The next entry of `cands` to try.
+    next: u32,
+    /// The next indeterminate class candidate (see [`Search::next_class`]).
+    class_idx: u32,
+    /// The first pending return: the determinate op that must be linearized next at the
+    /// latest.
+    ret_id: u32,
 }
 
-/// Where the search is: at a node of the call/return list, or, stopped at the return
-/// entry of determinate op `ret_id`, trying the `idx`-th candidate indeterminate class
-/// (the unguarded classes, then those whose guard is the state's; see [`Model::op_guard`]).
-#[derive(Clone, Copy)]
-enum Cursor {
-    Node(u32),
-    Class {
-        idx: u32,
-        ret_id: u32,
-    },
-    /// No candidate is left: `ret_id` cannot be linearized here.
-    DeadEnd {
-        ret_id: u32,
-    },
-}
-
-/// Search one part. `Ok(true)`: linearizable; `Ok(false)`: out of time; `Err`: not
+/// Search one part. `Ok(true)`: linearizable; `Ok(false)`: a budget ran out; `Err`: not
 /// linearizable, with the deepest dead end (indices into `ops`).
 ///
-/// Determinate operations live in Lowe's doubly-linked list of call/return entries.
+/// Determinate operations live in Lowe's doubly-linked list of call/return entries; the
+/// *candidates* of a configuration are the pending operations invoked before the first
+/// pending return (just-in-time linearization), and the search expands configurations
+/// depth first, never twice (the memo).
+///
 /// Indeterminate operations (return at +∞) are grouped into classes of equal `op`;
 /// within a class they are interchangeable once invoked, so the search only ever
 /// linearizes a class's members in call order (if some linearization uses a later member
 /// while an earlier one is unused, swapping them gives another). A class is then fully
 /// described by how many of its members are linearized, which keeps memo keys small and
 /// removes the symmetric blow-up of many pending `info` operations. Indeterminate
-/// operations are tried when the walk stops at the first pending return entry (the
-/// just-in-time point), if they were invoked before it.
+/// operations are tried after the determinate candidates, if they were invoked before
+/// the first pending return.
+///
+/// Reductions: each skips moves only when another move that is tried can do at least as
+/// well — if a linearization starts with the skipped move, one of the same length or
+/// shorter starts with the tried one — so, with the memo's argument (see [`Cache`]), the
+/// search stays complete. `s` is the configuration's state, `x`, `y` candidates.
+///
+/// 1. *Forced moves.* If a determinate `x` that never changes the state
+///    ([`Effect::Identity`], [`Effect::ReadOnly`]: a read, a rejected fenced write) is
+///    legal in `s`, it is the only move worth trying: in any linearization from here,
+///    moving `x` to the front changes no state (neither where it was nor where it goes),
+///    and real time allows it (every pending operation returns after the first pending
+///    return, which is after `x`'s call). So every move is followed at once by all the
+///    forced moves it enables ([`Search::saturate`]), and only the configuration after
+///    them is recorded and expanded.
+/// 2. *Equal operations.* Of determinate candidates with equal `op`, only the one that
+///    returns first is tried (swap it with the one a linearization uses first: the later
+///    position is still before the earlier return). An indeterminate class equal to a
+///    determinate candidate is not tried either (the determinate one must be used anyway).
+/// 3. *Overwrites reaching the same state.* A candidate `y` that overwrites the state
+///    ([`Effect::Overwrite`]) with `c` is not tried when another candidate `x` that
+///    returns first, is legal in `s` and leads to `c` wherever it is legal
+///    ([`Effect::Overwrite`] or [`Effect::Sets`] with `c`) is tried: a linearization
+///    starting with `y` uses `x` later, where `x` also leads to `c`, so `y` (legal
+///    everywhere) can take `x`'s place and `x` `y`'s.
+/// 4. *Absorbed overwrites.* An overwrite `w` is *unobserved* when no operation that may
+///    be linearized after it, before an overwrite that must follow it, is legal in the
+///    state `w` leaves, except operations legal in every state (overwrites and
+///    [`Effect::Identity`]): whatever `w` wrote, nothing can see it. When the search
+///    linearizes an overwrite `b`, it linearizes every unobserved candidate just before
+///    `b`, where `b` hides it. In any linearization from there the unobserved ones can be
+///    deleted: until the next overwrite, only operations legal in every state follow them.
 pub(crate) fn search<M: Model>(
     model: &M,
     ops: &[Operation<M::Op>],
     part: &[usize],
-    deadline: Option<Instant>,
+    lim: &mut Limits,
 ) -> Result<bool, Explanation> {
-    // Determinate operations: local ids in call order.
-    let mut order: Vec<usize> = part
-        .iter()
-        .copied()
-        .filter(|&i| !ops[i].is_indeterminate())
-        .collect();
-    order.sort_by_key(|&i| (ops[i].call, ops[i].ret, i));
-    let n = order.len();
-    let lops: Vec<&Operation<M::Op>> = order.iter().map(|&i| &ops[i]).collect();
+    let mut s = Search::new(model, ops, part);
+    let r = s.run(lim);
+    lim.stats.memo_bytes = lim.stats.memo_bytes.max(s.bytes());
+    r
+}
 
-    // Indeterminate classes, each in call order; classes in order of first call.
-    let mut info: Vec<usize> = part
-        .iter()
-        .copied()
-        .filter(|&i| ops[i].is_indeterminate())
-        .collect();
-    info.sort_by_key(|&i| (ops[i].call, i));
-    let mut class_index: HashMap<&M::Op, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
-    let mut classes: Vec<Vec<usize>> = Vec::new();
-    for &i in &info {
-        let next = classes.len() as u32;
-        let c = *class_index.entry(&ops[i].op).or_insert(next);
-        if c == next {
-            classes.push(Vec::new());
+/// The search's state for one part; see [`search`].
+struct Search<'a, M: Model> {
+    model: &'a M,
+    ops: &'a [Operation<M::Op>],
+    /// Determinate operations (indices into `ops`) by local id, in call order.
+    order: Vec<usize>,
+    /// Equality class of each determinate op's `op` (shared numbering with `info_eq`).
+    eq_of: Vec<u32>,
+    /// Whether each determinate op is an [`Effect::Overwrite`], legal in every state.
+    overwrite: Vec<bool>,
+    /// The state each determinate op leads to wherever it is legal, when that is one
+    /// state ([`Effect::Overwrite`] and [`Effect::Sets`]).
+    target: Vec<Option<M::State>>,
+    /// [`Effect::Identity`] or [`Effect::ReadOnly`]: never changes the state.
+    read_only: Vec<bool>,
+    unobserved: Vec<bool>,
+    /// Indeterminate classes: members (indices into `ops`) in call order.
+    classes: Vec<Vec<usize>>,
+    info_eq: Vec<u32>,
+    unguarded: Vec<u32>,
+    guarded: HashMap<u64, Vec<u32>, BuildHasherDefault<IdHasher>>,
+    linearized_in_class: Vec<u32>,
+    /// `(class, count)` for classes with count > 0, sorted by class, flattened.
+    counts: Vec<u32>,
+    // Lowe's list: node 0 is the head; nodes 1..=2n in time order.
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    node_op: Vec<u32>,
+    call_node: Vec<u32>,
+    ret_node: Vec<u32>,
+    // The configuration.
+    state: M::State,
+    u: Vec<u32>,
+    top: u32,
+    zh: u64,
+    det_left: usize,
+    /// Linearized determinate ids, with the `top` before each.
+    lin_ids: Vec<(u32, u32)>,
+    /// Linearized operations (indices into `ops`), in order.
+    lin: Vec<usize>,
+    levels: Vec<Level<M::State>>,
+    cands: Vec<u32>,
+    cache: Cache<M::State>,
+    // Scratch for the equal-op reduction.
+    eq_stamp: Vec<u32>,
+    eq_best: Vec<u32>,
+    stamp: u32,
+    // Deepest dead end, for the explanation.
+    best_prefix: Vec<usize>,
+    best: Option<(usize, u32, M::State)>,
+    low: usize,
+}
+
+/// What trying a move did.
+enum Tried {
+    /// A new configuration (the move is applied).
+    New,
+    /// Illegal, or a configuration already covered (nothing changed).
+    No,
+    /// The memo is full (nothing changed).
+    Full,
+}
+
+impl<'a, M: Model> Search<'a, M> {
+    fn new(model: &'a M, ops: &'a [Operation<M::Op>], part: &[usize]) -> Self {
+        // Determinate operations: local ids in call order.
+        let mut order: Vec<usize> = part
+            .iter()
+            .copied()
+            .filter(|&i| !ops[i].is_indeterminate())
+            .collect();
+        order.sort_by_key(|&i| (ops[i].call, ops[i].ret, i));
+        let n = order.len();
+
+        let mut eq_index: HashMap<&M::Op, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
+        let mut intern = |op: &'a M::Op| {
+            let next = eq_index.len() as u32;
+            *eq_index.entry(op).or_insert(next)
+        };
+        let eq_of: Vec<u32> = order.iter().map(|&i| intern(&ops[i].op)).collect();
+
+        // Indeterminate classes, each in call order; classes in order of first call.
+        let mut info: Vec<usize> = part
+            .iter()
+            .copied()
+            .filter(|&i| ops[i].is_indeterminate())
+            .collect();
+        info.sort_by_key(|&i| (ops[i].call, i));
+        let mut class_index: HashMap<&M::Op, u32, BuildHasherDefault<FxHasher>> =
+            HashMap::default();
+        let mut classes: Vec<Vec<usize>> = Vec::new();
+        for &i in &info {
+            let next = classes.len() as u32;
+            let c = *class_index.entry(&ops[i].op).or_insert(next);
+            if c == next {
+                classes.push(Vec::new());
+            }
+            classes[c as usize].push(i);
         }
-        classes[c as usize].push(i);
-    }
-    // Unguarded classes, and guarded ones by guard; each in order of first call.
-    let mut unguarded: Vec<u32> = Vec::new();
-    let mut guarded: HashMap<u64, Vec<u32>, BuildHasherDefault<IdHasher>> = HashMap::default();
-    for (c, members) in classes.iter().enumerate() {
-        match model.op_guard(&ops[members[0]].op) {
-            None => unguarded.push(c as u32),
-            Some(g) => guarded.entry(g).or_default().push(c as u32),
-        }
-    }
-    let no_classes: Vec<u32> = Vec::new();
-    let mut linearized_in_class = vec![0u32; classes.len()];
-    // (class, count) for classes with count > 0, sorted by class, flattened.
-    let mut counts: Vec<u32> = Vec::new();
-
-    // Entries: node 0 is the head; node ids 1..=2n in time order.
-    let mut ev: Vec<(u64, u8, u32)> = Vec::with_capacity(2 * n);
-    for (id, o) in lops.iter().enumerate() {
-        ev.push((o.call, 0, id as u32));
-        ev.push((o.ret, 1, id as u32));
-    }
-    ev.sort_unstable();
-    let nodes = 2 * n + 1;
-    let mut next = vec![NIL; nodes];
-    let mut prev = vec![NIL; nodes];
-    let mut node_op = vec![0u32; nodes]; // op << 1 | is_ret
-    let mut call_node = vec![0u32; n];
-    let mut ret_node = vec![0u32; n];
-    for (k, &(_, kind, id)) in ev.iter().enumerate() {
-        let node = (k + 1) as u32;
-        node_op[node as usize] = (id << 1) | kind as u32;
-        if kind == 0 {
-            call_node[id as usize] = node;
-        } else {
-            ret_node[id as usize] = node;
-        }
-    }
-    for k in 0..nodes {
-        next[k] = if k + 1 < nodes { (k + 1) as u32 } else { NIL };
-        prev[k] = if k > 0 { (k - 1) as u32 } else { NIL };
-    }
-    drop(ev);
-    let zob = |x: u64| splitmix(x ^ 0x6c6f_636b_7369_6d00);
-
-    let mut cache: Cache<M::State> = Cache::new();
-    let mut stack: Vec<Frame<M::State>> = Vec::new();
-    let mut state = model.init();
-    let mut u: Vec<u32> = Vec::new();
-    let mut top: u32 = 0;
-    let mut zh: u64 = 0;
-
-    // Deepest dead end, for the explanation (prefix as indices into `ops`).
-    let mut best_prefix: Vec<usize> = Vec::new();
-    let mut best: Option<(usize, u32, M::State)> = None;
-    let mut low: usize = 0;
-    let frame_op = |f: &Frame<M::State>, in_class: &[u32]| -> usize {
-        match f.lin {
-            Lin::Det { id, .. } => order[id as usize],
-            Lin::Info { class, .. } => {
-                classes[class as usize][in_class[class as usize] as usize - 1]
+        let info_eq: Vec<u32> = classes.iter().map(|m| intern(&ops[m[0]].op)).collect();
+        let n_eq = eq_index.len();
+        // Unguarded classes, and guarded ones by guard; each in order of first call.
+        let mut unguarded: Vec<u32> = Vec::new();
+        let mut guarded: HashMap<u64, Vec<u32>, BuildHasherDefault<IdHasher>> = HashMap::default();
+        for (c, members) in classes.iter().enumerate() {
+            match model.op_guard(&ops[members[0]].op) {
+                None => unguarded.push(c as u32),
+                Some(g) => guarded.entry(g).or_default().push(c as u32),
             }
         }
-    };
 
-    let mut cur = Cursor::Node(next[HEAD as usize]);
-    let mut iter: u64 = 0;
-    loop {
-        iter += 1;
-        if iter & 0x3fff == 0 {
-            if let Some(d) = deadline {
-                if Instant::now() >= d {
-                    return Ok(false);
-                }
+        let mut overwrite = Vec::with_capacity(n);
+        let mut target = Vec::with_capacity(n);
+        let mut identity = Vec::with_capacity(n);
+        let mut read_only = Vec::with_capacity(n);
+        for &i in &order {
+            let e = model.effect(&ops[i].op);
+            overwrite.push(matches!(e, Effect::Overwrite(_)));
+            identity.push(matches!(e, Effect::Identity));
+            read_only.push(matches!(e, Effect::Identity | Effect::ReadOnly));
+            target.push(match e {
+                Effect::Overwrite(s) | Effect::Sets(s) => Some(s),
+                Effect::Identity | Effect::ReadOnly | Effect::Other => None,
+            });
+        }
+        let unobserved = unobserved(model, ops, &order, &overwrite, &target, &identity, &classes);
+
+        // Entries: node 0 is the head; node ids 1..=2n in time order.
+        let mut ev: Vec<(u64, u8, u32)> = Vec::with_capacity(2 * n);
+        for (id, &i) in order.iter().enumerate() {
+            ev.push((ops[i].call, 0, id as u32));
+            ev.push((ops[i].ret, 1, id as u32));
+        }
+        ev.sort_unstable();
+        let nodes = 2 * n + 1;
+        let mut node_op = vec![0u32; nodes]; // op << 1 | is_ret
+        let mut call_node = vec![0u32; n];
+        let mut ret_node = vec![0u32; n];
+        for (k, &(_, kind, id)) in ev.iter().enumerate() {
+            let node = (k + 1) as u32;
+            node_op[node as usize] = (id << 1) | kind as u32;
+            if kind == 0 {
+                call_node[id as usize] = node;
+            } else {
+                ret_node[id as usize] = node;
             }
         }
-        match cur {
-            Cursor::Node(NIL) => {
-                return Ok(true);
+        let next = (0..nodes)
+            .map(|k| if k + 1 < nodes { (k + 1) as u32 } else { NIL })
+            .collect();
+        let prev = (0..nodes)
+            .map(|k| if k > 0 { (k - 1) as u32 } else { NIL })
+            .collect();
+        let n_classes = classes.len();
+        Search {
+            model,
+            ops,
+            order,
+            eq_of,
+            overwrite,
+            target,
+            read_only,
+            unobserved,
+            classes,
+            info_eq,
+            unguarded,
+            guarded,
+            linearized_in_class: vec![0; n_classes],
+            counts: Vec::new(),
+            next,
+            prev,
+            node_op,
+            call_node,
+            ret_node,
+            state: model.init(),
+            u: Vec::new(),
+            top: 0,
+            zh: 0,
+            det_left: n,
+            lin_ids: Vec::new(),
+            lin: Vec::new(),
+            levels: Vec::new(),
+            cands: Vec::new(),
+            cache: Cache::new(),
+            eq_stamp: vec![0; n_eq],
+            eq_best: vec![0; n_eq],
+            stamp: 0,
+            best_prefix: Vec::new(),
+            best: None,
+            low: 0,
+        }
+    }
+
+    fn run(&mut self, lim: &mut Limits) -> Result<bool, Explanation> {
+        self.saturate();
+        if self.det_left == 0 {
+            return Ok(true);
+        }
+        let init = self.state.clone();
+        self.open_level(0, None, init);
+        lim.stats.configurations += 1;
+        let mut iter: u32 = 0;
+        loop {
+            iter = iter.wrapping_add(1);
+            if iter & 0xff == 0 && lim.out_of_time() {
+                return Ok(false);
             }
-            Cursor::Node(node) => {
-                let code = node_op[node as usize];
-                let id = code >> 1;
-                if code & 1 == 1 {
-                    cur = Cursor::Class { idx: 0, ret_id: id };
+            let depth = self.levels.len() - 1;
+            let lvl = &self.levels[depth];
+            let (k, end) = (lvl.next, lvl.cand_end);
+            let tried = if k < end {
+                self.levels[depth].next += 1;
+                let c = self.cands[k as usize];
+                if c & 1 == 0 {
                     continue;
                 }
-                // A call entry: try to linearize `id` now.
-                if let Some(ns) = model.step(&state, &lops[id as usize].op) {
-                    let prev_top = top;
-                    if id >= top {
-                        u.extend(top..id);
-                        top = id + 1;
-                    } else if let Ok(p) = u.binary_search(&id) {
-                        u.remove(p);
-                    }
-                    zh ^= zob(id as u64);
-                    let h = zh ^ splitmix(model.subsumption_hash(&ns));
-                    if cache.insert(h, top, &u, &counts, &ns, |a, b| model.subsumes(a, b)) {
-                        let prev_state = std::mem::replace(&mut state, ns);
-                        stack.push(Frame {
-                            lin: Lin::Det { id, prev_top },
-                            prev_state,
-                        });
-                        for nd in [call_node[id as usize], ret_node[id as usize]] {
-                            let (p, q) = (prev[nd as usize], next[nd as usize]);
-                            next[p as usize] = q;
-                            if q != NIL {
-                                prev[q as usize] = p;
-                            }
+                self.try_det(c >> 1, depth, lim.memo_limit)
+            } else {
+                match self.next_class(depth) {
+                    Some((class, member)) => self.try_class(class, member, lim.memo_limit),
+                    None => {
+                        self.dead_end(depth);
+                        if !self.pop() {
+                            return Err(self.explanation());
                         }
-                        cur = Cursor::Node(next[HEAD as usize]);
                         continue;
                     }
-                    zh ^= zob(id as u64);
-                    undo_set(&mut u, &mut top, id, prev_top);
                 }
-                cur = Cursor::Node(next[node as usize]);
-            }
-            Cursor::Class { idx, ret_id } => {
-                // The idx-th candidate class: unguarded ones, then the state's guard's.
-                // Both lists are in order of first call, so past the return entry's time
-                // no later class has an invoked member.
-                let t = lops[ret_id as usize].ret;
-                let ul = unguarded.len() as u32;
-                let mut pos = idx;
-                let mut cand = None;
-                if pos < ul {
-                    let c = unguarded[pos as usize];
-                    if ops[classes[c as usize][0]].call <= t {
-                        cand = Some(c);
-                    } else {
-                        pos = ul;
+            };
+            match tried {
+                Tried::No => {}
+                Tried::Full => {
+                    lim.stats.stopped = Some(Stop::Memory);
+                    return Ok(false);
+                }
+                Tried::New => {
+                    lim.stats.configurations += 1;
+                    if self.det_left == 0 {
+                        return Ok(true);
                     }
-                }
-                if cand.is_none() {
-                    let bucket = model
-                        .state_guard(&state)
-                        .and_then(|g| guarded.get(&g))
-                        .unwrap_or(&no_classes);
-                    cand = bucket
-                        .get((pos - ul) as usize)
-                        .copied()
-                        .filter(|&c| ops[classes[c as usize][0]].call <= t);
-                }
-                let Some(class) = cand else {
-                    cur = Cursor::DeadEnd { ret_id };
-                    continue;
-                };
-                let c = class as usize;
-                let k = linearized_in_class[c];
-                let member = classes[c].get(k as usize).copied();
-                if let Some(i) = member.filter(|&i| ops[i].call <= t) {
-                    if let Some(ns) = model.step(&state, &ops[i].op) {
-                        let counted = !model.op_dead(&ns, &ops[i].op);
-                        if counted {
-                            bump(&mut counts, class, 1);
-                        }
-                        let h = zh ^ splitmix(model.subsumption_hash(&ns));
-                        if cache.insert(h, top, &u, &counts, &ns, |a, b| model.subsumes(a, b)) {
-                            linearized_in_class[c] += 1;
-                            let prev_state = std::mem::replace(&mut state, ns);
-                            stack.push(Frame {
-                                lin: Lin::Info {
-                                    class,
-                                    idx: pos,
-                                    ret_id,
-                                    counted,
-                                },
-                                prev_state,
-                            });
-                            cur = Cursor::Node(next[HEAD as usize]);
-                            continue;
-                        }
-                        if counted {
-                            bump(&mut counts, class, -1);
-                        }
-                    }
-                }
-                cur = Cursor::Class {
-                    idx: pos + 1,
-                    ret_id,
-                };
-            }
-            Cursor::DeadEnd { ret_id } => {
-                // `ret_id` had to be linearized by now and cannot be.
-                let depth = stack.len();
-                if best.as_ref().is_none_or(|b| depth > b.0) {
-                    best_prefix.truncate(low);
-                    // Replay the class counters for the frames being copied.
-                    let mut in_class = linearized_in_class.clone();
-                    let mut tail: Vec<usize> = Vec::with_capacity(depth - low);
-                    for f in stack[low..].iter().rev() {
-                        tail.push(frame_op(f, &in_class));
-                        if let Lin::Info { class, .. } = f.lin {
-                            in_class[class as usize] -= 1;
-                        }
-                    }
-                    best_prefix.extend(tail.into_iter().rev());
-                    low = depth;
-                    best = Some((depth, ret_id, state.clone()));
-                }
-                let frame = match stack.pop() {
-                    Some(f) => f,
-                    None => break,
-                };
-                low = low.min(stack.len());
-                state = frame.prev_state;
-                match frame.lin {
-                    Lin::Det { id, prev_top } => {
-                        zh ^= zob(id as u64);
-                        undo_set(&mut u, &mut top, id, prev_top);
-                        for nd in [ret_node[id as usize], call_node[id as usize]] {
-                            let (p, q) = (prev[nd as usize], next[nd as usize]);
-                            next[p as usize] = nd;
-                            if q != NIL {
-                                prev[q as usize] = nd;
-                            }
-                        }
-                        cur = Cursor::Node(next[call_node[id as usize] as usize]);
-                    }
-                    Lin::Info {
-                        class,
-                        idx,
-                        ret_id,
-                        counted,
-                    } => {
-                        linearized_in_class[class as usize] -= 1;
-                        if counted {
-                            bump(&mut counts, class, -1);
-                        }
-                        cur = Cursor::Class {
-                            idx: idx + 1,
-                            ret_id,
-                        };
+                    // The stack grows with the candidates of each configuration.
+                    if lim.memo_limit.is_some_and(|l| self.stack_bytes() > l / 2) {
+                        lim.stats.stopped = Some(Stop::Memory);
+                        return Ok(false);
                     }
                 }
             }
         }
     }
-    let (_, failing, st) = best.expect("a dead end was recorded before the stack emptied");
-    Err(Explanation {
-        partition: String::new(),
-        prefix: best_prefix,
-        failing: order[failing as usize],
-        concurrent: Vec::new(),
-        state: model.describe_state(&st),
-    })
+
+    /// Linearize determinate op `id` (set, hash and list bookkeeping).
+    fn lin_det(&mut self, id: u32) {
+        let prev_top = self.top;
+        if id >= self.top {
+            self.u.extend(self.top..id);
+            self.top = id + 1;
+        } else if let Ok(p) = self.u.binary_search(&id) {
+            self.u.remove(p);
+        }
+        self.zh ^= zob(id);
+        self.lin_ids.push((id, prev_top));
+        self.lin.push(self.order[id as usize]);
+        self.det_left -= 1;
+        for nd in [self.call_node[id as usize], self.ret_node[id as usize]] {
+            let (p, q) = (self.prev[nd as usize], self.next[nd as usize]);
+            self.next[p as usize] = q;
+            if q != NIL {
+                self.prev[q as usize] = p;
+            }
+        }
+    }
+
+    /// Undo the last [`Self::lin_det`].
+    fn unlin_det(&mut self) {
+        let (id, prev_top) = self.lin_ids.pop().expect("something to undo");
+        self.lin.pop();
+        self.det_left += 1;
+        self.zh ^= zob(id);
+        if id >= prev_top {
+            let added = (id - prev_top) as usize;
+            self.u.truncate(self.u.len() - added);
+            self.top = prev_top;
+        } else {
+            let p = self.u.binary_search(&id).unwrap_or_else(|p| p);
+            self.u.insert(p, id);
+        }
+        for nd in [self.ret_node[id as usize], self.call_node[id as usize]] {
+            let (p, q) = (self.prev[nd as usize], self.next[nd as usize]);
+            self.next[p as usize] = nd;
+            if q != NIL {
+                self.prev[q as usize] = nd;
+            }
+        }
+    }
+
+    /// Record the current configuration in the memo, within what `limit` leaves
+    /// beside the search stack.
+    fn memo(&mut self, limit: Option<usize>) -> Memo {
+        let h = self.zh ^ splitmix(self.model.subsumption_hash(&self.state));
+        let model = self.model;
+        let limit = limit.map(|l| l.saturating_sub(self.stack_bytes()));
+        self.cache.insert(
+            h,
+            self.top,
+            &self.u,
+            &self.counts,
+            &self.state,
+            |a, b| model.subsumes(a, b),
+            limit,
+        )
+    }
+
+    /// The memory of the search stack (levels, candidates, linearized ops), in bytes.
+    fn stack_bytes(&self) -> usize {
+        self.levels.capacity() * std::mem::size_of::<Level<M::State>>()
+            + self.cands.capacity() * 4
+            + self.lin.capacity() * std::mem::size_of::<usize>()
+            + self.lin_ids.capacity() * 8
+            + self.best_prefix.capacity() * std::mem::size_of::<usize>()
+    }
+
+    /// The memory the search holds (memo and stack), in bytes.
+    fn bytes(&self) -> usize {
+        self.cache.bytes() + self.stack_bytes()
+    }
+
+    /// Try determinate candidate `id` of the configuration at `depth`.
+    fn try_det(&mut self, id: u32, depth: usize, limit: Option<usize>) -> Tried {
+        let Some(ns) = self
+            .model
+            .step(&self.state, &self.ops[self.order[id as usize]].op)
+        else {
+            return Tried::No;
+        };
+        let lin_start = self.lin.len() as u32;
+        let lvl = &self.levels[depth];
+        let (start, end) = (lvl.cand_start, lvl.cand_end);
+        if self.overwrite[id as usize] {
+            // Reduction 4: absorb the unobserved candidates.
+            for k in start..end {
+                let a = self.cands[k as usize] >> 1;
+                if a != id && self.unobserved[a as usize] {
+                    self.lin_det(a);
+                }
+            }
+        }
+        self.lin_det(id);
+        let prev_state = std::mem::replace(&mut self.state, ns);
+        self.saturate();
+        match self.memo(limit) {
+            Memo::New => {
+                self.open_level(lin_start, None, prev_state);
+                Tried::New
+            }
+            m => {
+                while self.lin.len() > lin_start as usize {
+                    self.unlin_det();
+                }
+                self.state = prev_state;
+                if m == Memo::Full {
+                    Tried::Full
+                } else {
+                    Tried::No
+                }
+            }
+        }
+    }
+
+    /// Reduction 1: linearize every callable determinate op that never changes the
+    /// state and is legal in it, until none is left (the state stays the same).
+    fn saturate(&mut self) {
+        let mut node = self.next[HEAD as usize];
+        while node != NIL {
+            let code = self.node_op[node as usize];
+            if code & 1 == 1 {
+                return;
+            }
+            let id = code >> 1;
+            // Checking that the step changes nothing keeps a wrong hint from corrupting
+            // the state (it can still lose linearizations; see `Model::effect`).
+            let forced = self.read_only[id as usize]
+                && self
+                    .model
+                    .step(&self.state, &self.ops[self.order[id as usize]].op)
+                    .is_some_and(|ns| ns == self.state);
+            if forced {
+                // Earlier candidates stay illegal (the state is unchanged); go on from
+                // here, where the linearized op's entries were.
+                let p = self.prev[node as usize];
+                self.lin_det(id);
+                node = self.next[p as usize];
+            } else {
+                node = self.next[node as usize];
+            }
+        }
+    }
+
+    /// The next indeterminate class to try at `depth`, and its next member: the
+    /// unguarded classes, then those whose guard is the state's (see
+    /// [`Model::op_guard`]). Both lists are in order of first call, so past the first
+    /// pending return's time no later class has an invoked member.
+    fn next_class(&mut self, depth: usize) -> Option<(u32, usize)> {
+        let lvl = &self.levels[depth];
+        let t = self.ops[self.order[lvl.ret_id as usize]].ret;
+        let ul = self.unguarded.len() as u32;
+        let mut pos = lvl.class_idx;
+        let guard = self.model.state_guard(&self.state);
+        loop {
+            let class = if pos < ul {
+                let c = self.unguarded[pos as usize];
+                if self.ops[self.classes[c as usize][0]].call <= t {
+                    c
+                } else {
+                    pos = ul;
+                    continue;
+                }
+            } else {
+                let c = guard
+                    .and_then(|g| self.guarded.get(&g))
+                    .and_then(|b| b.get((pos - ul) as usize))
+                    .copied();
+                match c {
+                    Some(c) if self.ops[self.classes[c as usize][0]].call <= t => c,
+                    _ => {
+                        self.levels[depth].class_idx = pos;
+                        return None;
+                    }
+                }
+            };
+            pos += 1;
+            let c = class as usize;
+            let member = self.classes[c]
+                .get(self.linearized_in_class[c] as usize)
+                .copied()
+                .filter(|&i| self.ops[i].call <= t);
+            let Some(member) = member else { continue };
+            // Reduction 2: a determinate candidate equal to the class is tried instead.
+            let eq = self.info_eq[c];
+            let lvl = &self.levels[depth];
+            let cands = &self.cands[lvl.cand_start as usize..lvl.cand_end as usize];
+            if cands.len() <= PAIRWISE && cands.iter().any(|&k| self.eq_of[(k >> 1) as usize] == eq)
+            {
+                continue;
+            }
+            self.levels[depth].class_idx = pos;
+            return Some((class, member));
+        }
+    }
+
+    /// Try the next member `i` of indeterminate class `class`.
+    fn try_class(&mut self, class: u32, i: usize, limit: Option<usize>) -> Tried {
+        let Some(ns) = self.model.step(&self.state, &self.ops[i].op) else {
+            return Tried::No;
+        };
+        let counted = !self.model.op_dead(&ns, &self.ops[i].op);
+        if counted {
+            bump(&mut self.counts, class, 1);
+        }
+        self.linearized_in_class[class as usize] += 1;
+        let lin_start = self.lin.len() as u32;
+        self.lin.push(i);
+        let prev_state = std::mem::replace(&mut self.state, ns);
+        self.saturate();
+        match self.memo(limit) {
+            Memo::New => {
+                self.open_level(lin_start, Some((class, counted)), prev_state);
+                Tried::New
+            }
+            m => {
+                while self.lin.len() > lin_start as usize + 1 {
+                    self.unlin_det();
+                }
+                self.lin.pop();
+                self.linearized_in_class[class as usize] -= 1;
+                if counted {
+                    bump(&mut self.counts, class, -1);
+                }
+                self.state = prev_state;
+                if m == Memo::Full {
+                    Tried::Full
+                } else {
+                    Tried::No
+                }
+            }
+        }
+    }
+
+    /// Push the configuration just reached: collect its candidates and apply the
+    /// reductions that choose which to try.
+    fn open_level(&mut self, lin_start: u32, info: Option<(u32, bool)>, prev_state: M::State) {
+        let cand_start = self.cands.len() as u32;
+        let mut node = self.next[HEAD as usize];
+        let mut ret_id = NIL;
+        while node != NIL {
+            let code = self.node_op[node as usize];
+            if code & 1 == 1 {
+                ret_id = code >> 1;
+                break;
+            }
+            self.cands.push(code & !1);
+            node = self.next[node as usize];
+        }
+        let cand_end = self.cands.len() as u32;
+        if ret_id != NIL {
+            self.mark_tried(cand_start as usize..cand_end as usize);
+        }
+        self.levels.push(Level {
+            lin_start,
+            info,
+            prev_state,
+            cand_start,
+            cand_end,
+            next: cand_start,
+            class_idx: 0,
+            ret_id,
+        });
+    }
+
+    /// Reductions 2 and 3: set the tried bit of the candidates worth trying.
+    fn mark_tried(&mut self, range: std::ops::Range<usize>) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.eq_stamp.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 1;
+        }
+        let key = |s: &Self, id: u32| (s.ops[s.order[id as usize]].ret, id);
+        for k in range.clone() {
+            let id = self.cands[k] >> 1;
+            let eq = self.eq_of[id as usize] as usize;
+            if self.eq_stamp[eq] != self.stamp || key(self, id) < key(self, self.eq_best[eq]) {
+                self.eq_stamp[eq] = self.stamp;
+                self.eq_best[eq] = id;
+            }
+        }
+        for k in range.clone() {
+            let id = self.cands[k] >> 1;
+            let eq = self.eq_of[id as usize] as usize;
+            let mut tried = self.eq_best[eq] == id;
+            if tried && self.overwrite[id as usize] && range.len() <= PAIRWISE {
+                if let Some(c) = &self.target[id as usize] {
+                    let mine = key(self, id);
+                    tried = !self.cands[range.clone()].iter().any(|&x| {
+                        let x = x >> 1;
+                        x != id
+                            && key(self, x) < mine
+                            && self.target[x as usize].as_ref() == Some(c)
+                            && self
+                                .model
+                                .step(&self.state, &self.ops[self.order[x as usize]].op)
+                                .is_some()
+                    });
+                }
+            }
+            self.cands[k] = id << 1 | tried as u32;
+        }
+    }
+
+    /// Undo the move that reached the top configuration; false when it was the root.
+    fn pop(&mut self) -> bool {
+        let lvl = self.levels.pop().expect("a level to pop");
+        self.cands.truncate(lvl.cand_start as usize);
+        if self.levels.is_empty() {
+            return false;
+        }
+        // The move: an indeterminate op then forced ones, or determinate ops.
+        let base = lvl.lin_start as usize + usize::from(lvl.info.is_some());
+        while self.lin.len() > base {
+            self.unlin_det();
+        }
+        if let Some((class, counted)) = lvl.info {
+            self.lin.pop();
+            self.linearized_in_class[class as usize] -= 1;
+            if counted {
+                bump(&mut self.counts, class, -1);
+            }
+        }
+        self.state = lvl.prev_state;
+        self.low = self.low.min(self.lin.len());
+        true
+    }
+
+    /// The configuration at `depth` has no move left: record it if it is the deepest.
+    fn dead_end(&mut self, depth: usize) {
+        let len = self.lin.len();
+        if self.best.as_ref().is_none_or(|b| len > b.0) {
+            self.best_prefix.truncate(self.low);
+            self.best_prefix.extend_from_slice(&self.lin[self.low..]);
+            self.low = len;
+            self.best = Some((len, self.levels[depth].ret_id, self.state.clone()));
+        }
+    }
+
+    fn explanation(&mut self) -> Explanation {
+        let (_, failing, st) = self
+            .best
+            .take()
+            .expect("a dead end was recorded before the stack emptied");
+        Explanation {
+            partition: String::new(),
+            prefix: std::mem::take(&mut self.best_prefix),
+            failing: self.order[failing as usize],
+            concurrent: Vec::new(),
+            state: self.model.describe_state(&st),
+        }
+    }
+}
+
+/// Operations examined per overwrite when deciding whether it is unobserved; past this
+/// it counts as observed (always safe).
+const OBSERVER_SCAN: usize = 4096;
+
+/// Operations examined in all, per operation of the part, before every remaining
+/// overwrite counts as observed: keeps the analysis linear in the history's size.
+const OBSERVER_SCAN_PER_OP: usize = 64;
+
+/// Which determinate overwrites are unobserved (reduction 4 of [`search`]): no operation
+/// `o` that may be linearized after `w` (`o.ret ≥ w.call`) and before the overwrite that
+/// returns first among those invoked after `w` returned (`o.call ≤` its return) is legal
+/// in the state `w` leaves, unless `o` is legal in every state.
+fn unobserved<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Op>],
+    order: &[usize],
+    overwrite: &[bool],
+    target: &[Option<M::State>],
+    identity: &[bool],
+    classes: &[Vec<usize>],
+) -> Vec<bool> {
+    let n = order.len();
+    let mut out = vec![false; n];
+    let writes: Vec<usize> = (0..n).filter(|&id| overwrite[id]).collect();
+    if writes.is_empty() {
+        return out;
+    }
+    let call = |id: usize| ops[order[id]].call;
+    let ret = |id: usize| ops[order[id]].ret;
+    // suffix_min[k]: the earliest return among writes[k..] (in call order).
+    let mut suffix_min = vec![u64::MAX; writes.len() + 1];
+    for k in (0..writes.len()).rev() {
+        suffix_min[k] = suffix_min[k + 1].min(ret(writes[k]));
+    }
+    let universal = |id: usize| overwrite[id] || identity[id];
+    // Indeterminate classes that may observe: (first call, op).
+    let info: Vec<(u64, &M::Op)> = classes
+        .iter()
+        .map(|m| &ops[m[0]])
+        .filter(|o| !matches!(model.effect(&o.op), Effect::Overwrite(_) | Effect::Identity))
+        .map(|o| (o.call, &o.op))
+        .collect();
+    let mut total = OBSERVER_SCAN_PER_OP * (n + info.len()) + OBSERVER_SCAN;
+    // Determinate ops invoked before `w` (lower ids) that return at or after its call.
+    let mut active: std::collections::BTreeSet<(u64, usize)> = std::collections::BTreeSet::new();
+    let mut added = 0;
+    for &w in &writes {
+        let Some(c) = &target[w] else { continue };
+        let k = writes.partition_point(|&x| call(x) <= ret(w));
+        let (lo, hi) = (call(w), suffix_min[k]);
+        while added < w {
+            active.insert((ret(added), added));
+            added += 1;
+        }
+        while active.first().is_some_and(|&(r, _)| r < lo) {
+            active.pop_first();
+        }
+        let observes =
+            |id: usize| id != w && !universal(id) && model.step(c, &ops[order[id]].op).is_some();
+        let mut budget = OBSERVER_SCAN.min(total);
+        let mut observed = false;
+        let mut look = |o: bool| {
+            budget = budget.saturating_sub(1);
+            budget == 0 || o
+        };
+        // Later calls, up to the bound; earlier calls still pending at w's call;
+        // indeterminate operations invoked by the bound (one per class).
+        for id in w + 1..n {
+            if call(id) > hi {
+                break;
+            }
+            if look(ret(id) >= lo && observes(id)) {
+                observed = true;
+                break;
+            }
+        }
+        if !observed {
+            observed = active.iter().any(|&(_, id)| look(observes(id)));
+        }
+        if !observed {
+            observed = info
+                .iter()
+                .filter(|&&(first, _)| first <= hi)
+                .any(|&(_, op)| look(model.step(c, op).is_some()));
+        }
+        let used = OBSERVER_SCAN.min(total) - budget;
+        total = total.saturating_sub(used.max(1));
+        out[w] = !observed;
+        if total == 0 {
+            break;
+        }
+    }
+    out
 }
 
 /// Whether the sparse `(class, count)` list `a` is componentwise ≤ `b`.
@@ -575,17 +1156,5 @@ fn bump(counts: &mut Vec<u32>, class: u32, delta: i32) {
     } else {
         debug_assert!(delta > 0);
         counts.splice(2 * lo..2 * lo, [class, delta as u32]);
-    }
-}
-
-/// Undo the set change made by linearizing `id` when the top was `prev_top`.
-fn undo_set(u: &mut Vec<u32>, top: &mut u32, id: u32, prev_top: u32) {
-    if id >= prev_top {
-        let added = (id - prev_top) as usize;
-        u.truncate(u.len() - added);
-        *top = prev_top;
-    } else {
-        let p = u.binary_search(&id).unwrap_or_else(|p| p);
-        u.insert(p, id);
     }
 }

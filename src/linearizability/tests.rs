@@ -53,6 +53,7 @@ fn verdict<M: Model>(m: &M, ops: &[Operation<M::Op>], fast: bool) -> LinVerdict 
         ops,
         CheckOptions {
             timeout: None,
+            memo_limit: None,
             fast_path: fast,
         },
     )
@@ -104,7 +105,7 @@ fn knossos_good_histories_are_linearizable() {
             LinVerdict::Linearizable,
             "{}: {}",
             f.display(),
-            out.text
+            out.text()
         );
         assert_eq!(out.exit_code(), 0);
     }
@@ -124,8 +125,11 @@ fn knossos_bad_histories_are_not_linearizable() {
             out.verdict
         );
         assert_eq!(out.exit_code(), 1);
-        assert!(out.text.contains("NOT linearizable"), "{}", out.text);
-        assert!(out.svg.starts_with("<svg") && out.svg.contains("#ea4335"));
+        assert!(out.text().contains("NOT linearizable"), "{}", out.text());
+        assert!({
+            let svg = out.svg();
+            svg.starts_with("<svg") && svg.contains("#ea4335")
+        });
         assert_eq!(out.to_json()["verdict"], "not-linearizable");
     }
 }
@@ -138,8 +142,8 @@ fn knossos_bad_analysis_explanation() {
         panic!("{:?}", out.verdict)
     };
     // The spurious reads of 3 and 2 cannot both be placed.
-    let failing = &out.op_info[e.failing];
-    assert!(failing.description.starts_with("read"), "{}", out.text);
+    let failing = out.op_info(e.failing).unwrap();
+    assert!(failing.description.starts_with("read"), "{}", out.text());
     assert!(!e.prefix.is_empty());
 }
 
@@ -217,19 +221,30 @@ fn fenced_lock_jsonl_events() {
             .key("counter")
             .token(Some(2))
             .value(1)
-            .accepted(true),
+            .accepted(true)
+            .client("client-2"),
     ];
+    // Indices as a recorder assigns them.
+    let ev: Vec<Event> = ev
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut e)| {
+            e.index = i as u64;
+            e
+        })
+        .collect();
     // client-1 releases a lock it no longer holds.
     let out = check_events(&ev, "fenced-lock", None, None).unwrap();
     let LinVerdict::NotLinearizable(e) = &out.verdict else {
-        panic!("{}", out.text)
+        panic!("{}", out.text())
     };
     // The fast path shows the forced order: client-1's release ends its own hold, so
     // the expiry must end client-2's, and client-2's grant came too early.
     assert_eq!(
-        out.op_info[e.failing].description, "acquire → token 2",
+        out.op_info(e.failing).unwrap().description,
+        "acquire → token 2",
         "{}",
-        out.text
+        out.text()
     );
     assert_eq!(e.partition, "lock \"L\"");
     assert_eq!(e.state, "free, last token 1");
@@ -248,7 +263,7 @@ fn fenced_lock_jsonl_events() {
     );
     // The storage log alone checks against the fenced register.
     let out = check_events(&ev, "fenced-register", None, None).unwrap();
-    assert_eq!(out.verdict, LinVerdict::Linearizable, "{}", out.text);
+    assert_eq!(out.verdict, LinVerdict::Linearizable, "{}", out.text());
     // EDN round trip of the same events.
     let edn = events_to_edn(&ev);
     let raw = raw_ops_from_edn(&edn).unwrap();
@@ -313,6 +328,72 @@ fn malformed_histories_name_line_and_reason() {
     assert!(e.to_string().contains("/nonexistent.edn"), "{e}");
 }
 
+#[test]
+fn malformed_input_is_rejected_not_guessed() {
+    let jsonl = |lines: &[&str]| raw_ops_from_jsonl(&lines.join("\n"));
+    // A completion without an invoke: an error, unless it is a server's log of a
+    // request it served (it names the client).
+    let e = jsonl(&[r#"{"process":"client-1","type":"ok","f":"write","key":"k","value":1}"#])
+        .unwrap_err();
+    assert!(e.reason.contains("without an invoke"), "{e}");
+    let raw = jsonl(&[
+        r#"{"process":"storage","type":"ok","f":"write","key":"k","value":1,"client":"c"}"#,
+    ])
+    .unwrap();
+    assert!(raw[0].point && !raw[0].event);
+    // Keys given twice, on the fast path or not.
+    for line in [
+        r#"{"process":"a","type":"invoke","f":"read","f":"write"}"#,
+        r#"{"process":"a","type":"invoke","f":"read","reason":"x","reason":"y"}"#,
+        r#"{"process":"a","type":"invoke","f":"read","value":{"x":1,"x":2}}"#,
+    ] {
+        let e = jsonl(&[line]).unwrap_err();
+        assert!(e.reason.contains("duplicate key"), "{line}: {e}");
+    }
+    // Recorded order against line order.
+    let e = jsonl(&[
+        r#"{"index":1,"time_ns":5,"process":"a","type":"invoke","f":"read"}"#,
+        r#"{"index":1,"time_ns":6,"process":"a","type":"ok","f":"read","value":0}"#,
+    ])
+    .unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(e.reason.contains("index 1"), "{e}");
+    let e = jsonl(&[
+        r#"{"index":1,"time_ns":5,"process":"a","type":"invoke","f":"read"}"#,
+        r#"{"index":2,"time_ns":4,"process":"a","type":"ok","f":"read","value":0}"#,
+    ])
+    .unwrap_err();
+    assert!(e.reason.contains("true-time order"), "{e}");
+    // Not JSONL at all.
+    let e = jsonl(&["[{:process 0, :type :invoke, :f :read}"]).unwrap_err();
+    assert!(e.reason.contains("looks like Jepsen EDN"), "{e}");
+    let e = jsonl(&[r#"[null, "a", "invoke", "read"]"#]).unwrap_err();
+    assert!(e.reason.contains("JSON object"), "{e}");
+    // Operation names a model does not know are errors; those of other objects and
+    // point events are skipped.
+    let raw = raw_ops_from_edn(
+        "[{:process 0, :type :invoke, :f :lock}\n {:process 0, :type :ok, :f :lock}]",
+    )
+    .unwrap();
+    for model in ["fenced-lock", "fenced-register", "mutex", "register"] {
+        let e = check_raw(&raw, model, None, None).unwrap_err();
+        assert!(
+            e.reason.contains(":lock") && e.reason.contains(model),
+            "{e}"
+        );
+    }
+    let raw = raw_ops_from_edn(
+        "[{:process 0, :type :event, :f :pause}\n {:process 1, :type :invoke, :f :read}\n {:process 1, :type :ok, :f :read, :value 0}]",
+    )
+    .unwrap();
+    assert_eq!(check_raw(&raw, "fenced-lock", None, None).unwrap().ops, 0);
+    assert_eq!(
+        check_raw(&raw, "fenced-register", None, None).unwrap().ops,
+        1
+    );
+    assert_eq!(check_raw(&raw, "register", None, None).unwrap().ops, 1);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -359,14 +440,21 @@ fn arb_event() -> impl Strategy<Value = Event> {
             Just(serde_json::json!("s\\é")),
         ]),
         prop::option::of(any::<bool>()),
+        prop::option::of(Just("client-1")),
+        prop::option::of(any::<i64>()),
     )
-        .prop_map(|(t, p, kind, f, lock, token, value, accepted)| {
-            let mut e = Event::new(p, kind, f).at(t).token(token);
-            e.lock = lock.map(str::to_string);
-            e.value = value;
-            e.accepted = accepted;
-            e
-        })
+        .prop_map(
+            |(t, p, kind, f, lock, token, value, accepted, client, local)| {
+                let mut e = Event::new(p, kind, f).at(t).token(token);
+                e.lock = lock.map(str::to_string);
+                e.value = value;
+                e.accepted = accepted;
+                e.client = client.map(str::to_string);
+                e.local_ns = local;
+                e.wall_ms = local.map(|l| l / 3);
+                e
+            },
+        )
 }
 
 proptest! {
@@ -375,8 +463,12 @@ proptest! {
     /// The hand-written JSONL scanner agrees with serde on what it accepts.
     #[test]
     fn jsonl_reader_matches_events(mut events in prop::collection::vec(arb_event(), 0..12)) {
+        // Recorded in order: indices are positions, times do not go back.
+        let mut times: Vec<u64> = events.iter().map(|e| e.time_ns).collect();
+        times.sort_unstable();
         for (i, e) in events.iter_mut().enumerate() {
             e.index = i as u64;
+            e.time_ns = times[i];
         }
         let text = crate::history::to_jsonl(&events);
         let a = raw_ops_from_jsonl(&text);
@@ -560,8 +652,10 @@ fn fix_freg(ops: &mut [Operation<FencedRegisterOp>]) {
 
 fn reg_model() -> Register {
     let mut m = Register::new(Value::Int(0), true);
-    m.intern(&Value::Int(1));
-    m.intern(&Value::Int(2));
+    // Ids are values: 0..=7 (the register starts at 0).
+    for v in 1..=7 {
+        m.intern(&Value::Int(v));
+    }
     m
 }
 
@@ -869,6 +963,7 @@ fn timeout_gives_unknown() {
         &ops,
         CheckOptions {
             timeout: Some(Duration::from_millis(200)),
+            memo_limit: None,
             fast_path: true,
         },
     );
@@ -910,7 +1005,7 @@ fn bench_files() {
             out.ops as f64 / total.as_secs_f64()
         );
         if !matches!(out.verdict, LinVerdict::Linearizable) {
-            println!("{}", out.text);
+            println!("{}", out.text());
         }
         if let Ok(dir) = std::env::var("LOCKSIM_SVG_DIR") {
             let name = std::path::Path::new(f)
@@ -918,8 +1013,305 @@ fn bench_files() {
                 .unwrap()
                 .to_string_lossy()
                 .to_string();
-            std::fs::write(format!("{dir}/{name}.svg"), &out.svg).unwrap();
+            std::fs::write(format!("{dir}/{name}.svg"), out.svg()).unwrap();
             std::fs::write(format!("{dir}/{name}.json"), out.to_json().to_string()).unwrap();
         }
+    }
+}
+
+// ---------------------------------------------------------------- reductions
+
+/// The register with no [`Model::effect`] hints: none of the reductions that need them
+/// apply, so it is a reference for them.
+struct PlainRegister(Register);
+
+impl Model for PlainRegister {
+    type State = u32;
+    type Op = RegisterOp;
+    fn init(&self) -> u32 {
+        self.0.init()
+    }
+    fn step(&self, s: &u32, op: &RegisterOp) -> Option<u32> {
+        self.0.step(s, op)
+    }
+    fn describe_op(&self, op: &RegisterOp) -> String {
+        self.0.describe_op(op)
+    }
+    fn describe_state(&self, s: &u32) -> String {
+        self.0.describe_state(s)
+    }
+}
+
+/// A register whose hints lie: it claims writes never change the state. The oracle tests
+/// must catch such a model (they have teeth).
+struct LyingRegister(Register);
+
+impl Model for LyingRegister {
+    type State = u32;
+    type Op = RegisterOp;
+    fn init(&self) -> u32 {
+        self.0.init()
+    }
+    fn step(&self, s: &u32, op: &RegisterOp) -> Option<u32> {
+        self.0.step(s, op)
+    }
+    fn effect(&self, op: &RegisterOp) -> Effect<u32> {
+        match op {
+            RegisterOp::Write(_) => Effect::ReadOnly,
+            _ => self.0.effect(op),
+        }
+    }
+    fn describe_op(&self, op: &RegisterOp) -> String {
+        self.0.describe_op(op)
+    }
+    fn describe_state(&self, s: &u32) -> String {
+        self.0.describe_state(s)
+    }
+}
+
+#[test]
+fn a_wrong_effect_hint_is_caught() {
+    // write 0 || write 1, then read 0: linearizable (write 1 first). A model that says a
+    // write changes nothing forces "write 0" when the register already holds 0, and
+    // misses the linearization: the oracle tests would fail on it.
+    use RegisterOp::*;
+    let ops = vec![
+        op(Write(0), 1, 0, 5),
+        op(Write(1), 2, 0, 9),
+        op(Read(Some(0)), 2, 12, 16),
+    ];
+    let m = reg_model();
+    assert!(oracle(&m, &ops));
+    assert!(is_lin(&verdict(&m, &ops, true)));
+    assert!(is_lin(&verdict(&PlainRegister(m.clone()), &ops, true)));
+    assert!(!is_lin(&verdict(&LyingRegister(m.clone()), &ops, true)));
+}
+
+/// Writes of mostly distinct values and reads of values that may never be written: the
+/// shapes in which overwrites are unobserved (reduction 4), same-state overwrites
+/// (reduction 3) and forced reads (reduction 1) matter.
+fn arb_write_heavy_op() -> impl Strategy<Value = RegisterOp> {
+    prop_oneof![
+        5 => (0u32..6).prop_map(RegisterOp::Write),
+        2 => prop::option::weighted(0.9, 0u32..7).prop_map(RegisterOp::Read),
+        1 => (0u32..3, 0u32..6).prop_map(|(a, b)| RegisterOp::Cas(a, b)),
+    ]
+}
+
+/// Histories of up to 9 operations by 2 to 5 processes, overlapping a lot.
+fn crowded<O: std::fmt::Debug + Clone>(
+    ops: impl Strategy<Value = O>,
+) -> impl Strategy<Value = Vec<Operation<O>>> {
+    (
+        prop::collection::vec((ops, 0u64..12, 1u64..14, prop::bool::weighted(0.2)), 1..=9),
+        2u32..6,
+    )
+        .prop_map(|(v, procs)| {
+            let mut free = vec![0u64; procs as usize];
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (o, gap, len, indet))| {
+                    let p = (i as u32) % procs;
+                    let call = free[p as usize] + gap;
+                    let ret = call + len;
+                    free[p as usize] = ret + 1;
+                    Operation {
+                        op: o,
+                        process: p,
+                        call,
+                        ret: if indet { INDETERMINATE } else { ret },
+                        line: 0,
+                        call_ns: None,
+                        ret_ns: None,
+                    }
+                })
+                .collect()
+        })
+}
+
+/// Raw cas-register histories as events: each of up to 4 processes invokes a random
+/// operation and completes it `ok`, `fail` or `info` (or never), with random values.
+fn arb_raw_history() -> impl Strategy<Value = Vec<Event>> {
+    prop::collection::vec((0usize..4, 0u8..3, 0i64..3, 0i64..3, 0u8..10), 1..24).prop_map(|steps| {
+        let mut pending: Vec<Option<(&'static str, serde_json::Value)>> = vec![None; 4];
+        let mut out = Vec::new();
+        for (p, f, a, b, how) in steps {
+            let name = p.to_string();
+            match pending[p].take() {
+                None => {
+                    let (f, v) = match f {
+                        0 => ("read", serde_json::Value::Null),
+                        1 => ("write", a.into()),
+                        _ => ("cas", serde_json::json!([a, b])),
+                    };
+                    out.push(Event::new(name, EventType::Invoke, f).value(v.clone()));
+                    pending[p] = Some((f, v));
+                }
+                Some((f, v)) => {
+                    let kind = match how {
+                        0 => EventType::Fail,
+                        1 => EventType::Info,
+                        _ => EventType::Ok,
+                    };
+                    let v = if f == "read" && kind == EventType::Ok {
+                        a.into()
+                    } else {
+                        v
+                    };
+                    out.push(Event::new(name, kind, f).value(v));
+                }
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    /// Every reduction against the brute-force oracle, on histories where they fire.
+    #[test]
+    fn reductions_match_oracle_on_crowded_registers(ops in crowded(arb_write_heavy_op())) {
+        let m = reg_model();
+        let want = oracle(&m, &ops);
+        prop_assert_eq!(is_lin(&verdict(&m, &ops, true)), want, "{:?}", ops);
+        prop_assert_eq!(is_lin(&verdict(&PlainRegister(m.clone()), &ops, true)), want, "plain {:?}", ops);
+    }
+
+    /// Failed and indeterminate operations, through pairing and the model, against the
+    /// oracle on the operations the model keeps.
+    #[test]
+    fn raw_histories_with_fail_and_info_match_oracle(events in arb_raw_history()) {
+        let raw = raw_ops_from_events(&events).unwrap();
+        let mut m = Register::new(Value::Int(0), true);
+        let ops = m.ops_from_raw(&raw).unwrap();
+        let want = oracle(&m, &ops);
+        let out = check_raw(&raw, "cas-register", None, None).unwrap();
+        prop_assert_eq!(is_lin(&out.verdict), want, "{:?}", ops);
+    }
+
+    /// The generated cas-register histories: linearizable when asked, and not when not
+    /// (small enough for the oracle to agree).
+    #[test]
+    fn generated_cas_histories_have_the_verdict_asked_for(seed in any::<u64>(), procs in 1usize..5, n in 1usize..8) {
+        for linearizable in [true, false] {
+            let events = generate::cas_history(seed, n, procs, linearizable);
+            let raw = raw_ops_from_events(&events).unwrap();
+            let mut m = Register::new(Value::Int(0), true);
+            let ops = m.ops_from_raw(&raw).unwrap();
+            prop_assert_eq!(oracle(&m, &ops), linearizable, "{:?}", ops);
+            let out = check_raw(&raw, "cas-register", None, None).unwrap();
+            prop_assert_eq!(is_lin(&out.verdict), linearizable);
+        }
+    }
+}
+
+#[test]
+fn generated_cas_histories_are_deterministic_and_well_formed() {
+    let a = generate::cas_history(7, 500, 10, false);
+    assert_eq!(a, generate::cas_history(7, 500, 10, false));
+    assert_ne!(a, generate::cas_history(8, 500, 10, false));
+    assert_eq!(a.len(), 1000);
+    // Written as JSONL and read back as a file would be.
+    let text = crate::history::to_jsonl(&a);
+    let raw = raw_ops_from_jsonl(&text).unwrap();
+    assert_eq!(raw, raw_ops_from_events(&a).unwrap());
+    for (linearizable, verdict) in [(true, "linearizable"), (false, "not-linearizable")] {
+        let m = generate::time_cas_check(3, 2000, 10, linearizable, &CheckOptions::default());
+        assert_eq!(m.verdict, verdict, "{}", m.line());
+        assert!(m.configurations > 0 && m.memo_bytes > 0, "{}", m.line());
+    }
+}
+
+/// `n` writes of distinct values, all concurrent, then reads of the given values.
+fn concurrent_writes(n: u32, reads: &[u32]) -> (Register, Vec<Operation<RegisterOp>>) {
+    let mut m = Register::new(Value::Int(0), false);
+    let ids: Vec<u32> = (0..=n + 1)
+        .map(|v| m.intern(&Value::Int(v as i64)))
+        .collect();
+    let mut ops: Vec<Operation<RegisterOp>> = (0..n)
+        .map(|p| {
+            op(
+                RegisterOp::Write(ids[p as usize + 1]),
+                p,
+                p as u64,
+                (n + p) as u64,
+            )
+        })
+        .collect();
+    for (k, &v) in reads.iter().enumerate() {
+        let t = 2 * n as u64 + 2 * k as u64;
+        ops.push(op(RegisterOp::Read(Some(ids[v as usize])), n, t, t + 1));
+    }
+    (m, ops)
+}
+
+#[test]
+fn many_concurrent_writes_of_unread_values_are_cheap() {
+    // The issue's 50-line history: 24 concurrent writes, then a read of a value nothing
+    // wrote last (the initial 0, or a value nobody wrote). Before the absorbed-overwrite
+    // reduction this took 2^24 configurations.
+    for read in [0, 25] {
+        let (m, ops) = concurrent_writes(24, &[read]);
+        let (v, stats) = check_with_stats(&m, &ops, CheckOptions::default());
+        assert!(matches!(v, LinVerdict::NotLinearizable(_)), "{v:?}");
+        assert!(stats.configurations < 1000, "{stats:?}");
+    }
+    // Reading the value of one of them: linearizable.
+    let (m, ops) = concurrent_writes(24, &[7]);
+    assert!(is_lin(&verdict(&m, &ops, true)));
+}
+
+#[test]
+fn budgets_give_unknown_and_say_which() {
+    // 22 concurrent writes whose values are all read later, in an order no
+    // linearization allows: every subset of the writes is a configuration.
+    let reads: Vec<u32> = (1..=22).collect();
+    let (m, ops) = concurrent_writes(22, &reads);
+    let opts = CheckOptions {
+        timeout: None,
+        memo_limit: Some(1 << 20),
+        fast_path: true,
+    };
+    let (v, stats) = check_with_stats(&m, &ops, opts);
+    assert_eq!(v, LinVerdict::Unknown);
+    assert_eq!(stats.stopped, Some(Stop::Memory));
+    assert!(stats.memo_bytes <= 1 << 20, "{stats:?}");
+    let opts = CheckOptions {
+        timeout: Some(Duration::from_millis(100)),
+        memo_limit: None,
+        fast_path: true,
+    };
+    let start = std::time::Instant::now();
+    let (v, stats) = check_with_stats(&m, &ops, opts);
+    assert_eq!(v, LinVerdict::Unknown);
+    assert_eq!(stats.stopped, Some(Stop::Time));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // A budget too large for `Instant` is no budget, not a panic.
+    let (m, ops) = concurrent_writes(3, &[3]);
+    let opts = CheckOptions {
+        timeout: Some(Duration::MAX),
+        ..CheckOptions::default()
+    };
+    assert!(is_lin(&check(&m, &ops, opts)));
+}
+
+/// Manual benchmark of the checker on generated cas-register histories:
+/// `cargo test --release --lib bench_generated -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_generated() {
+    let opts = CheckOptions {
+        timeout: Some(crate::linearizability::DEFAULT_TIMEOUT),
+        ..CheckOptions::default()
+    };
+    for (ops, procs, linearizable) in [
+        (10_000, 20, false),
+        (10_000, 20, true),
+        (10_000, 30, false),
+        (10_000, 30, true),
+    ] {
+        let m = generate::time_cas_check(1, ops, procs, linearizable, &opts);
+        println!("{}", m.line());
     }
 }
