@@ -22,6 +22,8 @@
 //! `wall_ms`: wall clock) when it has them, so a replay can show true time and each
 //! node's local time side by side.
 
+pub mod edn;
+
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -32,7 +32,8 @@
 //! - [`locks`]: the algorithms, one folder each, behind [`locks::Algorithm`];
 //! - [`net`]: the transport all algorithms share;
 //! - [`sim`]: the harness (clocks, pauses, disks, faults, the world);
-//! - [`check`], [`linearizability`], [`history`], [`edn`]: checks over histories.
+//! - [`check`], [`linearizability`], [`history`] (with its Jepsen EDN reader): histories
+//!   and the checks over them.
 //!
 //! [turmoil]: https://docs.rs/turmoil
 #![warn(missing_docs)]
@@ -40,7 +41,6 @@
 pub mod check;
 pub mod cli;
 pub mod deploy;
-pub mod edn;
 pub mod history;
 pub mod linearizability;
 pub mod locks;

@@ -17,7 +17,7 @@ use super::ops::{
 use super::register::Register;
 use super::search::{check_with_stats, CheckOptions, SearchStats, Stop, MAX_TIMEOUT};
 use super::svg::render_svg;
-use crate::edn::{self, Value};
+use crate::history::edn::{self, Value};
 use crate::history::Event;
 use std::fmt;
 use std::path::Path;

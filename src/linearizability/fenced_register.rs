@@ -23,7 +23,7 @@
 use super::model::{Effect, Model, Operation, ValueTable};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
-use crate::edn::Value;
+use crate::history::edn::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -196,13 +196,13 @@ pub trait Model {
 /// Ids are assigned in first-seen order, so they are the same on every run.
 #[derive(Clone, Debug, Default)]
 pub struct ValueTable {
-    values: Vec<crate::edn::Value>,
-    index: std::collections::HashMap<crate::edn::Value, u32>,
+    values: Vec<crate::history::edn::Value>,
+    index: std::collections::HashMap<crate::history::edn::Value, u32>,
 }
 
 impl ValueTable {
     /// The id of `v`, adding it when new.
-    pub fn intern(&mut self, v: &crate::edn::Value) -> u32 {
+    pub fn intern(&mut self, v: &crate::history::edn::Value) -> u32 {
         if let Some(&id) = self.index.get(v) {
             return id;
         }
@@ -213,7 +213,7 @@ impl ValueTable {
     }
 
     /// The value with id `id`.
-    pub fn get(&self, id: u32) -> &crate::edn::Value {
+    pub fn get(&self, id: u32) -> &crate::history::edn::Value {
         &self.values[id as usize]
     }
 }

@@ -4,7 +4,7 @@
 
 use super::model::INDETERMINATE;
 use super::search::FxHasher;
-use crate::edn::{self, Value};
+use crate::history::edn::{self, Value};
 use crate::history::{Event, EventType};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};

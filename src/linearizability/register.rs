@@ -11,7 +11,7 @@
 
 use super::model::{Effect, Model, Operation, ValueTable};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
-use crate::edn::Value;
+use crate::history::edn::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! histories, malformed input, fast path against search.
 
 use super::*;
-use crate::edn::Value;
+use crate::history::edn::Value;
 use crate::history::{Event, EventType};
 use proptest::prelude::*;
 use std::path::PathBuf;
