@@ -36,7 +36,7 @@ mod token_order;
 
 pub use counter::check_counter;
 pub use fencing::check_fencing;
-pub use linearizable::LIN_BUDGET;
+pub use linearizable::{explanation as linearizability_explanation, LIN_BUDGET};
 pub use liveness::check_liveness;
 pub use mutex::{check_mutex, hold_intervals, Hold};
 pub use report::MAX_REPORTED;

@@ -55,6 +55,10 @@ enum Command {
         /// Also write the history as Jepsen EDN to FILE.
         #[arg(long)]
         edn: Option<PathBuf>,
+        /// Also draw the counterexample timeline to FILE (SVG: one lane per node, holds,
+        /// faults, expirations, zoomed to the first violation).
+        #[arg(long)]
+        svg: Option<PathBuf>,
         /// Print the tracing log of every node (simulated time, node name).
         #[arg(long)]
         trace: bool,
@@ -130,8 +134,16 @@ fn main() -> ExitCode {
             seed,
             history,
             edn,
+            svg,
             trace,
-        } => cli::replay_command(&scenario, seed, history.as_deref(), edn.as_deref(), trace),
+        } => cli::replay_command(
+            &scenario,
+            seed,
+            history.as_deref(),
+            edn.as_deref(),
+            svg.as_deref(),
+            trace,
+        ),
         Command::Check {
             history,
             model,

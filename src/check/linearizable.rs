@@ -36,6 +36,26 @@ pub const STORAGE: Check = Check {
     },
 };
 
+/// The full explanation of a violated `lock-linearizable` or `storage-linearizable`
+/// check on `history` (the per-seed report carries one line; a replay asks for this).
+pub fn explanation(history: &[Event], check: &str) -> Option<String> {
+    use crate::linearizability::check_events;
+    let (events, model): (Vec<Event>, &str) = match check {
+        "lock-linearizable" => (history.to_vec(), "fenced-lock"),
+        "storage-linearizable" => (
+            history
+                .iter()
+                .filter(|e| e.process == "storage")
+                .cloned()
+                .collect(),
+            "fenced-register",
+        ),
+        _ => return None,
+    };
+    let out = check_events(&events, model, None, Some(LIN_BUDGET)).ok()?;
+    Some(out.text())
+}
+
 /// A linearizability check of `events` against `model`, as a report.
 fn linearizable(name: &'static str, events: &[Event], model: &str) -> CheckReport {
     use crate::linearizability::{check_events, LinVerdict};

@@ -13,6 +13,7 @@ pub fn replay_command(
     seed: u64,
     history_out: Option<&Path>,
     edn_out: Option<&Path>,
+    svg_out: Option<&Path>,
     trace: bool,
 ) -> u8 {
     let scenario = match Scenario::load(path) {
@@ -51,6 +52,15 @@ pub fn replay_command(
             return EXIT_BAD_INPUT;
         }
     }
+    if let Some(p) = svg_out {
+        let heading = format!("{} seed {seed}", scenario.name);
+        let svg =
+            crate::report::timeline_svg(&result.history, &outcome.checks, result.end_ns, &heading);
+        if let Err(e) = std::fs::write(p, svg) {
+            eprintln!("locksim: --svg {}: cannot write: {e}", p.display());
+            return EXIT_BAD_INPUT;
+        }
+    }
     println!(
         "scenario {} seed {seed}: {} events over {} (history hash {})",
         scenario.name,
@@ -62,6 +72,15 @@ pub fn replay_command(
         println!("harness error: {e}");
     }
     print!("{}", explain(&result.history, &outcome.checks));
+    for c in outcome
+        .checks
+        .iter()
+        .filter(|c| c.verdict == crate::Verdict::Violated)
+    {
+        if let Some(text) = crate::check::linearizability_explanation(&result.history, c.name) {
+            println!("\n{} in full:\n{text}", c.name);
+        }
+    }
     if outcome.any_violation() {
         1
     } else {

@@ -31,16 +31,22 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The true-time window to draw: around the events of the first violation, or the run.
+/// The true-time window to draw (around the events of the first violation of the first
+/// violated check, or the whole run) and the events to highlight (those of the first
+/// violation of every violated check).
 fn window(history: &[Event], reports: &[CheckReport], end_ns: u64) -> (u64, u64, BTreeSet<u64>) {
-    let involved: BTreeSet<u64> = reports
-        .iter()
-        .filter(|r| r.verdict == Verdict::Violated)
-        .flat_map(|r| r.violations.first())
+    let firsts = || {
+        reports
+            .iter()
+            .filter(|r| r.verdict == Verdict::Violated)
+            .flat_map(|r| r.violations.first())
+    };
+    let involved: BTreeSet<u64> = firsts().flat_map(|v| v.events.iter().copied()).collect();
+    let focus: BTreeSet<u64> = firsts()
         .take(1)
         .flat_map(|v| v.events.iter().copied())
         .collect();
-    let times: Vec<u64> = involved
+    let times: Vec<u64> = focus
         .iter()
         .filter_map(|&i| history.get(i as usize))
         .map(|e| e.time_ns)
@@ -110,7 +116,7 @@ pub fn timeline_svg(
         .enumerate()
         .map(|(i, n)| (n.as_str(), TOP + i as f64 * LANE))
         .collect();
-    let height = TOP + lanes.len() as f64 * LANE + 40.0;
+    let height = TOP + lanes.len() as f64 * LANE + 56.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -225,6 +231,11 @@ pub fn timeline_svg(
             );
         }
     }
+    let _ = write!(
+        s,
+        r##"<text x="8" y="{}" fill="#555">green: hold; red: what the violation names; grey: pause; black: crash; orange: partition; purple: clock fault; x: expiry; blue tick: storage write (hollow: rejected)</text>"##,
+        height - 8.0
+    );
     s.push_str("</svg>");
     s
 }
