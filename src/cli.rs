@@ -7,12 +7,14 @@ mod check;
 mod list;
 mod replay;
 mod run;
+mod shrink;
 
 pub use bench::bench_command;
 pub use check::check_command;
 pub use list::list_command;
 pub use replay::replay_command;
 pub use run::run_command;
+pub use shrink::shrink_command;
 
 use crate::sweep::SeedSet;
 

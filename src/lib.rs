@@ -24,6 +24,8 @@
 //! Dependencies point down this list only:
 //!
 //! - [`cli`]: the `locksim` subcommands;
+//! - [`report`], [`shrink`]: the guarantees matrix, counterexample pictures, minimal
+//!   fault schedules;
 //! - [`sweep`]: many seeds, summarised against a scenario's expectations;
 //! - [`deploy`]: which hosts a scenario has and what each runs;
 //! - [`workload`]: what clients do (acquire, read, work, write, release);
@@ -48,6 +50,7 @@ pub mod net;
 pub mod report;
 pub mod resource;
 pub mod scenario;
+pub mod shrink;
 pub mod sim;
 pub mod sweep;
 pub mod workload;

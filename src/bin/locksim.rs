@@ -93,6 +93,26 @@ enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
+    /// Cut a violating seed's fault schedule down to the faults that matter; write it as a
+    /// scenario with an explicit schedule that reproduces the violation.
+    ///
+    /// Exit code: 0 written, 1 the seed violates nothing (or not --check), 2 bad input.
+    Shrink {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// The violating seed.
+        #[arg(long, allow_negative_numbers = true)]
+        seed: u64,
+        /// The check to keep violated [the first one the seed violates].
+        #[arg(long)]
+        check: Option<String>,
+        /// Where to write the shrunk scenario [<scenario>-shrunk-seed-N.toml beside it].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// At most this many candidate runs, 1 to 100000 [400].
+        #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        budget: u64,
+    },
     /// List algorithms, their parameters, fault kinds, checks and the scenarios in sims/.
     List,
     /// Measure harness speed: seeds/s, simulated seconds per wall second, checker ops/s.
@@ -161,6 +181,20 @@ fn main() -> ExitCode {
             json,
             svg.as_deref(),
         ),
+        Command::Shrink {
+            scenario,
+            seed,
+            check,
+            out,
+            budget,
+        } => {
+            let opts = locksim::shrink::ShrinkOptions {
+                check,
+                budget: budget as usize,
+            };
+            let bar = std::io::stderr().is_terminal();
+            cli::shrink_command(&scenario, seed, &opts, out.as_deref(), bar)
+        }
         Command::List => cli::list_command(),
         Command::Bench { seeds } => cli::bench_command(seeds),
     };

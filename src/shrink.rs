@@ -1,0 +1,328 @@
+//! Minimal fault schedules: take the schedule a violating run applied and cut it down —
+//! drop faults (delta debugging), drop nodes from multi-node faults, shorten durations,
+//! shrink clock steps, round times — re-running each candidate with the same seed, until
+//! no smaller schedule still violates the check. The result is a scenario with an
+//! explicit `[[faults.at]]` schedule and no random faults that reproduces the violation.
+//!
+//! Why not proptest's shrinking: proptest shrinks values it generated itself, through
+//! the `ValueTree` of the strategy that drew them. A locksim counterexample is a
+//! (scenario, seed) pair whose faults come from locksim's own nemesis and explicit
+//! entries; re-expressing the nemesis as a proptest strategy would change every draw
+//! (and so every history and every published seed). What fits is the classic algorithm
+//! proptest's collection shrinking is a variant of: Zeller and Hildebrandt's ddmin
+//! ("Simplifying and Isolating Failure-Inducing Input", TSE 2002) over the applied
+//! schedule, followed by per-fault simplification. A run is deterministic given its
+//! schedule ([`crate::run_with_schedule`]), so every step is exact, and the whole shrink
+//! is deterministic.
+
+use crate::check::{check_all, CheckParams, Verdict};
+use crate::scenario::Scenario;
+use crate::sim::{Fault, Schedule, TimedFault};
+
+/// What to shrink and how hard.
+#[derive(Debug, Clone)]
+pub struct ShrinkOptions {
+    /// The check that must stay violated (default: the first violated one).
+    pub check: Option<String>,
+    /// At most this many candidate runs.
+    pub budget: usize,
+}
+
+impl Default for ShrinkOptions {
+    fn default() -> Self {
+        ShrinkOptions {
+            check: None,
+            budget: 400,
+        }
+    }
+}
+
+/// The outcome of a shrink.
+#[derive(Debug, Clone)]
+pub struct Shrunk {
+    /// The check kept violated.
+    pub check: &'static str,
+    /// The seed.
+    pub seed: u64,
+    /// The schedule the original run applied.
+    pub original: Schedule,
+    /// The smallest schedule found that still violates the check.
+    pub schedule: Schedule,
+    /// Candidate runs made.
+    pub candidates: usize,
+    /// Whether the budget ran out before no smaller candidate was left.
+    pub budget_spent: bool,
+}
+
+/// Total time faults last, ms (pauses, partitions and crashes with a restart).
+pub fn fault_time_ms(s: &[TimedFault]) -> u64 {
+    s.iter()
+        .map(|f| f.fault.duration_ms().unwrap_or(0) * f.fault.nodes().len().max(1) as u64)
+        .sum()
+}
+
+struct Search<'a> {
+    scenario: &'a Scenario,
+    seed: u64,
+    check: &'static crate::check::Check,
+    budget: usize,
+    runs: usize,
+    on_candidate: &'a mut dyn FnMut(usize, usize),
+}
+
+impl Search<'_> {
+    /// Whether `schedule` still violates the check (false once the budget is spent).
+    fn fails(&mut self, schedule: &[TimedFault]) -> bool {
+        if self.runs >= self.budget {
+            return false;
+        }
+        self.runs += 1;
+        (self.on_candidate)(self.runs, schedule.len());
+        let r = crate::run_with_schedule(self.scenario, self.seed, schedule.to_vec());
+        if r.error.is_some() {
+            return false;
+        }
+        let params = CheckParams {
+            end_ns: r.end_ns,
+            liveness_ns: self.scenario.liveness_ms * 1_000_000,
+        };
+        check_all(&r.history, params, &[self.check])[0].verdict == Verdict::Violated
+    }
+
+    /// ddmin: remove chunks of faults while the check stays violated.
+    fn ddmin(&mut self, mut s: Schedule) -> Schedule {
+        let mut n = 2usize;
+        while s.len() >= 2 {
+            let chunk = s.len().div_ceil(n);
+            let mut reduced = false;
+            for start in (0..s.len()).step_by(chunk) {
+                let complement: Schedule = s[..start]
+                    .iter()
+                    .chain(s[(start + chunk).min(s.len())..].iter())
+                    .cloned()
+                    .collect();
+                if self.fails(&complement) {
+                    s = complement;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced {
+                if n >= s.len() {
+                    break;
+                }
+                n = (2 * n).min(s.len());
+            }
+        }
+        if s.len() == 1 && self.fails(&[]) {
+            return Vec::new();
+        }
+        s
+    }
+
+    /// Try `candidate` for fault `i`; keep it if the check stays violated.
+    fn try_replace(&mut self, s: &mut Schedule, i: usize, candidate: TimedFault) -> bool {
+        if s[i] == candidate {
+            return false;
+        }
+        let mut next = s.clone();
+        next[i] = candidate;
+        if self.fails(&next) {
+            *s = next;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Simplify each remaining fault: fewer nodes, shorter, smaller steps, rounder times.
+    fn simplify(&mut self, mut s: Schedule) -> Schedule {
+        for i in 0..s.len() {
+            // Fewer nodes.
+            while s[i].fault.nodes().len() > 1 {
+                let k = s[i].fault.nodes().len();
+                let shrunk = (0..k).find_map(|drop| {
+                    let c = without_node(&s[i], drop);
+                    let mut next = s.clone();
+                    next[i] = c.clone();
+                    self.fails(&next).then_some(c)
+                });
+                match shrunk {
+                    Some(c) => s[i] = c,
+                    None => break,
+                }
+            }
+            // Shorter: halve the duration while the violation stays.
+            while let Some(d) = s[i].fault.duration_ms().filter(|&d| d > 1) {
+                let c = with_duration(&s[i], d / 2);
+                if !self.try_replace(&mut s, i, c) {
+                    break;
+                }
+            }
+            // Smaller clock steps.
+            while let Some(c) = halved_clock(&s[i]) {
+                if !self.try_replace(&mut s, i, c) {
+                    break;
+                }
+            }
+            // Rounder times, for a readable schedule.
+            for unit in [1000, 100, 10] {
+                let t = s[i].at_ms / unit * unit;
+                let c = TimedFault {
+                    at_ms: t,
+                    fault: s[i].fault.clone(),
+                };
+                if self.try_replace(&mut s, i, c) {
+                    break;
+                }
+            }
+        }
+        s
+    }
+}
+
+fn without_node(f: &TimedFault, drop: usize) -> TimedFault {
+    let mut g = f.clone();
+    let nodes = match &mut g.fault {
+        Fault::Pause { nodes, .. }
+        | Fault::Partition { nodes, .. }
+        | Fault::ClockJump { nodes, .. }
+        | Fault::Skew { nodes, .. }
+        | Fault::Drift { nodes, .. }
+        | Fault::Crash { nodes, .. }
+        | Fault::Restart { nodes } => nodes,
+        Fault::Heal {} => return g,
+    };
+    nodes.remove(drop);
+    g
+}
+
+fn with_duration(f: &TimedFault, d: u64) -> TimedFault {
+    let mut g = f.clone();
+    match &mut g.fault {
+        Fault::Pause { duration_ms, .. } => *duration_ms = d,
+        Fault::Partition { duration_ms, .. } => *duration_ms = Some(d),
+        Fault::Crash { down_ms, .. } => *down_ms = Some(d),
+        _ => {}
+    }
+    g
+}
+
+fn halved_clock(f: &TimedFault) -> Option<TimedFault> {
+    let mut g = f.clone();
+    let v = match &mut g.fault {
+        Fault::ClockJump { delta_ms: v, .. } | Fault::Skew { skew_ms: v, .. } => v,
+        Fault::Drift { drift_ppm: v, .. } => v,
+        _ => return None,
+    };
+    if v.abs() <= 1 {
+        return None;
+    }
+    *v /= 2;
+    Some(g)
+}
+
+/// Shrink the schedule of `seed`'s run of `scenario`. `on_candidate(runs, faults)` is
+/// called before each candidate run (for progress). Errors: the seed violates nothing,
+/// or not the named check.
+pub fn shrink(
+    scenario: &Scenario,
+    seed: u64,
+    opts: &ShrinkOptions,
+    on_candidate: &mut dyn FnMut(usize, usize),
+) -> Result<Shrunk, String> {
+    let run = crate::run(scenario, seed);
+    if let Some(e) = &run.error {
+        return Err(format!("seed {seed}: the run failed in the harness: {e}"));
+    }
+    let reports = crate::check_run(scenario, &run);
+    let violated: Vec<&str> = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Violated)
+        .map(|r| r.name)
+        .collect();
+    let name = match &opts.check {
+        Some(c) if violated.contains(&c.as_str()) => c.clone(),
+        Some(c) => {
+            return Err(format!(
+                "seed {seed} does not violate `{c}`; it violates: {}",
+                if violated.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    violated.join(", ")
+                }
+            ))
+        }
+        None => match violated.first() {
+            Some(c) => c.to_string(),
+            None => return Err(format!("seed {seed} violates no check: nothing to shrink")),
+        },
+    };
+    let check = scenario
+        .checks()
+        .into_iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| format!("unknown check `{name}`"))?;
+    let mut search = Search {
+        scenario,
+        seed,
+        check,
+        budget: opts.budget,
+        runs: 0,
+        on_candidate,
+    };
+    let original = run.schedule.clone();
+    let dropped = search.ddmin(original.clone());
+    let schedule = search.simplify(dropped);
+    Ok(Shrunk {
+        check: check.name,
+        seed,
+        original,
+        schedule,
+        candidates: search.runs,
+        budget_spent: search.runs >= search.budget,
+    })
+}
+
+/// A scenario file (TOML) for `shrunk`: the original scenario's text with its random
+/// faults removed, the shrunk schedule as `[[faults.at]]`, and `[expect]` naming the
+/// check as violated.
+pub fn scenario_text(
+    original: &str,
+    scenario: &Scenario,
+    shrunk: &Shrunk,
+) -> Result<String, String> {
+    let mut table: toml::Table = toml::from_str(original).map_err(|e| e.to_string())?;
+    table.insert(
+        "name".into(),
+        format!("{}-shrunk-seed-{}", scenario.name, shrunk.seed).into(),
+    );
+    table.insert(
+        "description".into(),
+        format!(
+            "Shrunk from {} seed {}: `{}` is violated with {} fault(s) (the run applied {}). Run it with --seed {}.",
+            scenario.file.display(),
+            shrunk.seed,
+            shrunk.check,
+            shrunk.schedule.len(),
+            shrunk.original.len(),
+            shrunk.seed
+        )
+        .into(),
+    );
+    let mut faults = toml::Table::new();
+    let entries: Vec<toml::Value> = shrunk
+        .schedule
+        .iter()
+        .map(|f| toml::Value::try_from(f).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    if !entries.is_empty() {
+        faults.insert("at".into(), toml::Value::Array(entries));
+    }
+    table.insert("faults".into(), toml::Value::Table(faults));
+    let mut expect = toml::Table::new();
+    expect.insert(shrunk.check.into(), "violated".into());
+    table.insert("expect".into(), toml::Value::Table(expect));
+    toml::to_string(&table).map_err(|e| e.to_string())
+}
