@@ -16,9 +16,11 @@ mod connector;
 mod frame;
 mod remote;
 mod server;
+pub mod tcp;
 
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
 pub use frame::{encode_frame, Frames, MAX_FRAME};
 pub use remote::{CallError, Remote};
 pub use server::serve;
+pub use tcp::SimStream;

@@ -13,6 +13,7 @@ mod clock;
 mod disk;
 mod fault;
 mod join;
+mod kernel;
 pub mod nemesis;
 mod node;
 mod pause;
@@ -24,6 +25,7 @@ pub use fault::{
     actions, Action, Fault, FaultError, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS,
 };
 pub use join::join_all;
+pub use kernel::{Kernel, Listening, Open};
 pub use nemesis::RandomFaults;
 pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeRequest, NodeState};
 pub use pause::{Pausable, PauseSwitch};

@@ -86,8 +86,10 @@ impl<D: Decoder + Clone, C: Connector> Remote<D, C> {
     /// dropped, so a late reply is never read as the answer to the next request.
     pub async fn request(&mut self, ctx: &NodeCtx, request: &[u8]) -> Result<D::Item, CallError> {
         if self.conn.is_none() {
-            let connect = self.connector.connect(&self.host, self.port);
-            match ctx.timeout(self.timeout, connect).await {
+            let connect = self
+                .connector
+                .connect(ctx, &self.host, self.port, self.timeout);
+            match connect.await {
                 Ok(Ok(s)) => self.conn = Some(Conn::new(s, self.decoder.clone())),
                 Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
                 Err(_) => return Err(CallError::Connect("timeout".into())),

@@ -3,8 +3,9 @@
 //! Redis's event loop.
 
 use super::conn::Decoder;
+use super::tcp::{listen, read_alive, Keepalive};
 use crate::sim::NodeCtx;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// Accept connections on `port` forever. For each decoded request `handler` appends the
 /// reply to its output buffer; for bytes that can never be a request it gets `Err` (it
@@ -14,7 +15,7 @@ where
     D: Decoder + Clone + 'static,
     H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>) + Clone + 'static,
 {
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port))
+    let (listener, _listening) = listen(&ctx, port)
         .await
         .expect("bind on a fresh simulated host cannot fail");
     loop {
@@ -31,10 +32,13 @@ where
     D: Decoder,
     H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>),
 {
+    let Ok(ka) = Keepalive::of(&stream) else {
+        return;
+    };
     let mut buf = Vec::with_capacity(256);
     let mut chunk = [0u8; 4096];
     loop {
-        let n = match stream.read(&mut chunk).await {
+        let n = match read_alive(&ctx, &ka, &mut stream, &mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };

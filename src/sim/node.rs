@@ -8,6 +8,7 @@
 use super::clock::Clock;
 use super::disk::Disk;
 use super::fault::FaultPoint;
+use super::kernel::Kernel;
 use super::pause::{PauseSwitch, YieldNow};
 use crate::history::{Event, EventType, Recorder};
 use rand::{Rng, SeedableRng};
@@ -117,6 +118,7 @@ pub struct NodeCtx {
     state: Rc<NodeState>,
     recorder: Recorder,
     incarnation: u32,
+    kernel: Option<Rc<Kernel>>,
 }
 
 /// A deadline passed before the operation completed.
@@ -133,7 +135,20 @@ impl NodeCtx {
             state,
             recorder,
             incarnation,
+            kernel: None,
         }
+    }
+
+    /// This context with the run's shared [`Kernel`] (the world sets it; without one, the
+    /// transport neither refuses connects locally nor closes idle connections).
+    pub fn with_kernel(mut self, kernel: Rc<Kernel>) -> NodeCtx {
+        self.kernel = Some(kernel);
+        self
+    }
+
+    /// The run's view of the network, if any.
+    pub fn kernel(&self) -> Option<&Rc<Kernel>> {
+        self.kernel.as_ref()
     }
 
     /// How many times this node has been restarted before this run of its code.

@@ -14,6 +14,7 @@
 //! schedule order, maps are `BTreeMap`s. A run is a pure function of (world, seed).
 
 use super::fault::{self, Action, Schedule};
+use super::kernel::Kernel;
 use super::nemesis::{self, RandomFaults};
 use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
 use super::LocalBoxFuture;
@@ -142,13 +143,14 @@ pub fn run(world: World, seed: u64) -> RunResult {
         .build();
 
     let all: Vec<String> = world.hosts.iter().map(|h| h.name.clone()).collect();
+    let kernel = Kernel::new();
     let mut nodes: BTreeMap<String, Rc<NodeState>> = BTreeMap::new();
     for host in world.hosts {
         let state = Rc::new(NodeState::new(&host.name, seed));
         nodes.insert(host.name.clone(), state.clone());
-        let (rec, main) = (recorder.clone(), host.main);
+        let (rec, main, kernel) = (recorder.clone(), host.main, kernel.clone());
         sim.host(host.name.as_str(), move || {
-            let ctx = NodeCtx::new(state.clone(), rec.clone());
+            let ctx = NodeCtx::new(state.clone(), rec.clone()).with_kernel(kernel.clone());
             let run = main(ctx);
             state.pause.wrap(async move {
                 run.await;
@@ -159,6 +161,7 @@ pub fn run(world: World, seed: u64) -> RunResult {
 
     let schedule = world.faults.schedule(&all, seed);
     let mut driver = Driver {
+        kernel,
         nodes,
         recorder: recorder.clone(),
         cuts: BTreeMap::new(),
@@ -222,6 +225,8 @@ pub fn run(world: World, seed: u64) -> RunResult {
 }
 
 struct Driver {
+    /// Mirrors every cut, repair, crash and restart, for the transport layer.
+    kernel: Rc<Kernel>,
     nodes: BTreeMap<String, Rc<NodeState>>,
     recorder: Recorder,
     /// Directed links currently cut, with how many partitions cut them: overlapping
@@ -317,6 +322,7 @@ impl Driver {
                     let n = self.cuts.entry((a.clone(), b.clone())).or_insert(0);
                     if *n == 0 {
                         sim.partition_oneway(a.as_str(), b.as_str());
+                        self.kernel.set_cut(a, b, true);
                     }
                     *n += 1;
                 }
@@ -372,6 +378,7 @@ impl Driver {
                     return;
                 }
                 sim.crash(node.as_str());
+                self.kernel.set_down(&node, true);
                 s.set_crashed(true);
                 // Jepsen's convention: a crashed process's outstanding operation is
                 // indeterminate; the restarted process then invokes afresh.
@@ -408,6 +415,7 @@ impl Driver {
                 }
                 s.set_crashed(false);
                 sim.bounce(node.as_str());
+                self.kernel.set_down(&node, false);
                 self.record(now, "restart", vec![node], json!(null));
             }
         }
@@ -421,6 +429,7 @@ impl Driver {
                 if *n == 0 {
                     self.cuts.remove(&key);
                     sim.repair_oneway(key.0.as_str(), key.1.as_str());
+                    self.kernel.set_cut(&key.0, &key.1, false);
                 }
             }
         }

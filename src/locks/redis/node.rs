@@ -14,7 +14,7 @@ use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// Redis's TCP port.
 pub const REDIS_PORT: u16 = 6379;
@@ -117,7 +117,7 @@ pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms
     if let Role::Replica { .. } = role {
         replication::start_replica(&ctx, &node, lag_ms);
     }
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", REDIS_PORT))
+    let (listener, _listening) = crate::net::tcp::listen(&ctx, REDIS_PORT)
         .await
         .expect("bind on a fresh simulated host cannot fail");
     loop {
@@ -226,6 +226,9 @@ async fn connection(
     peer: String,
     lag: [u64; 2],
 ) {
+    let Ok(ka) = crate::net::tcp::Keepalive::of(&stream) else {
+        return;
+    };
     let mut buf = Vec::with_capacity(256);
     let mut chunk = [0u8; 4096];
     // Offset after this client's last command: what its WAIT waits for.
@@ -265,7 +268,7 @@ async fn connection(
         if !out.is_empty() && stream.write_all(&out).await.is_err() {
             return;
         }
-        let n = match stream.read(&mut chunk).await {
+        let n = match crate::net::tcp::read_alive(&ctx, &ka, &mut stream, &mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };

@@ -22,6 +22,7 @@ use super::model::RedisServer;
 use super::node::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
 use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
 use crate::history::EventType;
+use crate::net::tcp::{connect, read_alive, Keepalive};
 use crate::sim::NodeCtx;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -209,13 +210,18 @@ pub async fn feed_replica(
     if wr.write_all(&hello).await.is_err() {
         return;
     }
-    // Acknowledgements come back on the same connection.
+    // Acknowledgements come back on the same connection. The reader outlives this
+    // feeder (which stops on a role change), so it keeps the connection alive-checked.
+    let (Ok(local), Ok(remote)) = (rd.local_addr(), rd.peer_addr()) else {
+        return;
+    };
+    let ka = Keepalive::new(local, remote);
     {
-        let (node, peer) = (node.clone(), peer.clone());
+        let (ctx2, node, peer) = (ctx.clone(), node.clone(), peer.clone());
         ctx.spawn(async move {
             let mut buf = Vec::new();
             let mut chunk = [0u8; 1024];
-            while let Ok(n) = rd.read(&mut chunk).await {
+            while let Ok(n) = read_alive(&ctx2, &ka, &mut rd, &mut chunk).await {
                 if n == 0 {
                     break;
                 }
@@ -301,9 +307,10 @@ async fn replica_link(ctx: NodeCtx, node: Node, lag: [u64; 2]) {
     };
     let current = |node: &Node| node.borrow().generation == gen;
     while current(&node) {
-        let connect = turmoil::net::TcpStream::connect((primary.as_str(), REDIS_PORT));
-        let stream = match ctx.timeout(Duration::from_millis(200), connect).await {
-            Ok(Ok(s)) => s,
+        // `_open` lives as long as both halves of the stream: this iteration.
+        let attempt = connect(&ctx, &primary, REDIS_PORT, Duration::from_millis(200));
+        let (stream, _open) = match attempt.await {
+            Ok(Ok(s)) => s.into_parts(),
             _ => {
                 ctx.sleep(Duration::from_millis(100)).await;
                 continue;
