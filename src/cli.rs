@@ -6,6 +6,7 @@ mod bench;
 mod check;
 mod list;
 mod replay;
+mod report;
 mod run;
 mod shrink;
 
@@ -13,6 +14,7 @@ pub use bench::bench_command;
 pub use check::check_command;
 pub use list::list_command;
 pub use replay::replay_command;
+pub use report::report_command;
 pub use run::run_command;
 pub use shrink::shrink_command;
 

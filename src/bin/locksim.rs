@@ -93,6 +93,22 @@ enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
+    /// Measure every algorithm under every fault class (the guarantees matrix) and write
+    /// guarantees.md, guarantees.json and index.html.
+    Report {
+        /// Seeds per cell [the matrix file's `seeds`].
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        seeds: Option<u64>,
+        /// Output folder.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        /// The matrix definition.
+        #[arg(long, default_value = "reports/matrix.toml")]
+        matrix: PathBuf,
+        /// Worker threads, 1 to 1024 [number of cores].
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        jobs: Option<u16>,
+    },
     /// Cut a violating seed's fault schedule down to the faults that matter; write it as a
     /// scenario with an explicit schedule that reproduces the violation.
     ///
@@ -181,6 +197,19 @@ fn main() -> ExitCode {
             json,
             svg.as_deref(),
         ),
+        Command::Report {
+            seeds,
+            out,
+            matrix,
+            jobs,
+        } => {
+            let jobs = jobs.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                usize::from,
+            );
+            let bar = std::io::stderr().is_terminal();
+            cli::report_command(&matrix, seeds, &out, jobs, bar)
+        }
         Command::Shrink {
             scenario,
             seed,
