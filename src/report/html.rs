@@ -158,6 +158,6 @@ pub fn html(g: &Guarantees, command: &str) -> String {
             cell.timeline.as_deref().unwrap_or_default()
         );
     }
-    let _ = write!(s, "</body></html>\n");
+    let _ = writeln!(s, "</body></html>");
     s
 }
