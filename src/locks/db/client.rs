@@ -3,7 +3,7 @@
 //! | scheme | acquire | token | release | lease the client believes |
 //! |---|---|---|---|---|
 //! | unique-row | `INSERT` (1062: busy) | the row's `AUTO_INCREMENT` id | `DELETE … WHERE name [AND owner]` | `cleaner_timeout_ms` from the `INSERT`'s send |
-//! | for-update | `BEGIN; SELECT … FOR UPDATE` (1205: busy), then the token | `NEXTVAL` after the grant (or the version bumped in the transaction) | `COMMIT` on the same connection | `wait_timeout_ms` from the last statement's send |
+//! | for-update | `BEGIN; SELECT *, NEXTVAL(lock_seq) … FOR UPDATE` (1205: busy) | the `NEXTVAL` drawn with the grant (or the version bumped in the transaction afterwards) | `COMMIT` on the same connection | `wait_timeout_ms` from the last statement's send |
 //! | optimistic | `SELECT` the version, then `UPDATE … WHERE version = ? AND (owner = '' OR stale)` | the version it set | `UPDATE … SET owner = '' WHERE name [AND owner]` | `ttl_ms` from the `UPDATE`'s send |
 //!
 //! Outcomes map to [`LockError`] honestly: a statement that changes the lock (`INSERT`,
@@ -99,10 +99,11 @@ impl DbLock {
         let select = Statement::Select {
             name: lock.to_string(),
             for_update: false,
+            nextval: None,
         };
         match self.session.call(ctx, &select, self.timeout).await {
-            Ok(Reply::Row(Some(_))) => {}
-            Ok(Reply::Row(None)) => {
+            Ok(Reply::Row { row: Some(_), .. }) => {}
+            Ok(Reply::Row { row: None, .. }) => {
                 let insert = Statement::Insert {
                     name: lock.to_string(),
                     owner: String::new(),
@@ -154,10 +155,11 @@ impl DbLock {
         let select = Statement::Select {
             name: lock.to_string(),
             for_update: false,
+            nextval: None,
         };
         let row = match self.session.call(ctx, &select, self.timeout).await {
-            Ok(Reply::Row(Some(row))) => row,
-            Ok(Reply::Row(None)) => {
+            Ok(Reply::Row { row: Some(row), .. }) => row,
+            Ok(Reply::Row { row: None, .. }) => {
                 self.row_ready = false;
                 return Ok(Attempt::Busy("no lock row".into()));
             }
@@ -218,19 +220,26 @@ impl DbLock {
         self.txn = Some((gen, false));
         let lock_wait = Duration::from_millis(self.p.lock_wait_timeout_ms);
         let mut start = ctx.mono_ns();
+        // The sequence value is drawn in the locking read itself, so every grant has
+        // one even when its reply is lost (a NEXTVAL after the grant would leave a
+        // granted, tokenless hold behind a lost reply).
         let select = Statement::Select {
             name: lock.to_string(),
             for_update: true,
+            nextval: (self.p.token() == Token::Sequence).then(|| TOKEN_SEQ.to_string()),
         };
-        let row = match self
+        let (row, nextval) = match self
             .session
             .call_in_txn(ctx, gen, &select, self.timeout + lock_wait)
             .await
         {
-            Ok(Reply::Row(Some(row))) => row,
+            Ok(Reply::Row {
+                row: Some(row),
+                nextval,
+            }) => (row, nextval),
             Ok(r) => {
                 // 1205 (lock wait timeout), or no row: end the transaction and retry.
-                if r == Reply::Row(None) {
+                if matches!(r, Reply::Row { row: None, .. }) {
                     self.row_ready = false;
                 }
                 let _ = self
@@ -248,21 +257,7 @@ impl DbLock {
         self.txn = Some((gen, true));
         let token = match self.p.token() {
             Token::None | Token::Id => None,
-            Token::Sequence => {
-                start = ctx.mono_ns();
-                let next = Statement::NextVal {
-                    seq: TOKEN_SEQ.into(),
-                };
-                match self
-                    .session
-                    .call_in_txn(ctx, gen, &next, self.timeout)
-                    .await
-                {
-                    Ok(Reply::Value(v)) => Some(v),
-                    Ok(r) => return Err(LockError::Indeterminate(format!("NEXTVAL: {r:?}"))),
-                    Err(e) => return Err(LockError::Indeterminate(format!("NEXTVAL: {e}"))),
-                }
-            }
+            Token::Sequence => nextval,
             Token::Version => {
                 start = ctx.mono_ns();
                 let bump = Statement::Update {

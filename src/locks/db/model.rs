@@ -125,14 +125,18 @@ pub enum Statement {
         /// Owner value.
         owner: String,
     },
-    /// `SELECT id, name, owner, version, updated_at FROM method_lock WHERE name = ?
-    /// [FOR UPDATE]`
+    /// `SELECT *[, NEXTVAL(seq)] FROM method_lock WHERE name = ? [FOR UPDATE]`. The
+    /// select list is evaluated for the row found, after its lock is granted: one
+    /// `NEXTVAL` per row returned, atomically with the grant.
     Select {
         /// Lock name.
         name: String,
         /// A locking read.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         for_update: bool,
+        /// `NEXTVAL(seq)` in the select list.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nextval: Option<String>,
     },
     /// `UPDATE method_lock SET … WHERE name = ? [AND …]`
     Update {
@@ -179,8 +183,15 @@ impl Statement {
                 q(name),
                 q(owner)
             ),
-            Statement::Select { name, for_update } => format!(
-                "SELECT * FROM method_lock WHERE name = {}{}",
+            Statement::Select {
+                name,
+                for_update,
+                nextval,
+            } => format!(
+                "SELECT *{} FROM method_lock WHERE name = {}{}",
+                nextval
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(", NEXTVAL({s})")),
                 q(name),
                 if *for_update { " FOR UPDATE" } else { "" }
             ),
@@ -248,8 +259,14 @@ pub enum Reply {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         insert_id: Option<u64>,
     },
-    /// A `SELECT`'s row (none: no such row).
-    Row(Option<Row>),
+    /// A `SELECT`'s row (none: no such row), and its `NEXTVAL` if asked for.
+    Row {
+        /// The row.
+        row: Option<Row>,
+        /// The sequence value drawn for it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nextval: Option<u64>,
+    },
     /// A scalar (`NEXTVAL`).
     Value(u64),
     /// An error.
@@ -761,22 +778,26 @@ impl Db {
             }
             Statement::Select {
                 name,
-                for_update: false,
-            } => Step::Done(Reply::Row(self.committed_view(conn, name))),
-            Statement::Select {
-                name,
-                for_update: true,
+                for_update,
+                nextval,
             } => {
-                if self.blocked(conn, name) {
-                    return Step::Wait(name.clone());
-                }
-                match self.rows.get(name).cloned() {
-                    Some(row) => {
-                        self.take_lock(conn, name);
-                        Step::Done(Reply::Row(Some(row)))
+                let row = if *for_update {
+                    if self.blocked(conn, name) {
+                        return Step::Wait(name.clone());
                     }
-                    None => Step::Done(Reply::Row(None)),
-                }
+                    let row = self.rows.get(name).cloned();
+                    if row.is_some() {
+                        self.take_lock(conn, name);
+                    }
+                    row
+                } else {
+                    self.committed_view(conn, name)
+                };
+                let nextval = match (&row, nextval) {
+                    (Some(_), Some(seq)) => Some(self.next_value(seq)),
+                    _ => None,
+                };
+                Step::Done(Reply::Row { row, nextval })
             }
             Statement::Update { name, cond, set } => {
                 if self.blocked(conn, name) {
@@ -852,14 +873,17 @@ impl Db {
                 }
                 Step::Done(Reply::ok(old.len() as u64))
             }
-            Statement::NextVal { seq } => {
-                let v = self.sequences.entry(seq.clone()).or_default();
-                *v += 1;
-                let v = *v;
-                self.fx.redo.push(Redo::Seq(seq.clone(), v));
-                Step::Done(Reply::Value(v))
-            }
+            Statement::NextVal { seq } => Step::Done(Reply::Value(self.next_value(seq))),
         }
+    }
+
+    /// Draw from sequence `seq`: written to the log at once, never rolled back.
+    fn next_value(&mut self, seq: &str) -> u64 {
+        let v = self.sequences.entry(seq.to_string()).or_default();
+        *v += 1;
+        let v = *v;
+        self.fx.redo.push(Redo::Seq(seq.to_string(), v));
+        v
     }
 }
 

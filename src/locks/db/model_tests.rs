@@ -31,6 +31,7 @@ fn for_update(name: &str) -> Statement {
     Statement::Select {
         name: name.into(),
         for_update: true,
+        nextval: None,
     }
 }
 
@@ -38,6 +39,7 @@ fn select(name: &str) -> Statement {
     Statement::Select {
         name: name.into(),
         for_update: false,
+        nextval: None,
     }
 }
 
@@ -61,7 +63,7 @@ fn affected(r: Option<Reply>) -> u64 {
 
 fn row(r: Option<Reply>) -> Option<Row> {
     match r {
-        Some(Reply::Row(row)) => row,
+        Some(Reply::Row { row, .. }) => row,
         other => panic!("expected a row, got {other:?}"),
     }
 }
@@ -173,7 +175,7 @@ fn for_update_blocks_and_grants_in_fifo_order() {
     let fx = db.take_effects();
     assert_eq!(fx.replies.len(), 1);
     assert_eq!(fx.replies[0].0, b, "the first waiter gets the lock");
-    assert!(matches!(fx.replies[0].1, Reply::Row(Some(_))));
+    assert!(matches!(fx.replies[0].1, Reply::Row { row: Some(_), .. }));
     assert!(
         fx.expired.is_empty(),
         "a COMMIT is the holder's own release"
@@ -238,7 +240,7 @@ fn a_closed_session_rolls_back_and_its_row_lock_goes_to_the_next_in_line() {
     assert_eq!(*who, b);
     // The bump was rolled back: b reads the version a had bumped away from, and bumping
     // it hands b the very version a holds as its "token".
-    let Reply::Row(Some(r)) = reply else {
+    let Reply::Row { row: Some(r), .. } = reply else {
         panic!("{reply:?}")
     };
     assert_eq!(r.version, v0);
@@ -389,6 +391,56 @@ fn sequence_values_are_not_rolled_back() {
     assert_eq!(db.execute(a, next(), at(1)), Some(Reply::Value(1)));
     db.execute(a, Statement::Rollback, at(2));
     assert_eq!(db.execute(a, next(), at(3)), Some(Reply::Value(2)));
+}
+
+#[test]
+fn nextval_in_a_locking_read_is_drawn_with_the_grant() {
+    let mut db = Db::new(cfg());
+    let (a, b) = (db.connect(at(0)), db.connect(at(0)));
+    db.execute(a, insert("L", ""), at(0));
+    let locked_next = || Statement::Select {
+        name: "L".into(),
+        for_update: true,
+        nextval: Some("s".into()),
+    };
+    assert_eq!(
+        locked_next().sql(),
+        "SELECT *, NEXTVAL(s) FROM method_lock WHERE name = 'L' FOR UPDATE"
+    );
+    db.execute(a, Statement::Begin, at(1));
+    let Some(Reply::Row { nextval, .. }) = db.execute(a, locked_next(), at(1)) else {
+        panic!()
+    };
+    assert_eq!(nextval, Some(1));
+    db.execute(b, Statement::Begin, at(2));
+    assert_eq!(
+        db.execute(b, locked_next(), at(2)),
+        None,
+        "b waits, draws nothing yet"
+    );
+    db.take_effects();
+    db.disconnect(a, at(3));
+    let fx = db.take_effects();
+    let Reply::Row { nextval, .. } = &fx.replies[0].1 else {
+        panic!()
+    };
+    assert_eq!(*nextval, Some(2), "drawn when granted, after a's rollback");
+    assert_eq!(
+        db.execute(
+            b,
+            Statement::Select {
+                name: "M".into(),
+                for_update: true,
+                nextval: Some("s".into())
+            },
+            at(4)
+        ),
+        Some(Reply::Row {
+            row: None,
+            nextval: None
+        }),
+        "no row, no value"
+    );
 }
 
 #[test]

@@ -53,8 +53,9 @@ pub enum Token {
     /// version = version + 1` inside the transaction — *unsound*: when the server rolls
     /// a dead holder's transaction back, the next holder gets the same version.
     Version,
-    /// for-update: `SELECT NEXTVAL(lock_seq)` after the row lock is granted; a sequence is
-    /// not transactional, so a rolled-back holder's value is never handed out again.
+    /// for-update: `SELECT *, NEXTVAL(lock_seq) … FOR UPDATE`, drawn when the row lock is
+    /// granted; a sequence is not transactional, so a rolled-back holder's value is never
+    /// handed out again.
     Sequence,
 }
 
