@@ -1,4 +1,5 @@
-//! `locksim bench`: harness speed against turmoil's raw floor, and checker throughput.
+//! `locksim bench`: harness speed against turmoil's raw floor (for the standard Redis
+//! scenario and for the database lock), and checker throughput.
 //!
 //! The floor is an empty turmoil simulation with the same hosts, tick and duration: the
 //! cost turmoil itself charges per host per tick. The harness overhead is the ratio.
@@ -22,25 +23,27 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The database benchmark scenario: db-0 and its cleaner, storage, 3 clients, 10 s,
+/// pauses (a unique-row lock with AUTO_INCREMENT tokens).
+pub const DB: &str = r#"
+name = "bench-db"
+description = "db-0 with a cleaner, 3 clients, fenced storage, random pauses"
+algorithm = "db"
+duration_ms = 10000
+[lock]
+scheme = "unique-row"
+cleaner_timeout_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
 /// Run the benchmark with `seeds` seeds per measurement; print the numbers.
 pub fn bench_command(seeds: u64) -> u8 {
     let scenario =
         Scenario::parse(Path::new("<bench>"), STANDARD).expect("the built-in scenario is valid");
-    let hosts = scenario.nodes();
-    let sim_s = scenario.duration_ms as f64 / 1e3;
-
-    let start = Instant::now();
-    let mut histories = Vec::new();
-    for seed in 0..seeds {
-        histories.push(crate::run(&scenario, seed));
-    }
-    let harness = start.elapsed().as_secs_f64();
-
-    let start = Instant::now();
-    for seed in 0..seeds {
-        raw_floor(&hosts, scenario.duration_ms, seed);
-    }
-    let raw = start.elapsed().as_secs_f64();
+    let histories = measure("standard scenario", &scenario, seeds);
 
     let events: usize = histories.iter().map(|r| r.history.len()).sum();
     let start = Instant::now();
@@ -53,7 +56,36 @@ pub fn bench_command(seeds: u64) -> u8 {
     let check = start.elapsed().as_secs_f64();
 
     println!(
-        "standard scenario: {} hosts, tick 1 ms, {sim_s} simulated s, {seeds} seeds (1 thread)",
+        "  checks:    {:.0} events/s ({} events per pass, {reps} passes, all checks)",
+        (events * reps) as f64 / check,
+        events
+    );
+    let db = Scenario::parse(Path::new("<bench-db>"), DB).expect("the built-in scenario is valid");
+    measure("db scenario", &db, seeds);
+    0
+}
+
+/// Run `scenario` and the raw floor with its hosts for `seeds` seeds each; print the
+/// speeds. Returns the runs (for the checker measurement).
+fn measure(title: &str, scenario: &Scenario, seeds: u64) -> Vec<crate::RunResult> {
+    let hosts = scenario.nodes();
+    let sim_s = scenario.duration_ms as f64 / 1e3;
+
+    let start = Instant::now();
+    let mut histories = Vec::new();
+    for seed in 0..seeds {
+        histories.push(crate::run(scenario, seed));
+    }
+    let harness = start.elapsed().as_secs_f64();
+
+    let start = Instant::now();
+    for seed in 0..seeds {
+        raw_floor(&hosts, scenario.duration_ms, seed);
+    }
+    let raw = start.elapsed().as_secs_f64();
+
+    println!(
+        "{title}: {} hosts, tick 1 ms, {sim_s} simulated s, {seeds} seeds (1 thread)",
         hosts.len()
     );
     println!(
@@ -69,12 +101,7 @@ pub fn bench_command(seeds: u64) -> u8 {
         raw * 1e3 / seeds as f64
     );
     println!("  overhead:  {:.2}x the raw floor", harness / raw);
-    println!(
-        "  checks:    {:.0} events/s ({} events per pass, {reps} passes, all checks)",
-        (events * reps) as f64 / check,
-        events
-    );
-    0
+    histories
 }
 
 /// An empty turmoil simulation with the same hosts, tick and duration.
