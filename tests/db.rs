@@ -3,7 +3,6 @@
 //! the `[lock]` keys' validation.
 
 use locksim::history::{Event, EventType};
-use locksim::locks::AlgorithmConfig;
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
 
@@ -69,12 +68,12 @@ fn a_partitioned_for_update_holder_keeps_its_lock_until_wait_timeout() {
         let r = run(&s, seed);
         let h = &r.history;
         // Seeds where client-0 holds the lock when it is cut off from db-0.
-        let Some(grant) = h
-            .iter()
-            .filter(|e| e.process == "client-0" && e.f == "acquire" && e.kind == EventType::Ok)
-            .filter(|e| e.time_ns < cut)
-            .last()
-        else {
+        let Some(grant) = h.iter().rfind(|e| {
+            e.process == "client-0"
+                && e.f == "acquire"
+                && e.kind == EventType::Ok
+                && e.time_ns < cut
+        }) else {
             continue;
         };
         let release = h
@@ -139,10 +138,7 @@ fn the_cleaner_judges_age_by_the_database_clock() {
                 // Age of the row: since the last grant before the expiry.
                 let grant = h
                     .iter()
-                    .filter(|g| {
-                        g.f == "acquire" && g.kind == EventType::Ok && g.time_ns < e.time_ns
-                    })
-                    .last()
+                    .rfind(|g| g.f == "acquire" && g.kind == EventType::Ok && g.time_ns < e.time_ns)
                     .expect("a grant before");
                 (e.time_ns - grant.time_ns) / 1_000_000
             })
