@@ -612,6 +612,8 @@ impl Db {
     fn pump(&mut self, now: Now) {
         while let Some((conn, name)) = self.grants.pop_front() {
             let Some(s) = self.sessions.get_mut(&conn) else {
+                // Its session ended meanwhile: the lock goes on down the line.
+                self.hand_on(name);
                 continue;
             };
             s.locks.insert(name);
@@ -674,15 +676,20 @@ impl Db {
     fn release_locks(&mut self, conn: ConnId) {
         let s = self.sessions.get_mut(&conn).expect("live session");
         for name in std::mem::take(&mut s.locks) {
-            let l = self.locks.get_mut(&name).expect("held locks exist");
-            match l.waiters.pop_front() {
-                Some(next) => {
-                    l.holder = next;
-                    self.grants.push_back((next, name));
-                }
-                None => {
-                    self.locks.remove(&name);
-                }
+            self.hand_on(name);
+        }
+    }
+
+    /// Give the lock on `name` to the first waiter in line, or free it.
+    fn hand_on(&mut self, name: String) {
+        let l = self.locks.get_mut(&name).expect("held locks exist");
+        match l.waiters.pop_front() {
+            Some(next) => {
+                l.holder = next;
+                self.grants.push_back((next, name));
+            }
+            None => {
+                self.locks.remove(&name);
             }
         }
     }
