@@ -7,6 +7,7 @@
 //! Variants are parameters of one client (see each family's `params.rs`), never copies
 //! of a client that differ in one line.
 
+pub mod db;
 pub mod param;
 pub mod raft;
 pub mod redis;
@@ -235,11 +236,12 @@ pub const ALGORITHMS: &[Family] = &[
     Family::of::<redis::Single>(),
     Family::of::<redis::Replicated>(),
     Family::of::<redlock::Redlock>(),
+    Family::of::<db::DbParams>(),
 ];
 
 /// Algorithm names the design reserves that are not implemented yet (a clear error
 /// rather than "unknown algorithm").
-pub const PLANNED: &[&str] = &["zk", "raft", "db"];
+pub const PLANNED: &[&str] = &["zk", "raft"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Option<&'static Family> {

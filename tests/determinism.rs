@@ -17,6 +17,8 @@ const MIXED: &[&str] = &[
     "redis-12-watchdog-starvation-random",
     "redis-05-async-failover-random",
     "redis-06-minority-primary-random",
+    "db-for-update-partition-random",
+    "db-baseline",
 ];
 
 #[test]

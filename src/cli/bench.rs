@@ -22,9 +22,25 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The database benchmark scenario: db-0 and its cleaner, storage, 3 clients, 10 s,
+/// pauses (a unique-row lock with AUTO_INCREMENT tokens).
+pub const DB: &str = r#"
+name = "bench-db"
+description = "db-0 with a cleaner, 3 clients, fenced storage, random pauses"
+algorithm = "db"
+duration_ms = 10000
+[lock]
+scheme = "unique-row"
+cleaner_timeout_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
 /// One benchmark line per algorithm family: (label, scenario). Each runs 10 simulated
 /// seconds with 3 clients and storage, so the lines compare.
-pub const FAMILIES: &[(&str, &str)] = &[("redis (1 server)", STANDARD)];
+pub const FAMILIES: &[(&str, &str)] = &[("redis (1 server)", STANDARD), ("db (unique row)", DB)];
 
 /// Run the benchmark with `seeds` seeds per measurement; print the numbers.
 pub fn bench_command(seeds: u64) -> u8 {
