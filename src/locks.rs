@@ -235,11 +235,12 @@ pub const ALGORITHMS: &[Family] = &[
     Family::of::<redis::Single>(),
     Family::of::<redis::Replicated>(),
     Family::of::<redlock::Redlock>(),
+    Family::of::<raft::RaftParams>(),
 ];
 
 /// Algorithm names the design reserves that are not implemented yet (a clear error
 /// rather than "unknown algorithm").
-pub const PLANNED: &[&str] = &["zk", "raft", "db"];
+pub const PLANNED: &[&str] = &["zk", "db"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Option<&'static Family> {
