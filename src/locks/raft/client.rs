@@ -158,13 +158,15 @@ impl EtcdClient {
             }
             let before = self.preferred.get();
             self.redirect(&failure);
-            // Without a leader to go to, the cluster needs a moment (an election, or the
-            // new leader applying its first entry): do not spin.
+            // Only a hint to another node is worth following at once. Otherwise the
+            // cluster needs a moment (an election, a new leader applying its first entry)
+            // or the node is down: do not spin (a refused connect also costs turmoil an
+            // ephemeral port that is never given back).
             let hinted_elsewhere = matches!(
                 failure,
                 CallFailure::Reply(ReplyError::NotLeader { hint }) if hint != 0 && hint as usize != before + 1
             );
-            if matches!(failure, CallFailure::Reply(_)) && !hinted_elsewhere {
+            if !hinted_elsewhere {
                 ctx.sleep(self.tick).await;
             }
         }

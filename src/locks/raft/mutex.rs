@@ -19,7 +19,8 @@
 //! The fault point [`FaultPoint::MidAcquire`] sits between 1 and 2: a pause armed there
 //! strikes a waiter (catalogue row 16).
 //!
-//! `Unlock` = `Delete(myKey)`. The fencing token is `myRev` (`token = "revision"`).
+//! `Unlock` = `Delete(myKey)`, sent as a Txn that also reads the lock's first key (see
+//! [`unlock`]). The fencing token is `myRev` (`token = "revision"`).
 //!
 //! # Outcomes (Jepsen's convention)
 //!
@@ -35,8 +36,8 @@
 
 use super::client::{CallFailure, EtcdClient, Session};
 use super::kv::{
-    Compare, KeySpec, LeaseId, PutRequest, RangeRequest, RangeResponse, Request, Response,
-    ServiceError, TxnOp, TxnRequest,
+    Compare, KeySpec, LeaseId, OpResponse, PutRequest, RangeRequest, RangeResponse, Request,
+    Response, ServiceError, TxnOp, TxnRequest,
 };
 use super::params::{RaftParams, RaftToken};
 use super::wire::{ClientReply, ClientRequest, ReplyError};
@@ -99,7 +100,7 @@ pub fn after_txn(resp: &Response) -> Result<Acquired, String> {
         return Err(format!("unexpected reply to the lock Txn: {resp:?}"));
     };
     let range = |i: usize| match responses.get(i) {
-        Some(super::kv::OpResponse::Range(r)) => Ok(r),
+        Some(OpResponse::Range(r)) => Ok(r),
         other => Err(format!("unexpected Txn op response {other:?}")),
     };
     let my_rev = if *succeeded {
@@ -302,19 +303,24 @@ impl EtcdMutex {
         }
     }
 
-    /// Delete `key` (Unlock); `Ok(true)` if it was there.
+    /// Unlock: delete `key`. `Ok(true)` if that released the lock (the key existed and
+    /// was the lock's first key), `Ok(false)` if it did not (the key was gone, or it was
+    /// only a waiter's key: an abandoned attempt that never owned the lock).
     async fn delete(&mut self, ctx: &NodeCtx, key: &str) -> Result<bool, LockError> {
         // Past a lease's worth of trying, the key is gone with the lease anyway.
         let deadline = ctx.mono_ns() + self.params.ttl_ms as i64 * 1_000_000;
-        let req = Request::DeleteRange(KeySpec::key(key));
+        let pfx = key.rsplit_once('/').map_or(key, |(l, _)| l);
+        let req = Request::Txn(unlock(key, &prefix(pfx)));
         match self.client.propose(ctx, req, deadline).await {
-            Ok(Response::DeleteRange { deleted, .. }) => Ok(deleted > 0),
-            Ok(other) => {
-                self.orphan_session();
-                Err(LockError::Indeterminate(format!(
-                    "unexpected reply {other:?}"
-                )))
-            }
+            Ok(resp) => match released(&resp, key) {
+                Some(r) => Ok(r),
+                None => {
+                    self.orphan_session();
+                    Err(LockError::Indeterminate(format!(
+                        "unexpected reply {resp:?}"
+                    )))
+                }
+            },
             Err(f) => {
                 self.orphan_session();
                 if f.maybe_applied() {
@@ -324,6 +330,33 @@ impl EtcdMutex {
                 }
             }
         }
+    }
+}
+
+/// Unlock as a Txn: read the lock's first key, then delete ours. etcd's `Unlock` is a plain
+/// `Delete`; the read changes nothing and lets the history say whether the delete
+/// released the lock or only removed a waiter's key.
+pub fn unlock(key: &str, prefix: &str) -> TxnRequest {
+    TxnRequest {
+        compare: vec![],
+        success: vec![
+            TxnOp::Range(RangeRequest::first_created(prefix)),
+            TxnOp::DeleteRange(KeySpec::key(key)),
+        ],
+        failure: vec![],
+    }
+}
+
+/// Whether [`unlock`]'s answer says it released the lock; `None` for an unexpected reply.
+pub fn released(resp: &Response, key: &str) -> Option<bool> {
+    let Response::Txn { responses, .. } = resp else {
+        return None;
+    };
+    match &responses[..] {
+        [OpResponse::Range(first), OpResponse::DeleteRange { deleted }] => {
+            Some(*deleted > 0 && first.kvs.first().is_some_and(|kv| kv.key == key))
+        }
+        _ => None,
     }
 }
 
@@ -463,6 +496,21 @@ mod tests {
         assert_eq!(ahead(&s, 3), None);
         // ... and the check sees its key is gone.
         assert!(!still_ours(&s.range(&RangeRequest::get(my_key("L", 2)))));
+    }
+
+    #[test]
+    fn unlock_says_whether_it_released_the_lock() {
+        let (mut s, mut i) = store(2);
+        lock(&mut s, &mut i, 1);
+        lock(&mut s, &mut i, 2);
+        // The waiter gives up: its key goes, the lock stays with the owner.
+        let r = apply(&mut s, &mut i, Request::Txn(unlock("L/2", "L/")));
+        assert_eq!(released(&r, "L/2"), Some(false));
+        let r = apply(&mut s, &mut i, Request::Txn(unlock("L/1", "L/")));
+        assert_eq!(released(&r, "L/1"), Some(true));
+        let r = apply(&mut s, &mut i, Request::Txn(unlock("L/1", "L/")));
+        assert_eq!(released(&r, "L/1"), Some(false), "nothing left to release");
+        assert!(s.get("L/1").is_none() && s.get("L/2").is_none());
     }
 
     #[test]
