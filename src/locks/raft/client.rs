@@ -304,6 +304,7 @@ async fn keepalive(
             let req = ClientRequest::KeepAlive { id: lease };
             match client.call(&ctx, &req, true, deadline).await {
                 Ok(ClientReply::KeepAlive { ttl_ms }) => {
+                    tracing::debug!(lease, node = %format!("raft-{}", client.preferred.get()), "keepalive answered");
                     valid_until.set(ctx.mono_ns() + ms(ttl_ms));
                     break;
                 }

@@ -481,7 +481,10 @@ impl Node {
         let now = self.ctx.mono_ns();
         let mut s = self.server.borrow_mut();
         match s.service.keep_alive(id, now) {
-            Ok(ttl_ms) => ClientReply::KeepAlive { ttl_ms },
+            Ok(ttl_ms) => {
+                tracing::debug!(lease = id, "lease renewed");
+                ClientReply::KeepAlive { ttl_ms }
+            }
             // Leader, but the lessor is not promoted yet (its term's no-op is not applied).
             Err(LeaseError::NotPrimary) => not_leader(&s),
             Err(LeaseError::NotFound) => ClientReply::Err(ReplyError::LeaseNotFound),
