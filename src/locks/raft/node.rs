@@ -17,9 +17,10 @@
 //!   lessor ([`Service::on_role`]), apply committed entries and answer their proposers,
 //!   answer reads, queue outgoing messages; (3) at a tick, [`RaftCore::tick`] every
 //!   `tick_ms` of the node's *local monotonic* clock (so drift, jumps of the monotonic
-//!   offset and pauses reach Raft) and handle that Ready. The order is deliberate: it is
-//!   the interleaving of etcd's #15247, where the lessor acts on a leadership the Ready
-//!   loop has not caught up with (see "Catalogue row 18" below).
+//!   offset and pauses reach Raft) and handle that Ready. The order is deliberate: a
+//!   lessor that runs before the Ready loop has caught up is etcd's #15247 interleaving,
+//!   and a first check after a stall sees the stale tick time, as etcd's would (see
+//!   "Catalogue row 18" below).
 //! * **Peer senders**, one per peer (etcd's rafthttp pipeline): a bounded queue that drops
 //!   new messages when full; each batch is one request whose tiny acknowledgement must
 //!   arrive within half an election timeout, else the connection is dropped and the next
@@ -41,19 +42,26 @@
 //! task runs a ReadIndex round and proposes only if it succeeds and Raft still names this
 //! node leader. The same gate guards LeaseKeepAlive.
 //!
-//! # Catalogue row 18
+//! # Catalogue row 18: what a stale leader can do here
 //!
-//! A node whose Raft loop did not run for a while (a process pause here; a stuck fsync in
-//! etcd #15247) resumes with its tick timer and the sockets holding its peers' messages
-//! both ready. If a peer receiver runs first, Raft steps down at once while the server
-//! still believes it leads; the Raft loop's next wake then runs the lessor check *before*
-//! handling that Ready: with `"none"` every lease expired on the stale lessor's clock is
-//! proposed for revocation, and the proposals are forwarded to the new leader, which
-//! commits them (a false revoke). With `"ensure-leadership"` the node has not ticked for
-//! the length of the pause, so it asks ReadIndex first, learns the new leader, and
-//! revokes nothing. If the Raft loop runs first, the stale leader's revokes are appended
-//! in its old term and never commit. Which task runs first on resume depends on which
-//! timer or message woke it first during the pause: per seed.
+//! * **Cut off from its peers, not from its clients** (`check_quorum = false`): it keeps
+//!   ticking and believes it leads, so its lessor keeps renewing the leases of clients
+//!   that talk to it — `ensure-leadership` does not help, the node is active — while the
+//!   new leader, which never sees those renewals, revokes them: a false renew
+//!   (`sims/raft-18-stuck-old-leader.toml`). `check_quorum = true` makes it step down
+//!   within an election timeout, and the new leader's lessor extends every lease by one
+//!   election timeout when it takes over.
+//! * **Whole-process pause**: on resume its lessor acts on stale beliefs at once (the
+//!   lessor check runs before the Ready that would demote it), but its Raft core is still
+//!   in the old term: the new leader could not reach it during the pause (its sender's
+//!   batches time out and its new connections wait for the paused node's accept loop), so
+//!   with `lessor_check = "none"` its revokes are appended in the old term and discarded
+//!   when it steps down one round trip later, and with `"ensure-leadership"` (not ticked
+//!   for the length of the pause) it asks ReadIndex first. The harmful interleaving of
+//!   etcd #15247 — Raft already stepped down, the server not yet, the lessor's revokes
+//!   forwarded to the new leader — needs a Raft loop stuck while the node keeps stepping
+//!   messages (a slow fsync), which no fault here produces
+//!   (`sims/raft-18-paused-old-leader.toml`).
 //!
 //! # History
 //!
