@@ -79,12 +79,12 @@ pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
 
 /// `raft-log` (see the module docs).
 pub fn check_log(history: &[Event]) -> Vec<Violation> {
-    let mut first: BTreeMap<u64, (&Event, u64, u64)> = BTreeMap::new();
+    let mut first: BTreeMap<u64, (&Event, u64, &str)> = BTreeMap::new();
     let mut out = Vec::new();
     let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
     for e in history.iter().filter(|e| is_raft(e) && e.f == "apply") {
-        let (Some(index), Some(term), Some(hash)) =
-            (field(e, "index"), field(e, "term"), field(e, "hash"))
+        let hash = e.value.as_ref().and_then(|v| v.get("hash")?.as_str());
+        let (Some(index), Some(term), Some(hash)) = (field(e, "index"), field(e, "term"), hash)
         else {
             continue;
         };
@@ -98,7 +98,7 @@ pub fn check_log(history: &[Event]) -> Vec<Violation> {
                     out.push(Violation::new(
                         format!(
                             "index {index} was applied as two different entries: {} applied \
-                             term {t} #{h:016x} at {}, {} applied term {term} #{hash:016x} at {} \
+                             term {t} #{h} at {}, {} applied term {term} #{hash} at {} \
                              (a committed entry was changed or lost)",
                             f.process,
                             ms(f.time_ns),
@@ -230,7 +230,7 @@ mod tests {
             p,
             "apply",
             t,
-            json!({"index": index, "term": term, "hash": hash}),
+            json!({"index": index, "term": term, "hash": format!("{hash:016x}")}),
         )
     }
 

@@ -67,7 +67,7 @@
 //!
 //! The node records `event`s: `leader` {term} when it becomes leader; `apply`
 //! {index, term, hash} for every committed entry it applies (hash = FNV-1a of the entry's
-//! bytes; a restarted node applies its log again from index 1); and `expire` (key = the
+//! bytes, as 16 hex digits; a restarted node applies its log again from index 1); and `expire` (key = the
 //! lock) when, as the server-level leader, it applies a `LeaseRevoke` that deletes the
 //! key owning a lock (the first-created key under `lock/`), with {index} so duplicates
 //! from a later leader applying the same entry can be told apart (see
@@ -325,10 +325,11 @@ impl Node {
             self.ctx
                 .event(EventType::Event, "apply")
                 .value(serde_json::json!({
-                    "index": c.index,
-                    "term": c.term,
-                    "hash": fnv1a(&c.data),
-                })),
+                        "index": c.index,
+                        "term": c.term,
+                        // Hex: EDN and JSON readers lose u64 precision past 2^53.
+                "hash": format!("{:016x}", fnv1a(&c.data)),
+                    })),
         );
         let leader = s.is_leader();
         if leader && !c.data.is_empty() {
