@@ -162,10 +162,12 @@ impl EtcdClient {
             // cluster needs a moment (an election, a new leader applying its first entry)
             // or the node is down: do not spin (a refused connect also costs turmoil an
             // ephemeral port that is never given back).
-            let hinted_elsewhere = matches!(
-                failure,
-                CallFailure::Reply(ReplyError::NotLeader { hint }) if hint != 0 && hint as usize != before + 1
-            );
+            let hinted_elsewhere = match failure {
+                CallFailure::Reply(ReplyError::NotLeader { hint }) => {
+                    hint != 0 && hint as usize != before + 1
+                }
+                _ => false,
+            };
             if !hinted_elsewhere {
                 ctx.sleep(self.tick).await;
             }
@@ -304,7 +306,8 @@ async fn keepalive(
             let req = ClientRequest::KeepAlive { id: lease };
             match client.call(&ctx, &req, true, deadline).await {
                 Ok(ClientReply::KeepAlive { ttl_ms }) => {
-                    tracing::debug!(lease, node = %format!("raft-{}", client.preferred.get()), "keepalive answered");
+                    let node = client.preferred.get();
+                    tracing::debug!(lease, node, "keepalive answered by raft-{node}");
                     valid_until.set(ctx.mono_ns() + ms(ttl_ms));
                     break;
                 }

@@ -309,8 +309,8 @@ impl EtcdMutex {
     async fn delete(&mut self, ctx: &NodeCtx, key: &str) -> Result<bool, LockError> {
         // Past a lease's worth of trying, the key is gone with the lease anyway.
         let deadline = ctx.mono_ns() + self.params.ttl_ms as i64 * 1_000_000;
-        let pfx = key.rsplit_once('/').map_or(key, |(l, _)| l);
-        let req = Request::Txn(unlock(key, &prefix(pfx)));
+        let lock = key.rsplit_once('/').map_or(key, |(l, _)| l);
+        let req = Request::Txn(unlock(key, &prefix(lock)));
         match self.client.propose(ctx, req, deadline).await {
             Ok(resp) => match released(&resp, key) {
                 Some(r) => Ok(r),

@@ -67,10 +67,10 @@
 //!
 //! The node records `event`s: `leader` {term} when it becomes leader; `apply`
 //! {index, term, hash} for every committed entry it applies (hash = FNV-1a of the entry's
-//! bytes, as 16 hex digits; a restarted node applies its log again from index 1); and `expire` (key = the
-//! lock) when, as the server-level leader, it applies a `LeaseRevoke` that deletes the
-//! key owning a lock (the first-created key under `lock/`), with {index} so duplicates
-//! from a later leader applying the same entry can be told apart (see
+//! bytes, as 16 hex digits; a restarted node applies its log again from index 1); and
+//! `expire` (key = the lock) when, as the server-level leader, it applies a `LeaseRevoke`
+//! that deletes the key owning a lock (the first-created key under `lock/`), with {index}
+//! so that a later leader applying the same entry again can be told apart (see
 //! [`super::invariants`]).
 
 use super::core::{Committed, Output, ProposeError, RaftCore, Role};
