@@ -12,11 +12,11 @@
 //! a node forget votes and entries it acknowledged, and `raft-log` (and possibly
 //! `raft-election-safety`) fail: `sims/raft-fsync-none.toml`.
 //!
-//! The family's `lock-linearizable` is the standard check on the history with duplicate
-//! `expire` events removed: a node records `expire` when, as the server-level leader, it
-//! applies a revoke that removes a lock's owner; a later leader that had not applied that
-//! entry yet applies it again as leader (after a crash of the first, or after its own
-//! restart). The first record of each log index stands: it is the earliest apply
+//! The family's `lock-linearizable` is the standard check on the history with repeated
+//! `expire` records of one log index removed. A node records `expire` when it applies a
+//! revoke that removes a lock's owner key and it committed that entry as leader; a later
+//! leader that had not applied the entry before taking over (the first crashed, or it
+//! restarted itself) records it again. The first record stands: it is the earliest apply
 //! anywhere, after the commit and before any node could answer a read showing it.
 
 mod apply;

@@ -68,10 +68,12 @@
 //! The node records `event`s: `leader` {term} when it becomes leader; `apply`
 //! {index, term, hash} for every committed entry it applies (hash = FNV-1a of the entry's
 //! bytes, as 16 hex digits; a restarted node applies its log again from index 1); and
-//! `expire` (key = the lock) when, as the server-level leader, it applies a `LeaseRevoke`
-//! that deletes the key owning a lock (the first-created key under `lock/`), with {index}
-//! so that a later leader applying the same entry again can be told apart (see
-//! [`super::invariants`]).
+//! `expire` (key = the lock) when it applies a `LeaseRevoke` that deletes the key owning a
+//! lock (the first-created key under `lock/`) and it was the leader when that Ready began
+//! or is now — the node that committed the entry, which applies it before any other can
+//! learn of the commit (even if a higher term deposed it in the same Ready). The value
+//! {index} lets a later leader's second record of the same entry (it had not applied it
+//! before taking over) be dropped (see [`super::invariants`]).
 
 use super::core::{Committed, Output, ProposeError, RaftCore, Role};
 use super::kv::{LeaseId, RangeRequest, Request, Response, ServiceError};
@@ -246,6 +248,9 @@ impl Node {
             s.core.process_ready(&mut disk)
         };
         let mut s = self.server.borrow_mut();
+        // Led when this Ready began or leads now: then Raft was leader when the commit
+        // index advanced, so this node applies the new entries before any other can.
+        let led = s.is_leader() || out.soft_state.is_some_and(|ss| ss.role == Role::Leader);
         if let Some(ss) = out.soft_state {
             let was_leader = s.is_leader();
             s.lead = ss.leader_id;
@@ -267,7 +272,7 @@ impl Node {
         // Apply before sending: in the simulation both take no time, and a follower can
         // only learn of a commit from a message sent after its leader applied it.
         for c in &out.committed {
-            self.apply(&mut s, c, now);
+            self.apply(&mut s, c, led, now);
         }
         for rs in out.read_states {
             let Some(rid) = rs
@@ -318,21 +323,17 @@ impl Node {
         }
     }
 
-    /// Apply one committed entry: record it, record an `expire` when a revoke removes a
-    /// lock's owner key, apply it, answer its proposer if it waits here.
-    fn apply(&self, s: &mut Server, c: &Committed, now: i64) {
-        self.ctx.record(
-            self.ctx
-                .event(EventType::Event, "apply")
-                .value(serde_json::json!({
-                        "index": c.index,
-                        "term": c.term,
-                        // Hex: EDN and JSON readers lose u64 precision past 2^53.
-                "hash": format!("{:016x}", fnv1a(&c.data)),
-                    })),
-        );
-        let leader = s.is_leader();
-        if leader && !c.data.is_empty() {
+    /// Apply one committed entry: record it; record an `expire` when a revoke removes a
+    /// lock's owner key and this node is the first to apply it (`led`: it committed the
+    /// entry as leader; see the module docs); apply it; answer its proposer if it waits
+    /// here.
+    fn apply(&self, s: &mut Server, c: &Committed, led: bool, now: i64) {
+        // Hex: EDN and JSON readers lose u64 precision past 2^53.
+        let hash = format!("{:016x}", fnv1a(&c.data));
+        let value = serde_json::json!({ "index": c.index, "term": c.term, "hash": hash });
+        self.ctx
+            .record(self.ctx.event(EventType::Event, "apply").value(value));
+        if led && !c.data.is_empty() {
             if let Ok(Proposal {
                 req: Request::LeaseRevoke { id },
                 ..
@@ -349,6 +350,7 @@ impl Node {
                 }
             }
         }
+        let leader = s.is_leader();
         if let Some(applied) = s.service.apply(c, leader, now) {
             if let Some(w) = s.waiters.remove(&applied.id) {
                 let _ = w.send(applied.result);
