@@ -16,6 +16,8 @@
 //! | `client-N` | invoke/ok/fail/info | `release` | `lock`, `token`; invoke: `reason` = `done` \| `expired` |
 //! | `storage` | ok | `read` / `write` | `key`, `token`, `value`, `accepted`, `client` |
 //! | `redis-N` | event | `expire` | `key` (a lock key expired on the server) |
+//! | `raft-N` | event | `expire` | `key` = the lock whose owner key a lease revoke removed (recorded by the leader applying it); `value` {index} |
+//! | `raft-N` | event | `leader` / `apply` | `value` {term} / {index, term, hash}: the Raft invariants' input |
 //! | `nemesis` | event | `pause` `resume` `partition` `heal` `clock-jump` `skew` `drift` `crash` `restart` | `nodes`, `value` (details) |
 //!
 //! Every event also carries the recording node's local clocks (`local_ns`: monotonic,

@@ -237,11 +237,12 @@ pub const ALGORITHMS: &[Family] = &[
     Family::of::<redis::Replicated>(),
     Family::of::<redlock::Redlock>(),
     Family::of::<db::DbParams>(),
+    Family::of::<raft::RaftParams>(),
 ];
 
 /// Algorithm names the design reserves that are not implemented yet (a clear error
 /// rather than "unknown algorithm").
-pub const PLANNED: &[&str] = &["zk", "raft"];
+pub const PLANNED: &[&str] = &["zk"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Option<&'static Family> {

@@ -918,7 +918,7 @@ ttl_ms = 100
     fn unknown_algorithm_and_unimplemented_algorithm() {
         let e = parse(&MINIMAL.replace("\"redis\"", "\"etcd\"")).unwrap_err();
         assert!(e.message.contains("unknown algorithm `etcd`"), "{e}");
-        let e = parse(&MINIMAL.replace("\"redis\"", "\"raft\"")).unwrap_err();
+        let e = parse(&MINIMAL.replace("\"redis\"", "\"zk\"")).unwrap_err();
         assert!(e.message.contains("not implemented yet"), "{e}");
         let e = parse(&format!("{MINIMAL}replicas = 2\n")).unwrap_err();
         assert!(

@@ -38,9 +38,27 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The Raft benchmark scenario: 3 Raft nodes, 3 clients, storage, 10 s, pauses.
+pub const RAFT: &str = r#"
+name = "bench-raft"
+description = "3 Raft nodes, 3 etcd Mutex clients, fenced storage, random pauses"
+algorithm = "raft"
+duration_ms = 10000
+[lock]
+ttl_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
 /// One benchmark line per algorithm family: (label, scenario). Each runs 10 simulated
 /// seconds with 3 clients and storage, so the lines compare.
-pub const FAMILIES: &[(&str, &str)] = &[("redis (1 server)", STANDARD), ("db (unique row)", DB)];
+pub const FAMILIES: &[(&str, &str)] = &[
+    ("redis (1 server)", STANDARD),
+    ("db (unique row)", DB),
+    ("raft (3 nodes)", RAFT),
+];
 
 /// Run the benchmark with `seeds` seeds per measurement; print the numbers.
 pub fn bench_command(seeds: u64) -> u8 {
