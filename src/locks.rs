@@ -89,6 +89,15 @@ pub trait LockClient {
         ctx: &'a NodeCtx,
         lock: &'a str,
     ) -> LocalBoxFuture<'a, Result<bool, LockError>>;
+
+    /// A future that completes when the client learns, while holding `grant`, that it
+    /// lost it (e.g. Curator's SUSPENDED when the holder treats it as a loss), so the
+    /// workload stops working at once instead of at its next validity check. `None`
+    /// (the default): the client learns nothing between acquire and release.
+    fn lost<'a>(&'a self, ctx: &'a NodeCtx, grant: &'a Grant) -> Option<LocalBoxFuture<'a, ()>> {
+        let _ = (ctx, grant);
+        None
+    }
 }
 
 /// A lock algorithm family (or deployment variant), implemented by its parameters type:
