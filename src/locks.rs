@@ -11,6 +11,7 @@ pub mod param;
 pub mod raft;
 pub mod redis;
 pub mod redlock;
+pub mod zk;
 
 pub use param::{ParamDoc, ParamError};
 
@@ -244,11 +245,12 @@ pub const ALGORITHMS: &[Family] = &[
     Family::of::<redis::Single>(),
     Family::of::<redis::Replicated>(),
     Family::of::<redlock::Redlock>(),
+    Family::of::<zk::ZkParams>(),
 ];
 
 /// Algorithm names the design reserves that are not implemented yet (a clear error
 /// rather than "unknown algorithm").
-pub const PLANNED: &[&str] = &["zk", "raft", "db"];
+pub const PLANNED: &[&str] = &["raft", "db"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Option<&'static Family> {
