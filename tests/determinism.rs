@@ -17,6 +17,7 @@ const MIXED: &[&str] = &[
     "redis-12-watchdog-starvation-random",
     "redis-05-async-failover-random",
     "redis-06-minority-primary-random",
+    "zk-15-lost-create-reply-random",
 ];
 
 #[test]

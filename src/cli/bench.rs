@@ -1,7 +1,8 @@
 //! `locksim bench`: harness speed against turmoil's raw floor, and checker throughput.
 //!
 //! The floor is an empty turmoil simulation with the same hosts, tick and duration: the
-//! cost turmoil itself charges per host per tick. The harness overhead is the ratio.
+//! cost turmoil itself charges per host per tick. The harness overhead is the ratio. Two
+//! scenarios: the standard single-Redis one and a ZooKeeper one with 3 clients.
 
 use crate::scenario::Scenario;
 use std::path::Path;
@@ -22,25 +23,28 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The ZooKeeper benchmark scenario: 1 ZooKeeper server, 3 Curator clients, storage,
+/// 10 s, pauses.
+pub const ZK: &str = r#"
+name = "bench-zk"
+description = "1 ZooKeeper server, 3 Curator InterProcessMutex clients, fenced storage, random pauses"
+algorithm = "zk"
+duration_ms = 10000
+[lock]
+session_timeout_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
 /// Run the benchmark with `seeds` seeds per measurement; print the numbers.
 pub fn bench_command(seeds: u64) -> u8 {
     let scenario =
         Scenario::parse(Path::new("<bench>"), STANDARD).expect("the built-in scenario is valid");
-    let hosts = scenario.nodes();
-    let sim_s = scenario.duration_ms as f64 / 1e3;
-
-    let start = Instant::now();
-    let mut histories = Vec::new();
-    for seed in 0..seeds {
-        histories.push(crate::run(&scenario, seed));
-    }
-    let harness = start.elapsed().as_secs_f64();
-
-    let start = Instant::now();
-    for seed in 0..seeds {
-        raw_floor(&hosts, scenario.duration_ms, seed);
-    }
-    let raw = start.elapsed().as_secs_f64();
+    let histories = measure("standard scenario", &scenario, seeds);
+    let zk = Scenario::parse(Path::new("<bench>"), ZK).expect("the built-in scenario is valid");
+    measure("zookeeper scenario", &zk, seeds);
 
     let events: usize = histories.iter().map(|r| r.history.len()).sum();
     let start = Instant::now();
@@ -51,10 +55,36 @@ pub fn bench_command(seeds: u64) -> u8 {
         }
     }
     let check = start.elapsed().as_secs_f64();
+    println!(
+        "checks:    {:.0} events/s ({} events per pass of the standard scenario, {reps} passes, all checks)",
+        (events * reps) as f64 / check,
+        events
+    );
+    0
+}
+
+/// Run `seeds` seeds of `scenario` and the raw floor with the same hosts; print both.
+fn measure(label: &str, scenario: &Scenario, seeds: u64) -> Vec<crate::sim::RunResult> {
+    let hosts = scenario.nodes();
+    let sim_s = scenario.duration_ms as f64 / 1e3;
+
+    let start = Instant::now();
+    let mut histories = Vec::new();
+    for seed in 0..seeds {
+        histories.push(crate::run(scenario, seed));
+    }
+    let harness = start.elapsed().as_secs_f64();
+
+    let start = Instant::now();
+    for seed in 0..seeds {
+        raw_floor(&hosts, scenario.duration_ms, seed);
+    }
+    let raw = start.elapsed().as_secs_f64();
 
     println!(
-        "standard scenario: {} hosts, tick 1 ms, {sim_s} simulated s, {seeds} seeds (1 thread)",
-        hosts.len()
+        "{label}: {} hosts ({}), tick 1 ms, {sim_s} simulated s, {seeds} seeds (1 thread)",
+        hosts.len(),
+        scenario.algorithm()
     );
     println!(
         "  harness:   {:8.2} seeds/s  {:8.1} simulated s per wall s  ({:.1} ms/seed)",
@@ -69,12 +99,7 @@ pub fn bench_command(seeds: u64) -> u8 {
         raw * 1e3 / seeds as f64
     );
     println!("  overhead:  {:.2}x the raw floor", harness / raw);
-    println!(
-        "  checks:    {:.0} events/s ({} events per pass, {reps} passes, all checks)",
-        (events * reps) as f64 / check,
-        events
-    );
-    0
+    histories
 }
 
 /// An empty turmoil simulation with the same hosts, tick and duration.
