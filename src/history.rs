@@ -219,13 +219,15 @@ impl Recorder {
         std::mem::take(&mut *self.events.borrow_mut())
     }
 
-    /// The most recent event recorded by `process`, if any.
-    pub fn last_of(&self, process: &str) -> Option<Event> {
+    /// The most recent operation record (invoke, ok, fail or info: not a point event) of
+    /// `process`, if any. A client's point events (a Redlock majority, a Curator
+    /// connection state) can follow its last invoke without completing it.
+    pub fn last_op_of(&self, process: &str) -> Option<Event> {
         self.events
             .borrow()
             .iter()
             .rev()
-            .find(|e| e.process == process)
+            .find(|e| e.process == process && e.kind != EventType::Event)
             .cloned()
     }
 
