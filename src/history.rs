@@ -16,6 +16,9 @@
 //! | `client-N` | invoke/ok/fail/info | `release` | `lock`, `token`; invoke: `reason` = `done` \| `expired` |
 //! | `storage` | ok | `read` / `write` | `key`, `token`, `value`, `accepted`, `client` |
 //! | `redis-N` | event | `expire` | `key` (a lock key expired on the server) |
+//! | `zk-N` | event | `expire` | `key` = the lock whose owner node a session close deleted; `value` {zxid, node, session} (every server of an ensemble records it when it applies the close) |
+//! | `zk-N` | event | `leader` | `value` {term}: the server leads its ensemble |
+//! | `client-N` | event | `connection` | `value` = Curator's state (CONNECTED, SUSPENDED, RECONNECTED, LOST), `reason` |
 //! | `nemesis` | event | `pause` `resume` `partition` `heal` `clock-jump` `skew` `drift` `crash` `restart` | `nodes`, `value` (details) |
 //!
 //! Every event also carries the recording node's local clocks (`local_ns`: monotonic,

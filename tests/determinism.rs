@@ -18,6 +18,7 @@ const MIXED: &[&str] = &[
     "redis-05-async-failover-random",
     "redis-06-minority-primary-random",
     "zk-15-lost-create-reply-random",
+    "zk-baseline",
 ];
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! The floor is an empty turmoil simulation with the same hosts, tick and duration: the
 //! cost turmoil itself charges per host per tick. The harness overhead is the ratio. Two
-//! scenarios: the standard single-Redis one and a ZooKeeper one with 3 clients.
+//! scenarios: the standard single-Redis one and a 3-server ZooKeeper ensemble with 3
+//! clients.
 
 use crate::scenario::Scenario;
 use std::path::Path;
@@ -23,14 +24,15 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
-/// The ZooKeeper benchmark scenario: 1 ZooKeeper server, 3 Curator clients, storage,
+/// The ZooKeeper benchmark scenario: a 3-server ensemble, 3 Curator clients, storage,
 /// 10 s, pauses.
 pub const ZK: &str = r#"
 name = "bench-zk"
-description = "1 ZooKeeper server, 3 Curator InterProcessMutex clients, fenced storage, random pauses"
+description = "3 ZooKeeper servers (Raft-replicated), 3 Curator InterProcessMutex clients, fenced storage, random pauses"
 algorithm = "zk"
 duration_ms = 10000
 [lock]
+servers = 3
 session_timeout_ms = 1000
 [workload]
 clients = 3

@@ -35,7 +35,7 @@
 //!   .reset()`); an operation that started on the old one may carry on on the new one.
 //! * `RetryLoop.callWithRetry` with `ExponentialBackoffRetry`: an operation first waits
 //!   up to `connectionTimeoutMs` for a connection, and is retried after
-//!   `ConnectionLoss`, `SessionExpired` (and `OperationTimeout`, `SessionMoved`, which
+//!   `ConnectionLoss`, `SessionExpired`, `SessionMoved` (and `OperationTimeout`, which
 //!   this model never produces) while retries remain, sleeping
 //!   `base × max(1, random(0 .. 2^(n+1)))` before retry n.
 //! * Background operations (`FailedDeleteManager`, `FindAndDeleteProtectedNodeInBackground`)
@@ -360,7 +360,9 @@ impl ZkClient {
                 Err(ZkError::ConnectionLoss)
             };
             match r {
-                Err(ZkError::ConnectionLoss | ZkError::SessionExpired) if n < p.retries => {
+                Err(ZkError::ConnectionLoss | ZkError::SessionExpired | ZkError::SessionMoved)
+                    if n < p.retries =>
+                {
                     let bound = 1u64 << (n + 1);
                     let k = ctx.rand_range(0, bound - 1).max(1);
                     ctx.sleep(Duration::from_millis(p.retry_base_ms * k)).await;

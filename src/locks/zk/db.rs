@@ -8,7 +8,14 @@
 //! included — as in ZooKeeper, where a failed write still takes a zxid (`ErrorTxn`).
 //! Every write checks its session first (`SessionTracker.checkSession`): a write of a
 //! closed session fails with `SessionExpired`, so no ephemeral node ever outlives its
-//! session.
+//! session; a write sent through a server that is not the session's *owner* fails with
+//! `SessionMoved`. A session's owner is the server it was created on, and moves when the
+//! client reconnects to another server (ZooKeeper's leader sets it when that server
+//! revalidates the session; here an [`Op::SetOwner`] goes through the log and the server
+//! answers the client once it is applied). So a request still in flight through the old
+//! server — stuck in a paused server, say — cannot be applied after the client moved on:
+//! it is either ordered before the move (and then visible to everything the client does
+//! on the new server) or fails.
 //!
 //! # Lock owners
 //!
@@ -39,6 +46,8 @@ pub enum Op {
     },
     /// Close the session: delete its ephemerals.
     CloseSession,
+    /// The session's client reconnected through `Txn::owner`.
+    SetOwner,
     /// Create a node.
     Create {
         /// Path (a sequential node gets a suffix).
@@ -71,11 +80,15 @@ pub enum Op {
     },
 }
 
-/// A transaction: who asked, when (the proposer's wall clock, for `ctime`/`mtime`), what.
+/// A transaction: who asked, through which server, when (the proposer's wall clock, for
+/// `ctime`/`mtime`), what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Txn {
     /// The session (0 for the server's own: container deletion).
     pub session: SessionId,
+    /// The server the client sent it through (index + 1); 0 for a server's own
+    /// transactions (expiry, containers), which are not owner-checked.
+    pub owner: u64,
     /// The proposer's wall clock, ms.
     pub time_ms: i64,
     /// The request.
@@ -105,6 +118,8 @@ pub enum TxnOk {
     },
     /// A session was closed.
     SessionClosed,
+    /// A session's owner moved.
+    OwnerSet,
     /// A node was created (create2: the path and the stat).
     Created {
         /// Actual path.
@@ -151,6 +166,7 @@ pub struct ZkDb {
     /// The znode tree (and the server's watches).
     pub tree: DataTree,
     sessions: BTreeMap<SessionId, u64>,
+    owners: BTreeMap<SessionId, u64>,
     last_zxid: Zxid,
 }
 
@@ -186,6 +202,11 @@ impl ZkDb {
     /// Whether `session` is live.
     pub fn has_session(&self, session: SessionId) -> bool {
         self.sessions.contains_key(&session)
+    }
+
+    /// The server (index + 1) that owns a live session.
+    pub fn owner(&self, session: SessionId) -> Option<u64> {
+        self.owners.get(&session).copied()
     }
 
     /// Note a zxid that carries no transaction (an ensemble's leader no-op): reads then
@@ -225,18 +246,33 @@ impl ZkDb {
         lost: &mut Vec<LostOwner>,
     ) -> Result<TxnOk, ZkError> {
         let live = txn.session == 0 || self.sessions.contains_key(&txn.session);
+        let moved = txn.owner != 0
+            && txn.session != 0
+            && self
+                .owners
+                .get(&txn.session)
+                .is_some_and(|&o| o != txn.owner);
         let t = txn.time_ms;
         match &txn.op {
             Op::CreateSession { timeout_ms } => {
                 self.sessions.insert(txn.session, *timeout_ms);
+                self.owners.insert(txn.session, txn.owner);
                 Ok(TxnOk::SessionCreated {
                     timeout_ms: *timeout_ms,
                 })
             }
-            Op::CloseSession => {
-                if self.sessions.remove(&txn.session).is_none() {
+            Op::SetOwner => {
+                if !live {
                     return Err(ZkError::SessionExpired);
                 }
+                self.owners.insert(txn.session, txn.owner);
+                Ok(TxnOk::OwnerSet)
+            }
+            _ if !live => Err(ZkError::SessionExpired),
+            _ if moved => Err(ZkError::SessionMoved),
+            Op::CloseSession => {
+                self.sessions.remove(&txn.session);
+                self.owners.remove(&txn.session);
                 // Owners before the deletion: a session can hold a lock with one node
                 // while another of its nodes waits behind it.
                 let mut owners = Vec::new();
@@ -263,7 +299,6 @@ impl ZkDb {
                 lost.extend(owners);
                 Ok(TxnOk::SessionClosed)
             }
-            _ if !live => Err(ZkError::SessionExpired),
             Op::Create { path, data, mode } => {
                 let (path, stat) =
                     self.tree
@@ -318,6 +353,7 @@ mod tests {
                 self.zxid,
                 &Txn {
                     session,
+                    owner: 1,
                     time_ms: 7,
                     op,
                 },
@@ -654,9 +690,47 @@ mod tests {
     }
 
     #[test]
+    fn a_write_through_a_server_that_no_longer_owns_the_session_fails() {
+        let mut d = Db::new();
+        assert_eq!(d.db.owner(1), Some(1));
+        // The client reconnected through server 2.
+        d.zxid += 1;
+        let moved = d.db.apply(
+            d.zxid,
+            &Txn {
+                session: 1,
+                owner: 2,
+                time_ms: 0,
+                op: Op::SetOwner,
+            },
+        );
+        assert_eq!(moved.result, Ok(TxnOk::OwnerSet));
+        // A create still in flight through server 1 (as `Db::run` sends it).
+        assert_eq!(
+            d.create(1, "/x", CreateMode::Ephemeral),
+            Err(ZkError::SessionMoved)
+        );
+        assert!(d.db.tree.stat("/x").is_none());
+        // Server-side transactions (owner 0) are not checked: expiry closes it.
+        d.zxid += 1;
+        let closed = d.db.apply(
+            d.zxid,
+            &Txn {
+                session: 1,
+                owner: 0,
+                time_ms: 0,
+                op: Op::CloseSession,
+            },
+        );
+        assert_eq!(closed.result, Ok(TxnOk::SessionClosed));
+        assert_eq!(d.db.owner(1), None);
+    }
+
+    #[test]
     fn txns_round_trip_as_bytes() {
         let t = Txn {
             session: 3,
+            owner: 2,
             time_ms: 9,
             op: Op::Delete {
                 path: "/a".into(),

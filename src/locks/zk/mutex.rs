@@ -325,7 +325,12 @@ impl CuratorMutex {
                             Ok(f) => found = f,
                             Err(e) => {
                                 found = None;
-                                if !matches!(e, ZkError::ConnectionLoss | ZkError::SessionExpired) {
+                                if !matches!(
+                                    e,
+                                    ZkError::ConnectionLoss
+                                        | ZkError::SessionExpired
+                                        | ZkError::SessionMoved
+                                ) {
                                     return Err(e);
                                 }
                             }
@@ -347,7 +352,9 @@ impl CuratorMutex {
                 }
             };
             match r {
-                Err(ZkError::ConnectionLoss | ZkError::SessionExpired) if n < p.retries => {
+                Err(ZkError::ConnectionLoss | ZkError::SessionExpired | ZkError::SessionMoved)
+                    if n < p.retries =>
+                {
                     let bound = 1u64 << (n + 1);
                     let k = ctx.rand_range(0, bound - 1).max(1);
                     ctx.sleep(Duration::from_millis(p.retry_base_ms * k)).await;
@@ -424,7 +431,7 @@ impl CuratorMutex {
             if left <= 0 {
                 return Ok(false);
             }
-            tracing::trace!(watching = previous, "waiting for the predecessor");
+            tracing::debug!(watching = previous, "waiting for the predecessor");
             let _ = ctx
                 .timeout(Duration::from_nanos(left as u64), watcher.notified())
                 .await;

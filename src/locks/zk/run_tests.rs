@@ -197,3 +197,189 @@ fn a_restarted_standalone_server_keeps_its_sessions_and_their_nodes() {
         }
     }
 }
+
+mod ensemble {
+    use super::*;
+    use crate::locks::zk::client::ZkClient;
+    use crate::locks::zk::proto::{Request, Response};
+    use crate::locks::zk::tree::CreateMode;
+    use crate::locks::zk::ZkParams;
+    use crate::sim::{FaultPlan, Host, Network, World};
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    fn params() -> ZkParams {
+        ZkParams {
+            servers: 3,
+            ..ZkParams::default()
+        }
+    }
+
+    /// Three servers and two test clients: a writer that creates `/n<i>` nodes one after
+    /// another and announces each once acknowledged, and a reader that then looks for it
+    /// (with or without `sync` first). Returns (reads, stale reads, own writes unseen).
+    fn reads_after_writes(seed: u64, sync: bool) -> (u32, u32, u32) {
+        let p = params();
+        let announced: Rc<Cell<u32>> = Rc::default();
+        let out: Rc<RefCell<(u32, u32, u32)>> = Rc::default();
+        let mut hosts: Vec<Host> = (0..3)
+            .map(|i| {
+                let p = p.clone();
+                Host::new(format!("zk-{i}"), move |ctx| {
+                    Box::pin(crate::locks::zk::server::server_main(ctx, p.clone()))
+                })
+            })
+            .collect();
+        let (p1, a1, o1) = (p.clone(), announced.clone(), out.clone());
+        hosts.push(Host::new("writer", move |ctx| {
+            let (p, announced, out) = (p1.clone(), a1.clone(), o1.clone());
+            Box::pin(async move {
+                let c = ZkClient::new(p);
+                c.start(&ctx);
+                for i in 1.. {
+                    if !c.wait_connected(&ctx, Duration::from_secs(5)).await {
+                        continue;
+                    }
+                    let path = format!("/n{i}");
+                    let created = c
+                        .call(
+                            Request::Create {
+                                path: path.clone(),
+                                data: vec![],
+                                mode: CreateMode::Persistent,
+                            },
+                            None,
+                        )
+                        .await;
+                    if created.is_err() {
+                        return;
+                    }
+                    // Its own write is visible to it at once, wherever it is connected.
+                    let seen = c.call(Request::Exists { path, watch: false }, None).await;
+                    if !matches!(seen, Ok(Response::Exists { stat: Some(_) })) {
+                        out.borrow_mut().2 += 1;
+                    }
+                    announced.set(i);
+                    ctx.sleep(Duration::from_millis(20)).await;
+                }
+            })
+        }));
+        let (p2, a2, o2) = (p.clone(), announced.clone(), out.clone());
+        hosts.push(Host::new("reader", move |ctx| {
+            let (p, announced, out) = (p2.clone(), a2.clone(), o2.clone());
+            Box::pin(async move {
+                let c = ZkClient::new(p);
+                c.start(&ctx);
+                let mut last = 0;
+                loop {
+                    ctx.sleep(Duration::from_millis(1)).await;
+                    let i = announced.get();
+                    if i == last || !c.is_connected() {
+                        continue;
+                    }
+                    last = i;
+                    if sync
+                        && c.call(Request::Sync { path: "/".into() }, None)
+                            .await
+                            .is_err()
+                    {
+                        continue;
+                    }
+                    let path = format!("/n{i}");
+                    let r = c.call(Request::Exists { path, watch: false }, None).await;
+                    let mut o = out.borrow_mut();
+                    match r {
+                        Ok(Response::Exists { stat: Some(_) }) => o.0 += 1,
+                        Ok(Response::Exists { stat: None }) => {
+                            o.0 += 1;
+                            o.1 += 1;
+                        }
+                        _ => {}
+                    }
+                }
+            })
+        }));
+        let world = World {
+            duration_ms: 3000,
+            network: Network {
+                latency_ms: [1, 10],
+                loss: 0.0,
+            },
+            hosts,
+            faults: FaultPlan::Fixed(vec![]),
+            progress: None,
+        };
+        let r = crate::sim::run(world, seed);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        let o = *out.borrow();
+        o
+    }
+
+    #[test]
+    fn reads_are_sequentially_consistent_and_sync_catches_up() {
+        let (mut stale_without, mut reads_without) = (0, 0);
+        for seed in 0..4 {
+            let (reads, stale, unseen) = reads_after_writes(seed, true);
+            assert!(reads > 20, "seed {seed}: {reads} reads");
+            assert_eq!(
+                stale, 0,
+                "seed {seed}: a read after sync missed a committed write"
+            );
+            assert_eq!(unseen, 0, "seed {seed}: a client missed its own write");
+            let (reads, stale, unseen) = reads_after_writes(seed, false);
+            assert_eq!(unseen, 0);
+            reads_without += reads;
+            stale_without += stale;
+        }
+        // Without sync a follower may answer before it has applied the write (ZooKeeper's
+        // sequential consistency); the reader sees it late, never out of order.
+        assert!(reads_without > 80);
+        assert!(stale_without < reads_without);
+    }
+
+    #[test]
+    fn a_session_survives_the_loss_of_its_server_by_moving_to_another() {
+        let s = scenario("duration_ms = 5000\n[lock]\nservers = 3\n[workload]\nclients = 3\n");
+        // Find the leader of a fault-free run, then crash it at 1500 ms in the same run.
+        let first = run(&s, 2);
+        let leader = first
+            .history
+            .iter()
+            .rfind(|e| e.f == "leader" && e.time_ms() < 1500.0)
+            .map(|e| e.process.clone())
+            .expect("a leader");
+        let schedule = vec![crate::TimedFault {
+            at_ms: 1500,
+            fault: crate::Fault::Crash {
+                nodes: vec![leader.clone()],
+                down_ms: Some(500),
+                at: crate::FaultPoint::Anywhere,
+            },
+        }];
+        let r = crate::run_with_schedule(&s, 2, schedule);
+        let h = &r.history;
+        let new_leader = h
+            .iter()
+            .find(|e| e.f == "leader" && e.time_ms() > 1500.0)
+            .expect("a new leader");
+        assert_ne!(new_leader.process, leader);
+        assert!(new_leader.time_ms() < 2200.0, "{new_leader:?}");
+        for c in ["client-0", "client-1", "client-2"] {
+            let st = states(h, c);
+            assert!(
+                !st.iter().any(|(s, _, _)| *s == "LOST"),
+                "{c} lost its session: {st:?}"
+            );
+        }
+        for check in [
+            "mutex",
+            "liveness",
+            "lock-linearizable",
+            "counter",
+            "token-order",
+        ] {
+            assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
+        }
+    }
+}

@@ -41,7 +41,8 @@
 //!
 //! # History
 //!
-//! A server records `expire` (key = the lock) when a session close deletes the node that
+//! A server records `leader` ({term}) when it becomes the leader of an ensemble, and
+//! `expire` (key = the lock) when a session close deletes the node that
 //! owns a lock (see [`super::db`]), with `{zxid, node, session}`. Every server of an
 //! ensemble records it when it applies the entry (and again after a restart, which
 //! re-applies its log): the family's `lock-linearizable` keeps the first record of each
@@ -306,6 +307,7 @@ impl Node {
     async fn write(&self, op: Op, session: SessionId) -> Option<(Zxid, WriteResult)> {
         let txn = Txn {
             session,
+            owner: self.me as u64 + 1,
             time_ms: self.ctx.wall_ms(),
             op,
         };
@@ -397,7 +399,9 @@ impl Node {
                 Ok(TxnOk::Deleted) => Response::Deleted,
                 Ok(TxnOk::Set { stat }) => Response::Set { stat },
                 Ok(TxnOk::SessionClosed) => Response::Closed,
-                Ok(TxnOk::SessionCreated { .. }) => Response::Err(ZkError::BadArguments),
+                Ok(TxnOk::SessionCreated { .. } | TxnOk::OwnerSet) => {
+                    Response::Err(ZkError::BadArguments)
+                }
                 Err(e) => Response::Err(e),
             })
         };
@@ -519,7 +523,13 @@ impl Node {
             e.lead = ss.leader_id;
             let leader = ss.role == Role::Leader;
             if leader && !was_leader {
-                tracing::debug!(term = e.core.term(), "leading: every session starts over");
+                let term = e.core.term();
+                tracing::debug!(term, "leading: every session starts over");
+                self.ctx.record(
+                    self.ctx
+                        .event(EventType::Event, "leader")
+                        .value(serde_json::json!({ "term": term })),
+                );
                 let mut t = SessionTracker::new(self.params.tick_ms);
                 for (&id, &timeout) in s.db.sessions() {
                     t.add(id, timeout, now);
@@ -643,6 +653,7 @@ async fn expirer(node: Node) {
             tracing::debug!(session = format!("0x{id:x}"), "session expired");
             node.submit_txn(Txn {
                 session: id,
+                owner: 0,
                 time_ms: ctx.wall_ms(),
                 op: Op::CloseSession,
             });
@@ -665,6 +676,7 @@ async fn container_manager(node: Node) {
             tracing::debug!(path, "deleting an empty container");
             node.submit_txn(Txn {
                 session: 0,
+                owner: 0,
                 time_ms: ctx.wall_ms(),
                 op: Op::DeleteContainer { path },
             });
@@ -755,6 +767,25 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
             _ => return,
         }
     } else if node.touch(session) {
+        // The session moves here (ZooKeeper's revalidation sets its owner at the leader):
+        // answer once that is in the log, so requests still in flight through its old
+        // server are ordered before it or fail with SessionMoved.
+        let owner = node.s.borrow().db.owner(session);
+        if owner != Some(node.me as u64 + 1) {
+            match node.write(Op::SetOwner, session).await {
+                Some((_, Ok(_))) => {}
+                Some((_, Err(ZkError::SessionExpired))) => {
+                    let f = ServerFrame::Reply {
+                        xid,
+                        zxid: node.last_zxid(),
+                        resp: Response::Expired,
+                    };
+                    let _ = send(&mut conn, &f).await;
+                    return;
+                }
+                _ => return,
+            }
+        }
         session
     } else {
         let f = ServerFrame::Reply {
@@ -918,6 +949,7 @@ mod tests {
         let mut disk = crate::sim::Disk::new();
         let t = |p: &str| Txn {
             session: 1,
+            owner: 1,
             time_ms: 0,
             op: Op::Create {
                 path: p.into(),

@@ -112,6 +112,8 @@ pub enum ZkError {
     BadArguments,
     /// The session is closed or expired.
     SessionExpired,
+    /// The session moved to another server: a request sent through the old one.
+    SessionMoved,
     /// Client side: the connection was lost before the reply came (the request may or
     /// may not have been applied).
     ConnectionLoss,
@@ -128,6 +130,7 @@ impl ZkError {
             ZkError::NoChildrenForEphemerals => -108,
             ZkError::BadArguments => -8,
             ZkError::SessionExpired => -112,
+            ZkError::SessionMoved => -118,
             ZkError::ConnectionLoss => -4,
         }
     }
@@ -143,6 +146,7 @@ impl fmt::Display for ZkError {
             ZkError::NoChildrenForEphemerals => "NoChildrenForEphemerals",
             ZkError::BadArguments => "BadArguments",
             ZkError::SessionExpired => "Session expired",
+            ZkError::SessionMoved => "Session moved",
             ZkError::ConnectionLoss => "ConnectionLoss",
         };
         write!(f, "KeeperErrorCode = {name}")
