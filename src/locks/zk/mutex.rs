@@ -185,7 +185,7 @@ impl CuratorMutex {
     }
 
     /// `ZKPaths.mkdirs(..., asContainers = true)` for `base`'s ancestors and `base`.
-    async fn mkdirs(&self, ctx: &NodeCtx, base: &str) -> Result<(), ZkError> {
+    async fn mkdirs(&self, base: &str) -> Result<(), ZkError> {
         let mut path = String::new();
         for part in base.split('/').filter(|p| !p.is_empty()) {
             path.push('/');
@@ -206,7 +206,6 @@ impl CuratorMutex {
                 Err(e) => return Err(e),
             }
         }
-        let _ = ctx;
         Ok(())
     }
 
@@ -227,7 +226,7 @@ impl CuratorMutex {
         let maybe = Cell::new(None);
         let r = match self.call_noting(create(), &maybe).await {
             Err(ZkError::NoNode) => {
-                self.mkdirs(ctx, base).await?;
+                self.mkdirs(base).await?;
                 self.call_noting(create(), &maybe).await
             }
             r => r,

@@ -197,7 +197,9 @@ pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
         let hosts: Vec<String> = (0..node.params.servers)
             .map(|i| format!("zk-{i}"))
             .collect();
-        let timeout = Duration::from_millis(node.params.tick_ms.max(2) / 2 * 2);
+        // A batch not acknowledged within a tick is dropped with its connection (Raft
+        // retransmits). A tick is half the Raft election timeout (`raft_params`).
+        let timeout = Duration::from_millis(node.params.tick_ms);
         mesh.spawn_senders(&ctx, me, &hosts, PEER_PORT, timeout);
         let receiver = node.clone();
         ctx.spawn(serve_peers(ctx.clone(), PEER_PORT, move |_ctx, msg| {
