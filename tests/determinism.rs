@@ -24,6 +24,8 @@ const MIXED: &[&str] = &[
     "raft-18-stuck-old-leader-random",
     "raft-19-stale-read-random",
     "raft-fsync-none",
+    "zk-15-lost-create-reply-random",
+    "zk-baseline",
 ];
 
 /// Raft scenarios whose sweeps must agree on 1 and 2 threads.

@@ -52,12 +52,29 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The ZooKeeper benchmark scenario: a 3-server ensemble, 3 Curator clients, storage,
+/// 10 s, pauses.
+pub const ZK: &str = r#"
+name = "bench-zk"
+description = "3 ZooKeeper servers (Raft-replicated), 3 Curator InterProcessMutex clients, fenced storage, random pauses"
+algorithm = "zk"
+duration_ms = 10000
+[lock]
+servers = 3
+session_timeout_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
 /// One benchmark line per algorithm family: (label, scenario). Each runs 10 simulated
 /// seconds with 3 clients and storage, so the lines compare.
 pub const FAMILIES: &[(&str, &str)] = &[
     ("redis (1 server)", STANDARD),
     ("db (unique row)", DB),
     ("raft (3 nodes)", RAFT),
+    ("zk (3 servers)", ZK),
 ];
 
 /// Run the benchmark with `seeds` seeds per measurement; print the numbers.
