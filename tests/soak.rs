@@ -6,7 +6,7 @@
 //! `src/locks/redis/conn.rs` for the fix.
 //!
 //! The fast tests reproduce each leak in seconds; the `#[ignore]`d soaks run one hour of
-//! simulated time under partitions for every algorithm:
+//! simulated time under partitions for every algorithm family:
 //! `cargo test --release --test soak -- --ignored --nocapture`.
 
 use locksim::history::Recorder;
@@ -203,24 +203,21 @@ fn soak(algorithm_toml: &str) {
     run_to_the_end(&scenario(algorithm_toml), 0);
 }
 
-/// `redis-baseline-fenced` for an hour, partitions only.
-#[test]
-#[ignore = "one simulated hour: run with --release -- --ignored"]
-fn soak_redis_one_hour_of_partitions() {
-    soak(
-        r#"name = "soak-redis"
-algorithm = "redis"
+/// An hour of a baseline lock under random partitions of any node, 3 fenced clients:
+/// every check but `mutex` (a lease lock's) must hold. `extra` adds family checks.
+fn soak_partitions(algorithm: &str, lock: &str, extra: &str) {
+    soak(&format!(
+        r#"name = "soak-{algorithm}"
+algorithm = "{algorithm}"
 duration_ms = 3600000
 [lock]
-ttl_ms = 1000
-token = "incr"
-persistence = "always"
+{lock}
 [workload]
 clients = 3
 fencing = true
 [faults]
 interval_ms = [300, 1500]
-partition = { nodes = "all", duration_ms = [100, 2000] }
+partition = {{ nodes = "all", duration_ms = [100, 2000] }}
 [expect]
 mutex = "any"
 token-order = "holds"
@@ -229,7 +226,20 @@ counter = "holds"
 liveness = "holds"
 lock-linearizable = "holds"
 storage-linearizable = "holds"
-"#,
+{extra}"#
+    ));
+}
+
+/// `redis-baseline-fenced` for an hour, partitions only.
+#[test]
+#[ignore = "one simulated hour: run with --release -- --ignored"]
+fn soak_redis_one_hour_of_partitions() {
+    soak_partitions(
+        "redis",
+        r#"ttl_ms = 1000
+token = "incr"
+persistence = "always""#,
+        "",
     );
 }
 
@@ -298,5 +308,34 @@ counter = "holds"
 liveness = "holds"
 storage-linearizable = "holds"
 "#,
+    );
+}
+
+/// `raft-baseline`'s safety options (the defaults) for an hour.
+#[test]
+#[ignore = "one simulated hour: run with --release -- --ignored"]
+fn soak_raft_one_hour_of_partitions() {
+    soak_partitions(
+        "raft",
+        "ttl_ms = 500",
+        "raft-election-safety = \"holds\"\nraft-log = \"holds\"\nraft-apply = \"holds\"\n",
+    );
+}
+
+/// `zk-baseline`'s ensemble in protected mode for an hour.
+#[test]
+#[ignore = "one simulated hour: run with --release -- --ignored"]
+fn soak_zk_one_hour_of_partitions() {
+    soak_partitions("zk", "servers = 3\nsession_timeout_ms = 1000", "");
+}
+
+/// `db-baseline`'s unique-row lock and cleaner for an hour.
+#[test]
+#[ignore = "one simulated hour: run with --release -- --ignored"]
+fn soak_db_one_hour_of_partitions() {
+    soak_partitions(
+        "db",
+        "scheme = \"unique-row\"\ncleaner_timeout_ms = 1000",
+        "",
     );
 }
