@@ -138,12 +138,14 @@ mod explain;
 mod fenced_lock;
 mod fenced_register;
 pub mod generate;
+mod memo;
 mod model;
 mod mutex;
 mod ops;
 mod register;
 mod search;
 mod svg;
+mod unobserved;
 
 #[cfg(test)]
 mod tests;

@@ -135,7 +135,7 @@ pub trait Model {
     /// hashes the whole state, which matches the default [`Model::subsumes`]).
     fn subsumption_hash(&self, state: &Self::State) -> u64 {
         use std::hash::Hasher;
-        let mut h = super::search::FxHasher::default();
+        let mut h = super::memo::FxHasher::default();
         state.hash(&mut h);
         h.finish()
     }

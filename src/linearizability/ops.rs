@@ -2,8 +2,8 @@
 //! ([`RawOp`]): invocations paired with completions, `:fail` dropped, `:info` and missing
 //! completions indeterminate. See the module docs of `linearizability` for the rules.
 
+use super::memo::FxHasher;
 use super::model::INDETERMINATE;
-use super::search::FxHasher;
 use crate::history::edn::{self, Value};
 use crate::history::{Event, EventType};
 use serde::Deserialize;
