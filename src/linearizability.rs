@@ -138,6 +138,7 @@ mod explain;
 mod fenced_lock;
 mod fenced_register;
 pub mod generate;
+mod jsonl;
 mod memo;
 mod model;
 mod mutex;
@@ -157,12 +158,10 @@ pub use cli::{
 pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
+pub use jsonl::{raw_ops_from_jsonl, raw_ops_from_jsonl_reader};
 pub use model::{Effect, Model, Operation, INDETERMINATE};
 pub use mutex::{Mutex, MutexOp};
-pub use ops::{
-    events_to_edn, raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl,
-    raw_ops_from_jsonl_reader, InputError, RawOp,
-};
+pub use ops::{events_to_edn, raw_ops_from_edn, raw_ops_from_events, InputError, RawOp};
 pub use register::{Register, RegisterOp};
 pub use search::{
     check, check_with_stats, CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT,

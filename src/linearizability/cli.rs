@@ -9,11 +9,10 @@
 use super::explain::{explanation_text_with, LinVerdict, OpInfo};
 use super::fenced_lock::FencedLock;
 use super::fenced_register::FencedRegister;
+use super::jsonl::raw_ops_from_jsonl_reader;
 use super::model::{Model, Operation};
 use super::mutex::Mutex;
-use super::ops::{
-    raw_ops_from_edn, raw_ops_from_events, raw_ops_from_jsonl_reader, InputError, RawOp,
-};
+use super::ops::{raw_ops_from_edn, raw_ops_from_events, InputError, RawOp};
 use super::register::Register;
 use super::search::{check_with_stats, CheckOptions, SearchStats, Stop, MAX_TIMEOUT};
 use super::svg::render_svg;
