@@ -13,6 +13,14 @@
 //!   up to a second of commits. A restart replays it.
 //! - Lock holds the server ends (cleaner deletes, takeovers, rollbacks of ended sessions)
 //!   are recorded as `expire` events with the lock name as `key`.
+//! - A crash records none: the row locks of open transactions die with the process, and
+//!   the restarted server cannot name them. InnoDB's recovery rolls back the
+//!   transactions it finds in its logs, i.e. those that changed rows; a transaction that
+//!   only took row locks (`SELECT … FOR UPDATE`) wrote no undo or redo, and lock tables
+//!   are never logged. Nor can a restart expire every lock blindly: an `expire` of a lock
+//!   nobody held is itself illegal in the fenced-lock spec. So a for-update hold a crash
+//!   ends is a release the lock service never announced, and `lock-linearizable` reports
+//!   it, as it does for the Redis node that restarts without persistence.
 
 use super::model::{Config, ConnId, Db, Now, Reply, Statement, ER_PARSE_ERROR};
 use super::params::{DbParams, Fsync};

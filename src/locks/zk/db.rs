@@ -15,7 +15,11 @@
 //! answers the client once it is applied). So a request still in flight through the old
 //! server — stuck in a paused server, say — cannot be applied after the client moved on:
 //! it is either ordered before the move (and then visible to everything the client does
-//! on the new server) or fails.
+//! on the new server) or fails. The converse race exists too (ZOOKEEPER-710): a move
+//! through a server the client gave up on can be ordered *after* the move through the
+//! server it is on now, and every write it sends there then fails `SessionMoved`. As in
+//! ZooKeeper, the server then closes the connection instead of answering, so the client
+//! reconnects and moves the session back.
 //!
 //! # Lock owners
 //!

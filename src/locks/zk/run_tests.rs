@@ -382,4 +382,53 @@ mod ensemble {
             assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
         }
     }
+    /// The guarantees-matrix cell `zk--all--fenced`, seed 12. client-0's reconnection
+    /// through zk-0 at 5671 ms puts a SetOwner in zk-0's log (it still led term 3, with
+    /// no quorum) and times out; client-0 reconnects through zk-2 at 6055 ms, which
+    /// believes it already owns the session; the new leader (zk-0, term 4) then commits
+    /// the stale SetOwner. Every write of client-0 through zk-2 fails SessionMoved from
+    /// then on — its guaranteed delete of the released lock node included — while its
+    /// pings keep the session, and so the node, alive: no client acquires again. As in
+    /// ZooKeeper (FinalRequestProcessor, ZOOKEEPER-710), a SessionMoved closes the
+    /// connection: the client reconnects and its revalidation moves the session back.
+    #[test]
+    fn a_write_that_finds_its_session_moved_closes_the_connection_so_the_client_moves_it_back() {
+        let s = scenario(
+            "duration_ms = 10000\nliveness_ms = 4000\n\
+             [faults]\ninterval_ms = [300, 1500]\nswarm = true\n\
+             [faults.clock]\ndrift_ppm = [-20000, 20000]\njump_ms = [-2000, 2000]\nnodes = \"all\"\nskew_ms = [-2000, 2000]\n\
+             [faults.crash]\ndown_ms = [0, 1500]\nnodes = \"servers\"\n\
+             [faults.partition]\nduration_ms = [100, 2000]\nnodes = \"all\"\n\
+             [faults.pause]\nat = \"before-write\"\nduration_ms = [500, 3000]\nnodes = \"clients\"\n\
+             [lock]\nservers = 3\nsession_timeout_ms = 1000\n\
+             [workload]\nclients = 3\nfencing = true\n",
+        );
+        let r = run(&s, 12);
+        let h = &r.history;
+        let moved: Vec<&Event> = h
+            .iter()
+            .filter(|e| {
+                e.process.starts_with("client-")
+                    && e.reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains("Session moved"))
+            })
+            .collect();
+        assert!(
+            moved.is_empty(),
+            "a client was answered SessionMoved: {:?}",
+            moved.first()
+        );
+        // client-0 came back after the stale move and acquired again.
+        assert!(
+            h.iter().any(|e| e.process == "client-0"
+                && e.kind == EventType::Ok
+                && e.f == "acquire"
+                && e.time_ms() > 6300.0),
+            "client-0 never acquired after 6300 ms"
+        );
+        for check in ["liveness", "lock-linearizable", "token-order", "fencing"] {
+            assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
+        }
+    }
 }

@@ -865,6 +865,21 @@ async fn serve_connection(
         let Some(resp) = node.serve(cid, session, req).await else {
             return;
         };
+        if resp == Response::Err(ZkError::SessionMoved) {
+            // ZooKeeper's FinalRequestProcessor treats SessionMoved as an error of the
+            // connection and closes it instead of answering (ZOOKEEPER-710). A
+            // revalidation through a server the client gave up on can be ordered after
+            // the one through the server it is on now (a SetOwner proposed before a
+            // leader change and committed by the next leader), and then every write on
+            // this connection fails SessionMoved while pings keep the session alive:
+            // the client's lock node would stay first in line for ever. Closed, the
+            // client reconnects, and its revalidation moves the session back.
+            tracing::debug!(
+                session = format!("0x{session:x}"),
+                "session moved: closing the connection"
+            );
+            return;
+        }
         // Watches fired by everything applied so far go out before the reply.
         loop {
             match rx.try_recv() {
