@@ -4,6 +4,7 @@
 //! * [`db`]: the replicated state machine (tree + sessions) and its transactions;
 //! * [`session`]: the server's session tracker (expiry buckets on its local clock);
 //! * [`proto`]: the client and peer wire formats;
+//! * `connection`: a server's client port (handshake, requests in order, watches);
 //! * [`server`]: a server node, standalone (a transaction log on its disk) or a member
 //!   of an ensemble replicated by the Raft family's core, which stands in for ZAB;
 //! * [`client`]: the ZooKeeper handle (pings, read timeout, reconnects, watches) under
@@ -24,6 +25,7 @@
 
 pub mod checks;
 pub mod client;
+mod connection;
 pub mod db;
 pub mod mutex;
 pub mod params;
@@ -31,6 +33,7 @@ pub mod proto;
 pub mod server;
 pub mod session;
 pub mod tree;
+mod watches;
 
 #[cfg(test)]
 mod run_tests;

@@ -51,7 +51,8 @@ use super::params::ZkParams;
 use super::proto::{
     decode, frame, ClientFrame, Request, Response, ServerFrame, CLIENT_PORT, PING_XID,
 };
-use super::tree::{CreateMode, EventKind, SessionId, WatchedEvent, ZkError, Zxid};
+use super::tree::{CreateMode, SessionId, ZkError, Zxid};
+use super::watches::{add, Watches};
 use crate::history::EventType;
 use crate::net::{Conn, Connector, Frames, SimStream, SimTcp};
 use crate::sim::{FaultPoint, NodeCtx};
@@ -103,63 +104,6 @@ struct Outgoing {
     req: Request,
     watcher: Option<Watcher>,
     done: Done,
-}
-
-/// The client's registered watches (`ZKWatchManager`): path → watchers, per kind.
-#[derive(Default)]
-struct Watches {
-    data: BTreeMap<String, Vec<Watcher>>,
-    exist: BTreeMap<String, Vec<Watcher>>,
-    child: BTreeMap<String, Vec<Watcher>>,
-}
-
-fn add(map: &mut BTreeMap<String, Vec<Watcher>>, path: &str, w: Watcher) {
-    let v = map.entry(path.to_string()).or_default();
-    if !v.iter().any(|x| Rc::ptr_eq(x, &w)) {
-        v.push(w);
-    }
-}
-
-impl Watches {
-    fn is_empty(&self) -> bool {
-        self.data.is_empty() && self.exist.is_empty() && self.child.is_empty()
-    }
-
-    /// The watchers an event reaches, removed (one-shot), as `ZKWatchManager.materialize`.
-    fn materialize(&mut self, ev: &WatchedEvent) -> Vec<Watcher> {
-        let mut out = Vec::new();
-        let p = &ev.path;
-        match ev.kind {
-            EventKind::NodeCreated | EventKind::NodeDataChanged => {
-                out.extend(self.data.remove(p).unwrap_or_default());
-                out.extend(self.exist.remove(p).unwrap_or_default());
-            }
-            EventKind::NodeChildrenChanged => out.extend(self.child.remove(p).unwrap_or_default()),
-            EventKind::NodeDeleted => {
-                out.extend(self.data.remove(p).unwrap_or_default());
-                out.extend(self.exist.remove(p).unwrap_or_default());
-                out.extend(self.child.remove(p).unwrap_or_default());
-            }
-        }
-        out
-    }
-
-    fn all(&self) -> Vec<Watcher> {
-        let mut out: Vec<Watcher> = Vec::new();
-        for v in self
-            .data
-            .values()
-            .chain(self.exist.values())
-            .chain(self.child.values())
-        {
-            for w in v {
-                if !out.iter().any(|x| Rc::ptr_eq(x, w)) {
-                    out.push(w.clone());
-                }
-            }
-        }
-        out
-    }
 }
 
 /// A Curator background operation, retried until it succeeds.

@@ -49,17 +49,14 @@
 //! zxid.
 
 use super::db::{Applied, Op, Txn, TxnOk, ZkDb};
-use super::params::{negotiate, ZkParams};
-use super::proto::{
-    decode, decode_peer, encode_peer, frame, ClientFrame, PeerMsg, Request, Response, ServerFrame,
-    CLIENT_PORT, PEER_PORT,
-};
+use super::params::ZkParams;
+use super::proto::{decode_peer, encode_peer, PeerMsg, Request, Response, PEER_PORT};
 use super::session::SessionTracker;
 use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
 use crate::history::EventType;
 use crate::locks::raft::core::{ProposeError, RaftCore, Role};
 use crate::locks::raft::params::{Fsync, RaftParams, ReadMode};
-use crate::net::{serve_peers, Conn, Frames, Mesh};
+use crate::net::{serve_peers, Mesh};
 use crate::sim::NodeCtx;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -100,9 +97,9 @@ struct Proposal {
     txn: Txn,
 }
 
-struct ConnEntry {
-    session: SessionId,
-    watches: mpsc::UnboundedSender<WatchedEvent>,
+pub(super) struct ConnEntry {
+    pub(super) session: SessionId,
+    pub(super) watches: mpsc::UnboundedSender<WatchedEvent>,
 }
 
 type WriteResult = Result<TxnOk, ZkError>;
@@ -122,25 +119,25 @@ struct Ensemble {
     touched: BTreeSet<SessionId>,
 }
 
-struct Server {
-    db: ZkDb,
+pub(super) struct Server {
+    pub(super) db: ZkDb,
     /// Expiry decisions: always when standalone, only on the leader of an ensemble.
-    tracker: Option<SessionTracker>,
-    conns: BTreeMap<u64, ConnEntry>,
-    next_conn: u64,
+    pub(super) tracker: Option<SessionTracker>,
+    pub(super) conns: BTreeMap<u64, ConnEntry>,
+    pub(super) next_conn: u64,
     ens: Option<Ensemble>,
 }
 
 /// One server: its context, parameters, shared state and wake-ups. Cheap to clone.
 #[derive(Clone)]
-struct Node {
-    ctx: NodeCtx,
-    params: Rc<ZkParams>,
-    me: usize,
-    s: Rc<RefCell<Server>>,
+pub(super) struct Node {
+    pub(super) ctx: NodeCtx,
+    pub(super) params: Rc<ZkParams>,
+    pub(super) me: usize,
+    pub(super) s: Rc<RefCell<Server>>,
     /// Wakes the Raft loop.
-    wake: Rc<Notify>,
-    mesh: Option<Mesh>,
+    pub(super) wake: Rc<Notify>,
+    pub(super) mesh: Option<Mesh>,
 }
 
 /// What server `zk-N` runs, from start to crash.
@@ -190,7 +187,7 @@ pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
         s: Rc::new(RefCell::new(server)),
         wake: Rc::new(Notify::new()),
     };
-    ctx.spawn(client_listener(node.clone()));
+    ctx.spawn(super::connection::client_listener(node.clone()));
     ctx.spawn(expirer(node.clone()));
     ctx.spawn(container_manager(node.clone()));
     if let Some(mesh) = &node.mesh {
@@ -245,16 +242,16 @@ impl Node {
     }
 
     /// Whether the server serves clients (an ensemble member needs a known leader).
-    fn serving(&self) -> bool {
+    pub(super) fn serving(&self) -> bool {
         !matches!(&self.s.borrow().ens, Some(e) if e.lead == 0)
     }
 
-    fn last_zxid(&self) -> Zxid {
+    pub(super) fn last_zxid(&self) -> Zxid {
         self.s.borrow().db.last_zxid()
     }
 
     /// The server heard from `session`.
-    fn touch(&self, session: SessionId) -> bool {
+    pub(super) fn touch(&self, session: SessionId) -> bool {
         let now = self.ctx.mono_ns();
         let leader = self.is_leader();
         let mut s = self.s.borrow_mut();
@@ -306,7 +303,7 @@ impl Node {
     /// here; `None` if it could not be (no leader, or not applied within the session
     /// timeout): the connection is then closed, as a ZooKeeper follower does when its
     /// leader is gone.
-    async fn write(&self, op: Op, session: SessionId) -> Option<(Zxid, WriteResult)> {
+    pub(super) async fn write(&self, op: Op, session: SessionId) -> Option<(Zxid, WriteResult)> {
         let txn = Txn {
             session,
             owner: self.me as u64 + 1,
@@ -393,7 +390,12 @@ impl Node {
 
     /// Answer one request of connection `cid` (session `session`). `None`: close the
     /// connection without an answer.
-    async fn serve(&self, cid: u64, session: SessionId, req: Request) -> Option<Response> {
+    pub(super) async fn serve(
+        &self,
+        cid: u64,
+        session: SessionId,
+        req: Request,
+    ) -> Option<Response> {
         let reply = |r: Option<(Zxid, WriteResult)>| -> Option<Response> {
             let (_, result) = r?;
             Some(match result {
@@ -708,199 +710,6 @@ async fn touch_reporter(node: Node) {
                 (lead - 1) as usize,
                 encode_peer(&PeerMsg::Touch { sessions }),
             );
-        }
-    }
-}
-
-async fn client_listener(node: Node) {
-    // Dead connections end with their session (its expiry closes the watch channel).
-    let (listener, _listening) = crate::net::tcp::listen(&node.ctx, CLIENT_PORT)
-        .await
-        .expect("bind on a fresh simulated host cannot fail");
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        node.ctx.spawn(client_connection(node.clone(), stream));
-    }
-}
-
-async fn send(
-    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
-    f: &ServerFrame,
-) -> std::io::Result<()> {
-    let mut out = Vec::new();
-    frame(f, &mut out);
-    conn.send(&out).await
-}
-
-/// One client connection: the handshake, then requests in order and watch
-/// notifications (see the module docs).
-async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
-    let ctx = node.ctx.clone();
-    let mut conn = Conn::new(stream, Frames);
-    let timeout = Duration::from_millis(node.params.negotiated_timeout_ms());
-    let Ok(Ok(first)) = ctx.timeout(timeout, conn.recv()).await else {
-        return;
-    };
-    let Ok(ClientFrame {
-        xid,
-        req:
-            Request::Connect {
-                session,
-                timeout_ms,
-                last_zxid,
-            },
-    }) = decode::<ClientFrame>(&first)
-    else {
-        return;
-    };
-    if !node.serving() || last_zxid > node.last_zxid() {
-        tracing::debug!(last_zxid, ours = node.last_zxid(), "refusing a client");
-        return;
-    }
-    let session = if session == 0 {
-        let id = ((node.me as u64 + 1) << 56) | (ctx.rand_u64() >> 8);
-        let asked = negotiate(timeout_ms, node.params.tick_ms);
-        match node
-            .write(Op::CreateSession { timeout_ms: asked }, id)
-            .await
-        {
-            Some((_, Ok(_))) => id,
-            _ => return,
-        }
-    } else if node.touch(session) {
-        // The session moves here (ZooKeeper's revalidation sets its owner at the leader):
-        // answer once that is in the log, so requests still in flight through its old
-        // server are ordered before it or fail with SessionMoved.
-        let owner = node.s.borrow().db.owner(session);
-        if owner != Some(node.me as u64 + 1) {
-            match node.write(Op::SetOwner, session).await {
-                Some((_, Ok(_))) => {}
-                Some((_, Err(ZkError::SessionExpired))) => {
-                    let f = ServerFrame::Reply {
-                        xid,
-                        zxid: node.last_zxid(),
-                        resp: Response::Expired,
-                    };
-                    let _ = send(&mut conn, &f).await;
-                    return;
-                }
-                _ => return,
-            }
-        }
-        session
-    } else {
-        let f = ServerFrame::Reply {
-            xid,
-            zxid: node.last_zxid(),
-            resp: Response::Expired,
-        };
-        let _ = send(&mut conn, &f).await;
-        return;
-    };
-    let Some(timeout_ms) = node.s.borrow().db.sessions().get(&session).copied() else {
-        return;
-    };
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let cid = {
-        let mut s = node.s.borrow_mut();
-        let cid = s.next_conn;
-        s.next_conn += 1;
-        s.conns.insert(
-            cid,
-            ConnEntry {
-                session,
-                watches: tx,
-            },
-        );
-        cid
-    };
-    let hello = ServerFrame::Reply {
-        xid,
-        zxid: node.last_zxid(),
-        resp: Response::Connected {
-            session,
-            timeout_ms,
-        },
-    };
-    if send(&mut conn, &hello).await.is_ok() {
-        serve_connection(&node, &mut conn, cid, session, &mut rx).await;
-    }
-    let mut s = node.s.borrow_mut();
-    s.conns.remove(&cid);
-    s.db.tree.remove_watcher(cid);
-}
-
-async fn serve_connection(
-    node: &Node,
-    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
-    cid: u64,
-    session: SessionId,
-    rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
-) {
-    loop {
-        // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
-        let bytes = tokio::select! {
-            biased;
-            ev = rx.recv() => match ev {
-                Some(ev) => {
-                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                None => return,
-            },
-            r = conn.recv() => match r {
-                Ok(b) => b,
-                Err(_) => return,
-            },
-        };
-        let Ok(ClientFrame { xid, req }) = decode::<ClientFrame>(&bytes) else {
-            return;
-        };
-        node.touch(session);
-        let close = matches!(req, Request::CloseSession);
-        let Some(resp) = node.serve(cid, session, req).await else {
-            return;
-        };
-        if resp == Response::Err(ZkError::SessionMoved) {
-            // ZooKeeper's FinalRequestProcessor treats SessionMoved as an error of the
-            // connection and closes it instead of answering (ZOOKEEPER-710). A
-            // revalidation through a server the client gave up on can be ordered after
-            // the one through the server it is on now (a SetOwner proposed before a
-            // leader change and committed by the next leader), and then every write on
-            // this connection fails SessionMoved while pings keep the session alive:
-            // the client's lock node would stay first in line for ever. Closed, the
-            // client reconnects, and its revalidation moves the session back.
-            tracing::debug!(
-                session = format!("0x{session:x}"),
-                "session moved: closing the connection"
-            );
-            return;
-        }
-        // Watches fired by everything applied so far go out before the reply.
-        loop {
-            match rx.try_recv() {
-                Ok(ev) => {
-                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
-                        return;
-                    }
-                }
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                // The session was closed meanwhile.
-                Err(mpsc::error::TryRecvError::Disconnected) if !close => return,
-                Err(mpsc::error::TryRecvError::Disconnected) => break,
-            }
-        }
-        let f = ServerFrame::Reply {
-            xid,
-            zxid: node.last_zxid(),
-            resp,
-        };
-        if send(conn, &f).await.is_err() || close {
-            return;
         }
     }
 }

@@ -1,0 +1,205 @@
+//! A server's client port: the handshake (new session, or a reconnect that moves a
+//! session here), then each connection's requests in order with watch notifications
+//! interleaved. What a request does is [`Node`]'s business; this file is the wire.
+
+use super::db::Op;
+use super::params::negotiate;
+use super::proto::{decode, frame, ClientFrame, Request, Response, ServerFrame, CLIENT_PORT};
+use super::server::{ConnEntry, Node};
+use super::tree::{SessionId, WatchedEvent, ZkError};
+use crate::net::{Conn, Frames};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub(super) async fn client_listener(node: Node) {
+    // Dead connections end with their session (its expiry closes the watch channel).
+    let (listener, _listening) = crate::net::tcp::listen(&node.ctx, CLIENT_PORT)
+        .await
+        .expect("bind on a fresh simulated host cannot fail");
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        node.ctx.spawn(client_connection(node.clone(), stream));
+    }
+}
+
+async fn send(
+    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    f: &ServerFrame,
+) -> std::io::Result<()> {
+    let mut out = Vec::new();
+    frame(f, &mut out);
+    conn.send(&out).await
+}
+
+/// One client connection: the handshake, then requests in order and watch
+/// notifications (see the module docs).
+async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
+    let ctx = node.ctx.clone();
+    let mut conn = Conn::new(stream, Frames);
+    let timeout = Duration::from_millis(node.params.negotiated_timeout_ms());
+    let Ok(Ok(first)) = ctx.timeout(timeout, conn.recv()).await else {
+        return;
+    };
+    let Ok(ClientFrame {
+        xid,
+        req:
+            Request::Connect {
+                session,
+                timeout_ms,
+                last_zxid,
+            },
+    }) = decode::<ClientFrame>(&first)
+    else {
+        return;
+    };
+    if !node.serving() || last_zxid > node.last_zxid() {
+        tracing::debug!(last_zxid, ours = node.last_zxid(), "refusing a client");
+        return;
+    }
+    let session = if session == 0 {
+        let id = ((node.me as u64 + 1) << 56) | (ctx.rand_u64() >> 8);
+        let asked = negotiate(timeout_ms, node.params.tick_ms);
+        match node
+            .write(Op::CreateSession { timeout_ms: asked }, id)
+            .await
+        {
+            Some((_, Ok(_))) => id,
+            _ => return,
+        }
+    } else if node.touch(session) {
+        // The session moves here (ZooKeeper's revalidation sets its owner at the leader):
+        // answer once that is in the log, so requests still in flight through its old
+        // server are ordered before it or fail with SessionMoved.
+        let owner = node.s.borrow().db.owner(session);
+        if owner != Some(node.me as u64 + 1) {
+            match node.write(Op::SetOwner, session).await {
+                Some((_, Ok(_))) => {}
+                Some((_, Err(ZkError::SessionExpired))) => {
+                    let f = ServerFrame::Reply {
+                        xid,
+                        zxid: node.last_zxid(),
+                        resp: Response::Expired,
+                    };
+                    let _ = send(&mut conn, &f).await;
+                    return;
+                }
+                _ => return,
+            }
+        }
+        session
+    } else {
+        let f = ServerFrame::Reply {
+            xid,
+            zxid: node.last_zxid(),
+            resp: Response::Expired,
+        };
+        let _ = send(&mut conn, &f).await;
+        return;
+    };
+    let Some(timeout_ms) = node.s.borrow().db.sessions().get(&session).copied() else {
+        return;
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cid = {
+        let mut s = node.s.borrow_mut();
+        let cid = s.next_conn;
+        s.next_conn += 1;
+        s.conns.insert(
+            cid,
+            ConnEntry {
+                session,
+                watches: tx,
+            },
+        );
+        cid
+    };
+    let hello = ServerFrame::Reply {
+        xid,
+        zxid: node.last_zxid(),
+        resp: Response::Connected {
+            session,
+            timeout_ms,
+        },
+    };
+    if send(&mut conn, &hello).await.is_ok() {
+        serve_connection(&node, &mut conn, cid, session, &mut rx).await;
+    }
+    let mut s = node.s.borrow_mut();
+    s.conns.remove(&cid);
+    s.db.tree.remove_watcher(cid);
+}
+
+async fn serve_connection(
+    node: &Node,
+    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    cid: u64,
+    session: SessionId,
+    rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
+) {
+    loop {
+        // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
+        let bytes = tokio::select! {
+            biased;
+            ev = rx.recv() => match ev {
+                Some(ev) => {
+                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                None => return,
+            },
+            r = conn.recv() => match r {
+                Ok(b) => b,
+                Err(_) => return,
+            },
+        };
+        let Ok(ClientFrame { xid, req }) = decode::<ClientFrame>(&bytes) else {
+            return;
+        };
+        node.touch(session);
+        let close = matches!(req, Request::CloseSession);
+        let Some(resp) = node.serve(cid, session, req).await else {
+            return;
+        };
+        if resp == Response::Err(ZkError::SessionMoved) {
+            // ZooKeeper's FinalRequestProcessor treats SessionMoved as an error of the
+            // connection and closes it instead of answering (ZOOKEEPER-710). A
+            // revalidation through a server the client gave up on can be ordered after
+            // the one through the server it is on now (a SetOwner proposed before a
+            // leader change and committed by the next leader), and then every write on
+            // this connection fails SessionMoved while pings keep the session alive:
+            // the client's lock node would stay first in line for ever. Closed, the
+            // client reconnects, and its revalidation moves the session back.
+            tracing::debug!(
+                session = format!("0x{session:x}"),
+                "session moved: closing the connection"
+            );
+            return;
+        }
+        // Watches fired by everything applied so far go out before the reply.
+        loop {
+            match rx.try_recv() {
+                Ok(ev) => {
+                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                // The session was closed meanwhile.
+                Err(mpsc::error::TryRecvError::Disconnected) if !close => return,
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            }
+        }
+        let f = ServerFrame::Reply {
+            xid,
+            zxid: node.last_zxid(),
+            resp,
+        };
+        if send(conn, &f).await.is_err() || close {
+            return;
+        }
+    }
+}
