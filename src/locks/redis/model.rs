@@ -53,7 +53,8 @@ mod strings;
 #[cfg(test)]
 mod tests;
 
-pub use connection::{Client, ClientId, ServerConfig};
+pub use commands::is_write;
+pub use connection::{Client, ClientId, RoleInfo, ServerConfig, REDIS_VERSION};
 pub use lua::{script_sha, EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 
 use super::resp::Value;
@@ -304,8 +305,10 @@ impl RedisServer {
     /// returns them, sorted (the harness may record them as expiries). Error replies
     /// during replay are ignored.
     pub fn load(&mut self, now_ms: i64, log: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
-        for db in &mut self.dbs {
-            db.clear();
+        // A replica's full resync replaces the dataset: watchers of keys there are dirty.
+        for i in 0..self.dbs.len() {
+            self.watches.touch_db(&self.dbs, i);
+            self.dbs[i].clear();
         }
         self.lua = None;
         self.stream_client = Client::internal(0);
