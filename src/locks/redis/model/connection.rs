@@ -190,7 +190,7 @@ impl RedisServer {
         }
         if !cl.authenticated {
             return Value::err(
-                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
             );
         }
         if let Some(n) = name {

@@ -146,7 +146,8 @@ pub fn c_cast_i64(x: f64) -> i64 {
 /// Rust functions set for the duration of each script (C functions, as in Redis, so
 /// `return redis.call(...)` keeps the script's frame for error locations).
 const PRELUDE: &str = r#"
-local redis, nextrand, seedrand, sha1, unwrap = ...
+local redis, random, randomseed, sha1, unwrap = ...
+math.random, math.randomseed = random, randomseed
 local error, type, select, unpack, tostring, tonumber, floor = error, type, select, unpack, tostring, tonumber, math.floor
 local rawpcall = pcall
 
@@ -200,31 +201,7 @@ redis.debug = function() end
 redis.REDIS_VERSION = '7.0.15'
 redis.REDIS_VERSION_NUM = 458767
 
-local function checkint(v, i)
-  local n = tonumber(v)
-  if n == nil then
-    local got = select('#', v) == 0 and 'no value' or type(v)
-    error("bad argument #" .. i .. " to 'random' (number expected, got " .. got .. ")", 0)
-  end
-  if n >= 0 then return floor(n) else return -floor(-n) end
-end
-math.random = function(...)
-  local n = select('#', ...)
-  local r = nextrand()
-  if n == 0 then return r end
-  local a, b = ...
-  if n == 1 then
-    local u = checkint(a, 1)
-    if u < 1 then error("bad argument #1 to 'random' (interval is empty)", 0) end
-    return floor(r * u) + 1
-  elseif n == 2 then
-    local l, u = checkint(a, 1), checkint(b, 2)
-    if l > u then error("bad argument #2 to 'random' (interval is empty)", 0) end
-    return floor(r * (u - l + 1)) + l
-  end
-  error('wrong number of arguments', 0)
-end
-math.randomseed = function(s) seedrand(checkint(s, 1)) end
+
 
 pcall = function(...)
   local r = {n = 0}
@@ -289,10 +266,11 @@ impl LuaEngine {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::new())?;
         let redis = lua.create_table()?;
-        let (r1, r2) = (rand.clone(), rand);
-        let nextrand = lua.create_function(move |_, ()| Ok(r1.unit()))?;
-        let seedrand = lua.create_function(move |_, s: f64| {
-            r2.seed(s as i64 as i32);
+        let r1 = rand.clone();
+        let random =
+            lua.create_function(move |lua, args: MultiValue| math_random(lua, &r1, &args))?;
+        let randomseed = lua.create_function(move |lua, args: MultiValue| {
+            rand.seed(check_int(lua, &args, 1, "randomseed")? as i32);
             Ok(())
         })?;
         let sha1 = lua.create_function(|_, s: mlua::Value| {
@@ -313,8 +291,8 @@ impl LuaEngine {
         })?;
         lua.load(PRELUDE).set_name(PRELUDE_CHUNK).call::<()>((
             redis.clone(),
-            nextrand,
-            seedrand,
+            random,
+            randomseed,
             sha1,
             unwrap,
         ))?;
@@ -494,6 +472,73 @@ fn fmt_lua_number(x: f64) -> String {
                 f.trim_end_matches('0').trim_end_matches('.').to_string()
             }
         }
+    }
+}
+
+/// `luaL_where(L, 1)`: the calling script's `source:line: `, as Lua prefixes errors.
+fn caller_position(lua: &Lua) -> String {
+    lua.inspect_stack(1, |d| {
+        let src = d.source().short_src.map(|s| s.into_owned());
+        (src, d.current_line())
+    })
+    .and_then(|(src, line)| Some(format!("{}:{}: ", src?, line?)))
+    .unwrap_or_default()
+}
+
+/// A `luaL_argerror` from a Rust library function.
+fn arg_error(lua: &Lua, i: usize, fname: &str, msg: &str) -> mlua::Error {
+    mlua::Error::RuntimeError(format!(
+        "{}bad argument #{i} to '{fname}' ({msg})",
+        caller_position(lua)
+    ))
+}
+
+/// `luaL_checkint`: argument `i` (1-based) as an integer, truncated toward zero.
+fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Result<i64> {
+    let n = match args.get(i - 1) {
+        Some(mlua::Value::Integer(n)) => Some(*n as f64),
+        Some(mlua::Value::Number(n)) => Some(*n),
+        Some(mlua::Value::String(s)) => s.to_str().ok().and_then(|s| s.trim().parse().ok()),
+        _ => None,
+    };
+    match n {
+        Some(n) => Ok(n as i64),
+        None => {
+            let got = args.get(i - 1).map_or("no value", |v| v.type_name());
+            Err(arg_error(
+                lua,
+                i,
+                fname,
+                &format!("number expected, got {got}"),
+            ))
+        }
+    }
+}
+
+/// Redis's `math.random` over `redisLrand48` (Lua's own, with its argument checks).
+fn math_random(lua: &Lua, rand: &Lrand48, args: &MultiValue) -> mlua::Result<f64> {
+    let r = rand.unit();
+    match args.len() {
+        0 => Ok(r),
+        1 => {
+            let u = check_int(lua, args, 1, "random")?;
+            if u < 1 {
+                return Err(arg_error(lua, 1, "random", "interval is empty"));
+            }
+            Ok((r * u as f64).floor() + 1.0)
+        }
+        2 => {
+            let l = check_int(lua, args, 1, "random")?;
+            let u = check_int(lua, args, 2, "random")?;
+            if l > u {
+                return Err(arg_error(lua, 2, "random", "interval is empty"));
+            }
+            Ok((r * (u - l + 1) as f64).floor() + l as f64)
+        }
+        _ => Err(mlua::Error::RuntimeError(format!(
+            "{}wrong number of arguments",
+            caller_position(lua)
+        ))),
     }
 }
 
