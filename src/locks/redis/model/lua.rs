@@ -247,6 +247,16 @@ fn compile_error(e: &mlua::Error) -> Value {
     Value::err(format!("ERR Error compiling script (new function): {msg}"))
 }
 
+/// Whether `body` compiles as a Redis script does (Lua 5.1); the compile error otherwise.
+/// Used to reject a broken user lock script when the scenario is read.
+pub fn check_compiles(body: &str) -> Result<(), String> {
+    match LuaEngine::new(Lrand48::default()).load(body.as_bytes()) {
+        Ok(_) => Ok(()),
+        Err(Value::Error(e)) => Err(e),
+        Err(other) => Err(format!("{other:?}")),
+    }
+}
+
 /// The innermost message of an error a Rust callback or hook raised.
 fn root_message(e: &mlua::Error) -> String {
     match e {
