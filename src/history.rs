@@ -16,6 +16,11 @@
 //! | `client-N` | invoke/ok/fail/info | `release` | `lock`, `token`; invoke: `reason` = `done` \| `expired` |
 //! | `storage` | ok | `read` / `write` | `key`, `token`, `value`, `accepted`, `client` |
 //! | `redis-N` | event | `expire` | `key` (a lock key expired on the server) |
+//! | `raft-N` | event | `expire` | `key` = the lock whose owner key a lease revoke removed (recorded by the leader applying it); `value` {index} |
+//! | `raft-N` | event | `leader` / `apply` | `value` {term} / {index, term, hash}: the Raft invariants' input |
+//! | `zk-N` | event | `expire` | `key` = the lock whose owner node a session close deleted; `value` {zxid, node, session} (every server of an ensemble records it when it applies the close) |
+//! | `zk-N` | event | `leader` | `value` {term}: the server leads its ensemble |
+//! | `client-N` | event | `connection` | `value` = Curator's state (CONNECTED, SUSPENDED, RECONNECTED, LOST), `reason` |
 //! | `nemesis` | event | `pause` `resume` `partition` `heal` `clock-jump` `skew` `drift` `crash` `restart` | `nodes`, `value` (details) |
 //!
 //! Every event also carries the recording node's local clocks (`local_ns`: monotonic,
@@ -221,13 +226,15 @@ impl Recorder {
         std::mem::take(&mut *self.events.borrow_mut())
     }
 
-    /// The most recent event recorded by `process`, if any.
-    pub fn last_of(&self, process: &str) -> Option<Event> {
+    /// The most recent operation record (invoke, ok, fail or info: not a point event) of
+    /// `process`, if any. A client's point events (a Redlock majority, a Curator
+    /// connection state) can follow its last invoke without completing it.
+    pub fn last_op_of(&self, process: &str) -> Option<Event> {
         self.events
             .borrow()
             .iter()
             .rev()
-            .find(|e| e.process == process)
+            .find(|e| e.process == process && e.kind != EventType::Event)
             .cloned()
     }
 

@@ -7,10 +7,12 @@
 //! Variants are parameters of one client (see each family's `params.rs`), never copies
 //! of a client that differ in one line.
 
+pub mod db;
 pub mod param;
 pub mod raft;
 pub mod redis;
 pub mod redlock;
+pub mod zk;
 
 pub use param::{ParamDoc, ParamError};
 
@@ -89,6 +91,15 @@ pub trait LockClient {
         ctx: &'a NodeCtx,
         lock: &'a str,
     ) -> LocalBoxFuture<'a, Result<bool, LockError>>;
+
+    /// A future that completes when the client learns, while holding `grant`, that it
+    /// lost it (e.g. Curator's SUSPENDED when the holder treats it as a loss), so the
+    /// workload stops working at once instead of at its next validity check. `None`
+    /// (the default): the client learns nothing between acquire and release.
+    fn lost<'a>(&'a self, ctx: &'a NodeCtx, grant: &'a Grant) -> Option<LocalBoxFuture<'a, ()>> {
+        let _ = (ctx, grant);
+        None
+    }
 }
 
 /// A lock algorithm family (or deployment variant), implemented by its parameters type:
@@ -247,11 +258,10 @@ pub const ALGORITHMS: &[Family] = &[
     Family::of::<redis::Single>(),
     Family::of::<redis::Replicated>(),
     Family::of::<redlock::Redlock>(),
+    Family::of::<db::DbParams>(),
+    Family::of::<raft::RaftParams>(),
+    Family::of::<zk::ZkParams>(),
 ];
-
-/// Algorithm names the design reserves that are not implemented yet (a clear error
-/// rather than "unknown algorithm").
-pub const PLANNED: &[&str] = &["zk", "raft", "db"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Option<&'static Family> {

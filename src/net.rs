@@ -10,10 +10,14 @@
 //! turmoil's TCP has no retransmission and a partition drops in-flight segments, leaving
 //! a connection open but wedged: every request has a deadline, and a connection that
 //! missed one is dropped (its late reply would otherwise be read as the next answer).
+//!
+//! Replicated families talk server to server through a [`Mesh`] of per-peer outboxes
+//! with batched, acknowledged sends ([`peer`]).
 
 mod conn;
 mod connector;
 mod frame;
+pub mod peer;
 mod remote;
 mod server;
 pub mod tcp;
@@ -21,6 +25,7 @@ pub mod tcp;
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
 pub use frame::{encode_frame, Frames, MAX_FRAME};
+pub use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};
 pub use server::serve;
 pub use tcp::SimStream;

@@ -9,7 +9,7 @@
 
 use crate::check::Check;
 use crate::locks::param::{self, ParamError, Range};
-use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS, PLANNED};
+use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
 use crate::sim::nemesis::{RandomClock, RandomCrash, RandomPartition, RandomPause};
 use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, Schedule, TimedFault};
 use serde::Deserialize;
@@ -370,7 +370,6 @@ impl Scenario {
             families
                 .iter()
                 .map(|f| f.name)
-                .chain(PLANNED.iter().copied())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -407,18 +406,10 @@ impl Scenario {
             }
         }
         let Some(family) = families.iter().find(|f| f.name == algorithm) else {
-            let implemented: Vec<&str> = families.iter().map(|f| f.name).collect();
-            return Err(err(if PLANNED.contains(&algorithm.as_str()) {
-                format!(
-                    "key `algorithm`: `{algorithm}` is not implemented yet; implemented: {}",
-                    implemented.join(", ")
-                )
-            } else {
-                format!(
-                    "key `algorithm`: unknown algorithm `{algorithm}`; expected one of {}",
-                    names()
-                )
-            }));
+            return Err(err(format!(
+                "key `algorithm`: unknown algorithm `{algorithm}`; expected one of {}",
+                names()
+            )));
         };
         let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
         let dir = path.parent().unwrap_or(Path::new(""));
@@ -916,11 +907,12 @@ ttl_ms = 100
     }
 
     #[test]
-    fn unknown_algorithm_and_unimplemented_algorithm() {
+    fn unknown_algorithm_and_keys_of_another_deployment() {
         let e = parse(&MINIMAL.replace("\"redis\"", "\"etcd\"")).unwrap_err();
         assert!(e.message.contains("unknown algorithm `etcd`"), "{e}");
-        let e = parse(&MINIMAL.replace("\"redis\"", "\"raft\"")).unwrap_err();
-        assert!(e.message.contains("not implemented yet"), "{e}");
+        for name in ["redis", "redis-replicated", "redlock", "db", "raft", "zk"] {
+            assert!(e.message.contains(name), "{e}");
+        }
         let e = parse(&format!("{MINIMAL}replicas = 2\n")).unwrap_err();
         assert!(
             e.message

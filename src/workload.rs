@@ -5,6 +5,10 @@
 //! and writes counter + 1. If two clients ever act as holders at once, both read the same
 //! value and one increment is lost — unless the storage fences the stale one out.
 //!
+//! A lock client that learns mid-work that it lost the lock ([`LockClient::lost`]: a
+//! Curator holder treating SUSPENDED as a loss) cuts the work short; the validity check
+//! then skips the write.
+//!
 //! Between the validity check and the write sits a *pause point*: a pause armed with
 //! `at = "before-write"` strikes there. No client code can close that window; only the
 //! resource can (Kleppmann, "How to do distributed locking", 2016). The points passed
@@ -60,7 +64,7 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
         };
         ctx.fault_point(FaultPoint::AfterAcquire).await;
         let token = if w.fencing { grant.token } else { None };
-        let reason = critical_section(&ctx, w, &mut storage, &grant, token).await;
+        let reason = critical_section(&ctx, w, &mut storage, &*lock, &grant, token).await;
         release(&ctx, &mut *lock, Some(&grant), reason).await;
         ctx.sleep_ms_in(*w.think_ms).await;
     }
@@ -73,6 +77,7 @@ async fn critical_section(
     ctx: &NodeCtx,
     w: &Workload,
     storage: &mut StorageClient,
+    lock: &dyn LockClient,
     grant: &Grant,
     token: Option<u64>,
 ) -> &'static str {
@@ -111,7 +116,18 @@ async fn critical_section(
             return "read-failed";
         }
     };
-    ctx.sleep_ms_in(*w.work_ms).await;
+    match lock.lost(ctx, grant) {
+        // A client that learns it lost the lock stops working at once (the check below
+        // then skips the write); others work their whole slice.
+        Some(lost) => {
+            tokio::select! {
+                biased;
+                _ = ctx.sleep_ms_in(*w.work_ms) => {}
+                _ = lost => tracing::debug!("the lock client lost the grant: stop working"),
+            }
+        }
+        None => ctx.sleep_ms_in(*w.work_ms).await,
+    }
     if w.check_validity {
         if let Some(until) = grant.valid_until_ns() {
             if ctx.mono_ns() >= until {

@@ -173,28 +173,32 @@ fn bad_command_lines_are_rejected() {
 /// flat, and SIGTERM ends it with the summary of the finished seeds and exit 143.
 #[test]
 fn an_endless_sweep_streams_and_stops_cleanly_on_sigterm() {
+    // `timeout -s KILL 60` is the watchdog: this test must never hang CI.
     let mut child = Command::new("bash")
         .args([
             "-c",
             &format!(
-                "ulimit -v 1048576; exec {BIN} run sims/redis-01-pause-past-lease.toml --seeds 0..18446744073709551615 --jobs 1 --json - --quiet"
+                "ulimit -v 1048576; exec timeout -s KILL 60 {BIN} run sims/redis-01-pause-past-lease.toml --seeds 0..18446744073709551615 --jobs 1 --json - --quiet"
             ),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("runs");
+    // Drain stdout while the sweep runs: a full pipe would block the sweep's writes, and
+    // a process blocked in write(2) cannot act on the signal.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        out
+    });
     std::thread::sleep(Duration::from_secs(3));
+    // `timeout` forwards TERM to locksim.
     let pid = child.id().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     let status = child.wait().unwrap();
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    let out = reader.join().unwrap();
     assert_eq!(status.code(), Some(143), "{out}");
     let lines: Vec<serde_json::Value> = out
         .lines()

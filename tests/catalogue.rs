@@ -4,6 +4,12 @@
 //! failure), 500 for the safe baselines (which must *hold*, so they get the largest
 //! budget). Prints seeds-to-first-violation per scenario.
 //!
+//! The same sweep checks the golden histories: the FNV-1a hash of the JSONL history of
+//! seeds 0..20 of every scenario must equal `tests/golden/history_hashes.txt`, so a
+//! refactoring that changes any run's behaviour is caught. A deliberate change
+//! regenerates the file with `LOCKSIM_BLESS=1 cargo test --release --test catalogue`
+//! and explains each changed hash.
+//!
 //! One test per scenario file, named after it (`cargo test --release --test catalogue
 //! redlock-07` runs one), found in `sims/` at run time, so a new file is tested without
 //! editing this one. The most expensive run first, so parallel runners finish together.
@@ -11,7 +17,15 @@
 use libtest_mimic::{Arguments, Failed, Trial};
 use locksim::sweep::{summarize, sweep};
 use locksim::Scenario;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+const GOLDEN: &str = "tests/golden/history_hashes.txt";
+const GOLDEN_SEEDS: u64 = 20;
+
+/// (file name, seed) -> history hash.
+type Hashes = BTreeMap<(String, u64), String>;
 
 fn scenarios() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir("sims")
@@ -39,8 +53,21 @@ fn cost(s: &Scenario) -> u64 {
     budget(s) * s.duration_ms * s.nodes().len() as u64
 }
 
-fn check(path: &Path) -> Result<(), Failed> {
+fn read_golden() -> Hashes {
+    let text = std::fs::read_to_string(GOLDEN).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (f, s, h) = (w.next()?, w.next()?, w.next()?);
+            Some(((f.to_string(), s.parse().ok()?), h.to_string()))
+        })
+        .collect()
+}
+
+fn check(path: &Path, golden: &Hashes, blessed: Option<&Mutex<Hashes>>) -> Result<(), Failed> {
     let s = Scenario::load(path).map_err(|e| e.to_string())?;
+    let file = path.file_name().unwrap().to_string_lossy().into_owned();
     let budget = budget(&s);
     let seeds: Vec<u64> = (0..budget).collect();
     let outcomes = sweep(&s, &seeds, 1, &|_| {});
@@ -56,10 +83,32 @@ fn check(path: &Path) -> Result<(), Failed> {
         summary.violating_seeds,
         firsts.join(" ")
     );
-    if summary.expect_met {
+    let mut problems = Vec::new();
+    for o in outcomes.iter().filter(|o| o.seed < GOLDEN_SEEDS) {
+        let key = (file.clone(), o.seed);
+        if let Some(b) = blessed {
+            b.lock().unwrap().insert(key, o.history_hash.clone());
+            continue;
+        }
+        match golden.get(&key) {
+            Some(g) if *g == o.history_hash => {}
+            Some(g) => problems.push(format!(
+                "seed {}: history hash {} differs from the golden {g}",
+                o.seed, o.history_hash
+            )),
+            None => problems.push(format!(
+                "seed {}: no golden history hash (bless new scenarios: LOCKSIM_BLESS=1)",
+                o.seed
+            )),
+        }
+    }
+    if !summary.expect_met {
+        problems.push(format!("expectations not met: {:#?}", summary.checks));
+    }
+    if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("expectations not met: {:#?}", summary.checks).into())
+        Err(problems.join("\n").into())
     }
 }
 
@@ -67,14 +116,36 @@ fn main() {
     let args = Arguments::from_args();
     let files = scenarios();
     assert!(files.len() >= 11, "catalogue scenarios missing: {files:?}");
+    let golden = Arc::new(read_golden());
+    let bless = std::env::var_os("LOCKSIM_BLESS").is_some();
+    let blessed: Arc<Mutex<Hashes>> = Arc::new(Mutex::new(Hashes::new()));
     let mut trials: Vec<(u64, Trial)> = files
         .into_iter()
         .map(|f| {
             let name = f.file_stem().unwrap().to_string_lossy().into_owned();
             let cost = Scenario::load(&f).map_or(u64::MAX, |s| cost(&s));
-            (cost, Trial::test(name, move || check(&f)))
+            let (golden, blessed) = (golden.clone(), blessed.clone());
+            let trial = Trial::test(name, move || check(&f, &golden, bless.then_some(&*blessed)));
+            (cost, trial)
         })
         .collect();
     trials.sort_by_key(|(cost, _)| std::cmp::Reverse(*cost));
-    libtest_mimic::run(&args, trials.into_iter().map(|(_, t)| t).collect()).exit();
+    let conclusion = libtest_mimic::run(&args, trials.into_iter().map(|(_, t)| t).collect());
+    if bless {
+        // Keep the hashes of scenarios this run filtered out; replace the ones it ran.
+        let mut all = (*golden).clone();
+        all.extend(blessed.lock().unwrap().clone());
+        let existing: Vec<String> = scenarios()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        all.retain(|(f, _), _| existing.contains(f));
+        let mut text =
+            String::from("# scenario seed fnv1a(history JSONL); see tests/catalogue.rs\n");
+        for ((f, s), h) in &all {
+            text.push_str(&format!("{f} {s} {h}\n"));
+        }
+        std::fs::write(GOLDEN, text).expect("golden file written");
+    }
+    conclusion.exit();
 }

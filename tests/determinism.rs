@@ -17,7 +17,19 @@ const MIXED: &[&str] = &[
     "redis-12-watchdog-starvation-random",
     "redis-05-async-failover-random",
     "redis-06-minority-primary-random",
+    "db-for-update-partition-random",
+    "db-baseline",
+    "raft-baseline",
+    "raft-16-waiter-lease-expires-random",
+    "raft-18-stuck-old-leader-random",
+    "raft-19-stale-read-random",
+    "raft-fsync-none",
+    "zk-15-lost-create-reply-random",
+    "zk-baseline",
 ];
+
+/// Raft scenarios whose sweeps must agree on 1 and 2 threads.
+const RAFT: &[&str] = &["raft-baseline", "raft-18-stuck-old-leader-random"];
 
 #[test]
 fn same_seed_same_history_bytes() {
@@ -54,6 +66,15 @@ fn one_thread_and_two_threads_agree() {
     let h1: Vec<&str> = one.iter().map(|o| o.history_hash.as_str()).collect();
     let h2: Vec<&str> = two.iter().map(|o| o.history_hash.as_str()).collect();
     assert_eq!(h1, h2);
+    for name in RAFT {
+        let s = load(name);
+        let seeds: Vec<u64> = (0..6).collect();
+        let one = locksim::sweep::sweep(&s, &seeds, 1, &|_| {});
+        let two = locksim::sweep::sweep(&s, &seeds, 2, &|_| {});
+        let h1: Vec<&str> = one.iter().map(|o| o.history_hash.as_str()).collect();
+        let h2: Vec<&str> = two.iter().map(|o| o.history_hash.as_str()).collect();
+        assert_eq!(h1, h2, "{name}");
+    }
 }
 
 /// A run's applied fault schedule, replayed with nothing drawn, is the same run: what a

@@ -22,26 +22,80 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The database benchmark scenario: db-0 and its cleaner, storage, 3 clients, 10 s,
+/// pauses (a unique-row lock with AUTO_INCREMENT tokens).
+pub const DB: &str = r#"
+name = "bench-db"
+description = "db-0 with a cleaner, 3 clients, fenced storage, random pauses"
+algorithm = "db"
+duration_ms = 10000
+[lock]
+scheme = "unique-row"
+cleaner_timeout_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
+/// The Raft benchmark scenario: 3 Raft nodes, 3 clients, storage, 10 s, pauses.
+pub const RAFT: &str = r#"
+name = "bench-raft"
+description = "3 Raft nodes, 3 etcd Mutex clients, fenced storage, random pauses"
+algorithm = "raft"
+duration_ms = 10000
+[lock]
+ttl_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
+/// The ZooKeeper benchmark scenario: a 3-server ensemble, 3 Curator clients, storage,
+/// 10 s, pauses.
+pub const ZK: &str = r#"
+name = "bench-zk"
+description = "3 ZooKeeper servers (Raft-replicated), 3 Curator InterProcessMutex clients, fenced storage, random pauses"
+algorithm = "zk"
+duration_ms = 10000
+[lock]
+servers = 3
+session_timeout_ms = 1000
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
+/// One benchmark line per algorithm family: (label, scenario). Each runs 10 simulated
+/// seconds with 3 clients and storage, so the lines compare.
+pub const FAMILIES: &[(&str, &str)] = &[
+    ("redis (1 server)", STANDARD),
+    ("db (unique row)", DB),
+    ("raft (3 nodes)", RAFT),
+    ("zk (3 servers)", ZK),
+];
+
 /// Run the benchmark with `seeds` seeds per measurement; print the numbers.
 pub fn bench_command(seeds: u64) -> u8 {
-    let scenario =
-        Scenario::parse(Path::new("<bench>"), STANDARD).expect("the built-in scenario is valid");
-    let hosts = scenario.nodes();
-    let sim_s = scenario.duration_ms as f64 / 1e3;
-
-    let start = Instant::now();
-    let mut histories = Vec::new();
-    for seed in 0..seeds {
-        histories.push(crate::run(&scenario, seed));
+    println!("harness, per family ({seeds} seeds each, 1 thread, tick 1 ms):");
+    let mut first = None;
+    for (label, text) in FAMILIES {
+        let scenario =
+            Scenario::parse(Path::new("<bench>"), text).expect("the built-in scenarios are valid");
+        let r = bench_family(&scenario, seeds);
+        println!(
+            "  {label:<22} {:>2} hosts  {:7.2} seeds/s  {:7.1} sim s/wall s  raw floor {:7.2} seeds/s  overhead {:.2}x",
+            r.hosts,
+            seeds as f64 / r.harness_s,
+            seeds as f64 * r.sim_s / r.harness_s,
+            seeds as f64 / r.raw_s,
+            r.harness_s / r.raw_s
+        );
+        first.get_or_insert((scenario, r.histories));
     }
-    let harness = start.elapsed().as_secs_f64();
-
-    let start = Instant::now();
-    for seed in 0..seeds {
-        raw_floor(&hosts, scenario.duration_ms, seed);
-    }
-    let raw = start.elapsed().as_secs_f64();
-
+    let (scenario, histories) = first.expect("at least one family");
     let events: usize = histories.iter().map(|r| r.history.len()).sum();
     let start = Instant::now();
     let reps = 20;
@@ -51,30 +105,52 @@ pub fn bench_command(seeds: u64) -> u8 {
         }
     }
     let check = start.elapsed().as_secs_f64();
-
     println!(
-        "standard scenario: {} hosts, tick 1 ms, {sim_s} simulated s, {seeds} seeds (1 thread)",
-        hosts.len()
-    );
-    println!(
-        "  harness:   {:8.2} seeds/s  {:8.1} simulated s per wall s  ({:.1} ms/seed)",
-        seeds as f64 / harness,
-        seeds as f64 * sim_s / harness,
-        harness * 1e3 / seeds as f64
-    );
-    println!(
-        "  raw floor: {:8.2} seeds/s  {:8.1} simulated s per wall s  ({:.1} ms/seed, empty hosts)",
-        seeds as f64 / raw,
-        seeds as f64 * sim_s / raw,
-        raw * 1e3 / seeds as f64
-    );
-    println!("  overhead:  {:.2}x the raw floor", harness / raw);
-    println!(
-        "  checks:    {:.0} events/s ({} events per pass, {reps} passes, all checks)",
+        "checks: {:.0} history events/s over the first family's runs ({} events per pass, {reps} passes, all checks)",
         (events * reps) as f64 / check,
         events
     );
+    // The linearizability checker on hard generated histories (many concurrent
+    // processes; the not-linearizable ones make the search explore).
+    let opts = crate::linearizability::CheckOptions {
+        timeout: Some(crate::linearizability::DEFAULT_TIMEOUT),
+        ..crate::linearizability::CheckOptions::default()
+    };
+    for (ops, procs, linearizable) in [(10_000, 20, false), (10_000, 30, false)] {
+        let m =
+            crate::linearizability::generate::time_cas_check(1, ops, procs, linearizable, &opts);
+        println!("{}", m.line());
+    }
     0
+}
+
+/// One family's measurement.
+struct FamilyBench {
+    hosts: usize,
+    sim_s: f64,
+    harness_s: f64,
+    raw_s: f64,
+    histories: Vec<crate::RunResult>,
+}
+
+fn bench_family(scenario: &Scenario, seeds: u64) -> FamilyBench {
+    let hosts = scenario.nodes();
+    let start = Instant::now();
+    let histories: Vec<crate::RunResult> =
+        (0..seeds).map(|seed| crate::run(scenario, seed)).collect();
+    let harness_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    for seed in 0..seeds {
+        raw_floor(&hosts, scenario.duration_ms, seed);
+    }
+    let raw_s = start.elapsed().as_secs_f64();
+    FamilyBench {
+        hosts: hosts.len(),
+        sim_s: scenario.duration_ms as f64 / 1e3,
+        harness_s,
+        raw_s,
+        histories,
+    }
 }
 
 /// An empty turmoil simulation with the same hosts, tick and duration.

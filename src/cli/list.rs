@@ -3,7 +3,7 @@
 //! listing cannot drift from what exists.
 
 use crate::check::STANDARD;
-use crate::locks::{ALGORITHMS, PLANNED};
+use crate::locks::ALGORITHMS;
 use crate::scenario::Scenario;
 use crate::sim::Fault;
 
@@ -29,7 +29,6 @@ pub fn list_command() -> u8 {
             println!("    checks: {}", names.join(", "));
         }
     }
-    println!("\n  not yet implemented: {}", PLANNED.join(", "));
     println!("\nfault kinds ([faults] random specs and [[faults.at]] kinds):");
     for (kind, meaning) in Fault::KINDS {
         println!("  {kind:<11} {meaning}");

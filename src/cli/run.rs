@@ -60,7 +60,11 @@ pub fn run_command(
         (signal_hook::consts::SIGINT, &sigint),
         (signal_hook::consts::SIGTERM, &sigterm),
     ] {
-        // Without the handler the default action (terminate) applies: no partial summary.
+        // The first signal asks for a partial summary; a second one (the flag is already
+        // set) ends the process at once, e.g. when a stalled stdout blocks the summary.
+        // Without the handlers the default action (terminate) applies.
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone());
         let _ = signal_hook::flag::register(signal, flag.clone());
     }
     let stop = AtomicBool::new(false);

@@ -51,10 +51,11 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
             let mut lines: Vec<&Event> = history
                 .iter()
                 .filter(|e| {
-                    // Redlock clients record which nodes granted them a majority.
-                    let context = e.process == "nemesis"
-                        || e.f == "expire"
-                        || (e.f == "majority" && holders.contains(&e.process.as_str()));
+                    // What the holders themselves observed: which nodes granted a
+                    // Redlock client its majority, a Curator client's connection states.
+                    let own = e.kind == crate::history::EventType::Event
+                        && holders.contains(&e.process.as_str());
+                    let context = e.process == "nemesis" || e.f == "expire" || own;
                     v.events.contains(&e.index) || (context && e.time_ns >= from && e.time_ns <= hi)
                 })
                 .collect();

@@ -382,7 +382,7 @@ impl Driver {
                 s.set_crashed(true);
                 // Jepsen's convention: a crashed process's outstanding operation is
                 // indeterminate; the restarted process then invokes afresh.
-                if let Some(last) = self.recorder.last_of(&node) {
+                if let Some(last) = self.recorder.last_op_of(&node) {
                     if last.kind == EventType::Invoke {
                         let mut info = last.clone();
                         info.kind = EventType::Info;

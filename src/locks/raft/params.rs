@@ -4,8 +4,8 @@
 //! `tick_ms` of its own clock, so a drifting clock makes its elections and heartbeats run
 //! fast or slow, exactly as a real server's `time.Ticker` does.
 
+use crate::locks::param::{self, ParamDoc, ParamError};
 use serde::Deserialize;
-use std::fmt;
 
 /// How a node answers a read (the `read` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -106,6 +106,10 @@ pub struct RaftParams {
     /// Raft log fsync policy [always].
     #[serde(default = "default_fsync")]
     pub fsync: Fsync,
+    /// A lock client's per-request deadline, local ms [2 × election timeout]; see
+    /// [`RaftParams::request_timeout_ms`].
+    #[serde(default)]
+    pub request_timeout_ms: Option<u64>,
 }
 
 fn default_nodes() -> u32 {
@@ -154,26 +158,10 @@ impl Default for RaftParams {
             post_wait_check: true,
             token: default_token(),
             fsync: default_fsync(),
+            request_timeout_ms: None,
         }
     }
 }
-
-/// A `[lock]` key with a value out of range.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamError {
-    /// The key, e.g. `lock.election_tick`.
-    pub key: &'static str,
-    /// What was expected, with the value found.
-    pub expected: String,
-}
-
-impl fmt::Display for ParamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: expected {}", self.key, self.expected)
-    }
-}
-
-impl std::error::Error for ParamError {}
 
 impl RaftParams {
     /// The election timeout (the minimum randomized one), local ms.
@@ -187,60 +175,75 @@ impl RaftParams {
         (3 * self.election_timeout_ms()).div_ceil(2)
     }
 
-    /// Check ranges and combinations; the error names the key.
+    /// A client's per-request deadline, local ms: `request_timeout_ms`, or two election
+    /// timeouts (a request to a dead leader gives up in time to find the next one within
+    /// a lease).
+    pub fn request_timeout_ms(&self) -> u64 {
+        self.request_timeout_ms
+            .unwrap_or(2 * self.election_timeout_ms())
+    }
+
+    /// Check ranges and combinations; the error names the key (relative to `[lock]`).
     pub fn validate(&self) -> Result<(), ParamError> {
-        let err = |key, expected: String| Err(ParamError { key, expected });
-        if !(1..=9).contains(&self.nodes) {
-            return err(
-                "lock.nodes",
-                format!("a cluster size in 1..=9, got {}", self.nodes),
-            );
-        }
-        if self.tick_ms == 0 {
-            return err("lock.tick_ms", "a tick length ≥ 1 ms, got 0".into());
-        }
-        if self.heartbeat_tick == 0 {
-            return err("lock.heartbeat_tick", "≥ 1 tick, got 0".into());
-        }
+        param::between("nodes", u64::from(self.nodes), 1, 9)?;
+        param::positive("tick_ms", self.tick_ms)?;
+        param::positive("heartbeat_tick", self.heartbeat_tick)?;
         if self.election_tick <= self.heartbeat_tick {
-            return err(
-                "lock.election_tick",
+            return Err(ParamError::new(
+                "election_tick",
                 format!(
-                    "more ticks than lock.heartbeat_tick ({}), got {}",
+                    "expected more ticks than lock.heartbeat_tick ({}), got {}",
                     self.heartbeat_tick, self.election_tick
                 ),
-            );
+            ));
         }
-        if self.election_tick > 1_000_000 {
-            return err(
-                "lock.election_tick",
-                format!("at most 1000000 ticks, got {}", self.election_tick),
-            );
-        }
+        param::between("election_tick", self.election_tick, 2, 1_000)?;
+        // Derived times must stay within an hour too.
+        param::at_most_an_hour("tick_ms", 2 * self.election_timeout_ms())?;
+        param::positive("ttl_ms", self.ttl_ms)?;
         if self.ttl_ms < self.min_lease_ttl_ms() {
-            return err(
-                "lock.ttl_ms",
+            return Err(ParamError::new(
+                "ttl_ms",
                 format!(
-                    "≥ {} (⌈1.5 × election timeout⌉ = ⌈1.5 × {} ticks × {} ms⌉, etcd's minimum \
-                     lease TTL), got {}",
+                    "expected at least {} (⌈1.5 × election timeout⌉ = ⌈1.5 × {} ticks × {} ms⌉, \
+                     etcd's minimum lease TTL), got {}",
                     self.min_lease_ttl_ms(),
                     self.election_tick,
                     self.tick_ms,
                     self.ttl_ms
                 ),
-            );
+            ));
+        }
+        if let Some(t) = self.request_timeout_ms {
+            param::positive("request_timeout_ms", t)?;
         }
         if self.read == ReadMode::Lease && !self.check_quorum {
-            return err(
-                "lock.read",
-                "\"read-index\" or \"local\" when lock.check_quorum = false (raft-rs lease \
-                 reads require check_quorum), got \"lease\""
-                    .into(),
-            );
+            return Err(ParamError::new(
+                "read",
+                "expected \"read-index\" or \"local\" when lock.check_quorum = false (raft-rs \
+                 lease reads require check_quorum), got \"lease\"",
+            ));
         }
         Ok(())
     }
 }
+
+/// The keys, for `locksim list`.
+pub const DOCS: &[ParamDoc] = &[
+    ParamDoc::new("nodes", "3", "Raft servers raft-0..raft-N-1 (1 to 9)"),
+    ParamDoc::new("ttl_ms", "1000", "lease TTL of a lock session, ms (at least ⌈1.5 × election timeout⌉, etcd's minimum)"),
+    ParamDoc::new("tick_ms", "10", "one Raft tick on the node's local monotonic clock, ms"),
+    ParamDoc::new("election_tick", "10", "election timeout in ticks (each node draws from [election_tick, 2 × election_tick))"),
+    ParamDoc::new("heartbeat_tick", "2", "heartbeat interval in ticks (below election_tick)"),
+    ParamDoc::new("check_quorum", "true", "a leader steps down after an election timeout without hearing from a quorum"),
+    ParamDoc::new("pre_vote", "true", "pre-vote round before an election (a rejoining node cannot depose a healthy leader)"),
+    ParamDoc::new("read", "\"read-index\"", "read-index | lease | local: how a node answers a read (ReadIndex round, leader lease, or its own applied state)"),
+    ParamDoc::new("lessor_check", "\"ensure-leadership\"", "ensure-leadership | none: before revoking or renewing, a leader that has not ticked in 3 ticks confirms leadership with ReadIndex (etcd's fix for #15247)"),
+    ParamDoc::new("post_wait_check", "true", "after waiting for the keys ahead, the lock client checks its own key still exists (etcd PR #11408, issue #11456)"),
+    ParamDoc::new("token", "\"revision\"", "revision | none: fencing token = the create revision of the holder's key"),
+    ParamDoc::new("fsync", "\"always\"", "always | none: Raft log fsync before acknowledging (none loses acknowledged entries and votes on a crash)"),
+    ParamDoc::new("request_timeout_ms", "", "a client's per-request deadline, local ms [2 × election timeout]"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -282,6 +285,7 @@ mod tests {
             post_wait_check = false
             token = "none"
             fsync = "none"
+            request_timeout_ms = 70
             "#,
         )
         .unwrap();
@@ -290,6 +294,7 @@ mod tests {
         assert_eq!(p.lessor_check, LessorCheck::None);
         assert_eq!(p.token, RaftToken::None);
         assert_eq!(p.fsync, Fsync::None);
+        assert_eq!(p.request_timeout_ms(), 70);
         p.validate().unwrap();
         assert_eq!(parse("read = \"lease\"").unwrap().read, ReadMode::Lease);
     }
@@ -307,26 +312,27 @@ mod tests {
         let bad = |p: RaftParams, key: &str| {
             let e = p.validate().unwrap_err();
             assert_eq!(e.key, key, "{e}");
-            assert!(e.to_string().starts_with(key), "{e}");
+            assert!(e.message.starts_with("expected"), "{e}");
         };
         let d = RaftParams::default;
-        bad(RaftParams { nodes: 0, ..d() }, "lock.nodes");
-        bad(RaftParams { tick_ms: 0, ..d() }, "lock.tick_ms");
+        bad(RaftParams { nodes: 0, ..d() }, "nodes");
+        bad(RaftParams { nodes: 10, ..d() }, "nodes");
+        bad(RaftParams { tick_ms: 0, ..d() }, "tick_ms");
         bad(
             RaftParams {
                 heartbeat_tick: 0,
                 ..d()
             },
-            "lock.heartbeat_tick",
+            "heartbeat_tick",
         );
         bad(
             RaftParams {
                 election_tick: 2,
                 ..d()
             },
-            "lock.election_tick",
+            "election_tick",
         );
-        bad(RaftParams { ttl_ms: 149, ..d() }, "lock.ttl_ms");
+        bad(RaftParams { ttl_ms: 149, ..d() }, "ttl_ms");
         RaftParams { ttl_ms: 150, ..d() }.validate().unwrap();
         bad(
             RaftParams {
@@ -334,7 +340,46 @@ mod tests {
                 check_quorum: false,
                 ..d()
             },
-            "lock.read",
+            "read",
         );
+        bad(
+            RaftParams {
+                request_timeout_ms: Some(0),
+                ..d()
+            },
+            "request_timeout_ms",
+        );
+        bad(
+            RaftParams {
+                tick_ms: 3_600_000,
+                ttl_ms: 3_600_000,
+                ..d()
+            },
+            "tick_ms",
+        );
+        assert_eq!(d().request_timeout_ms(), 200);
+    }
+
+    #[test]
+    fn every_key_is_documented() {
+        let keys: Vec<&str> = DOCS.iter().map(|d| d.key).collect();
+        for k in [
+            "nodes",
+            "ttl_ms",
+            "tick_ms",
+            "election_tick",
+            "heartbeat_tick",
+            "check_quorum",
+            "pre_vote",
+            "read",
+            "lessor_check",
+            "post_wait_check",
+            "token",
+            "fsync",
+            "request_timeout_ms",
+        ] {
+            assert!(keys.contains(&k), "{k} undocumented");
+        }
+        assert_eq!(keys.len(), 13);
     }
 }

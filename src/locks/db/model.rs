@@ -1,0 +1,899 @@
+//! The database server as a pure state machine: one InnoDB-like table, sessions with
+//! autocommit statements and transactions, exclusive row locks with FIFO waiter queues,
+//! lock wait and idle timeouts, a redo log. No I/O and no clock of its own: every call
+//! gets the server's clocks ([`Now`]) and the effects are collected for the node
+//! ([`Effects`]) to write to disk, record and send.
+//!
+//! The table is the articles' `method_lock`:
+//!
+//! ```sql
+//! CREATE TABLE method_lock (
+//!   id         BIGINT AUTO_INCREMENT PRIMARY KEY,
+//!   name       VARCHAR(64) NOT NULL,
+//!   owner      VARCHAR(64) NOT NULL DEFAULT '',
+//!   version    BIGINT NOT NULL DEFAULT 0,
+//!   updated_at TIMESTAMP(3) NOT NULL,          -- NOW(3) of the server's wall clock
+//!   UNIQUE KEY name (name)
+//! ) ENGINE = InnoDB;
+//! ```
+//!
+//! What follows MySQL 8 / InnoDB (REPEATABLE READ) as documented:
+//!
+//! - a duplicate `name` fails with 1062 `ER_DUP_ENTRY`;
+//! - `UPDATE` and `DELETE` return the number of rows *changed* (an `UPDATE` that sets
+//!   what is already there affects 0 rows, MySQL's default without `CLIENT_FOUND_ROWS`);
+//! - locking statements (`SELECT … FOR UPDATE`, `UPDATE`, `DELETE`, `INSERT`) take an
+//!   exclusive lock on the row found by the unique index and keep it to the end of the
+//!   transaction; a statement that needs a lock another transaction holds waits in a
+//!   FIFO queue, and after `lock_wait_timeout` fails with 1205 `ER_LOCK_WAIT_TIMEOUT`
+//!   (only the statement fails; the transaction stays open, as with the default
+//!   `innodb_rollback_on_timeout = OFF`);
+//! - a plain `SELECT` never waits: it reads the last committed version of the row;
+//! - `BEGIN` inside a transaction commits it first (implicit commit);
+//! - a session that closes, or that the server ends after `wait_timeout` of idleness, has
+//!   its transaction rolled back and its row locks released;
+//! - `AUTO_INCREMENT` and sequence values are never rolled back.
+//!
+//! Simplifications: one table; exclusive locks only (an `INSERT` of a duplicate waits
+//! for an exclusive lock where InnoDB takes a shared one, which conflicts the same way
+//! with the exclusive holders here); no gap or next-key locks (a locking read of a
+//! missing row locks nothing); no deadlock detector (every client locks one row, and the
+//! lock wait timeout ends any wait).
+//!
+//! Lock ends the lock service itself decides are announced as [`Effects::expired`] (the
+//! node records them as `expire` events for `lock-linearizable`): rows the cleaner's
+//! `DELETE … WHERE updated_at < NOW() - INTERVAL` removes, optimistic takeovers of a
+//! stale row, and row locks of a transaction the server rolls back because its session
+//! ended. Each is announced when it commits.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// A session (connection) id, as `CONNECTION_ID()`.
+pub type ConnId = u64;
+
+/// `ER_DUP_ENTRY`.
+pub const ER_DUP_ENTRY: u16 = 1062;
+/// `ER_LOCK_WAIT_TIMEOUT`.
+pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// `ER_PARSE_ERROR`: a request the server cannot read.
+pub const ER_PARSE_ERROR: u16 = 1064;
+/// `CR_COMMANDS_OUT_OF_SYNC`: a statement sent while the previous one is still running.
+pub const CR_COMMANDS_OUT_OF_SYNC: u16 = 2014;
+
+/// One row of `method_lock`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    /// `AUTO_INCREMENT` id.
+    pub id: u64,
+    /// The lock name (unique).
+    pub name: String,
+    /// Who holds it (`''`: nobody, for the schemes that keep the row).
+    pub owner: String,
+    /// Optimistic-concurrency version.
+    pub version: u64,
+    /// `NOW(3)` of the server's wall clock at the last insert or touch, ms.
+    pub updated_at_ms: i64,
+}
+
+/// The extra conditions of an `UPDATE … WHERE name = ?`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cond {
+    /// `AND owner = ?`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// `AND version = ?`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// `AND (owner = '' OR updated_at < NOW(3) - INTERVAL ? * 1000 MICROSECOND)`: free, or
+    /// held so long ago that it may be taken over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_or_older_than_ms: Option<u64>,
+}
+
+/// The `SET` clause of an `UPDATE`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Set {
+    /// `owner = ?`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// `version = version + 1`
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bump_version: bool,
+    /// `updated_at = NOW(3)`
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub touch: bool,
+}
+
+/// A statement: the wire protocol's request, one JSON object per frame. Each variant is
+/// one SQL statement against `method_lock` ([`Statement::sql`] prints it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Statement {
+    /// `SELECT 1`: a connection pool's liveness test.
+    Ping,
+    /// `BEGIN`.
+    Begin,
+    /// `COMMIT` (outside a transaction: nothing to do, OK).
+    Commit,
+    /// `ROLLBACK`.
+    Rollback,
+    /// `INSERT INTO method_lock (name, owner, version, updated_at) VALUES (?, ?, 0, NOW(3))`
+    Insert {
+        /// Lock name.
+        name: String,
+        /// Owner value.
+        owner: String,
+    },
+    /// `SELECT *[, NEXTVAL(seq)] FROM method_lock WHERE name = ? [FOR UPDATE]`. The
+    /// select list is evaluated for the row found, after its lock is granted: one
+    /// `NEXTVAL` per row returned, atomically with the grant.
+    Select {
+        /// Lock name.
+        name: String,
+        /// A locking read.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        for_update: bool,
+        /// `NEXTVAL(seq)` in the select list.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nextval: Option<String>,
+    },
+    /// `UPDATE method_lock SET … WHERE name = ? [AND …]`
+    Update {
+        /// Lock name.
+        name: String,
+        /// Further conditions.
+        #[serde(default)]
+        cond: Cond,
+        /// What to set.
+        set: Set,
+    },
+    /// `DELETE FROM method_lock WHERE name = ? [AND owner = ?]`
+    Delete {
+        /// Lock name.
+        name: String,
+        /// `AND owner = ?`
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+    },
+    /// `DELETE FROM method_lock WHERE updated_at < NOW(3) - INTERVAL ? * 1000
+    /// MICROSECOND`: the cleaner. `NOW()` is the *server's* wall clock.
+    DeleteOlder {
+        /// Age, ms.
+        ms: u64,
+    },
+    /// `SELECT NEXTVAL(seq)`: a sequence (MariaDB), not transactional.
+    NextVal {
+        /// Sequence name.
+        seq: String,
+    },
+}
+
+impl Statement {
+    /// The statement as SQL, for traces and messages.
+    pub fn sql(&self) -> String {
+        let q = |s: &str| format!("'{}'", s.replace('\'', "''"));
+        match self {
+            Statement::Ping => "SELECT 1".into(),
+            Statement::Begin => "BEGIN".into(),
+            Statement::Commit => "COMMIT".into(),
+            Statement::Rollback => "ROLLBACK".into(),
+            Statement::Insert { name, owner } => format!(
+                "INSERT INTO method_lock (name, owner, version, updated_at) VALUES ({}, {}, 0, NOW(3))",
+                q(name),
+                q(owner)
+            ),
+            Statement::Select {
+                name,
+                for_update,
+                nextval,
+            } => format!(
+                "SELECT *{} FROM method_lock WHERE name = {}{}",
+                nextval
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(", NEXTVAL({s})")),
+                q(name),
+                if *for_update { " FOR UPDATE" } else { "" }
+            ),
+            Statement::Update { name, cond, set } => {
+                let mut sets = Vec::new();
+                if let Some(o) = &set.owner {
+                    sets.push(format!("owner = {}", q(o)));
+                }
+                if set.bump_version {
+                    sets.push("version = version + 1".into());
+                }
+                if set.touch {
+                    sets.push("updated_at = NOW(3)".into());
+                }
+                let mut w = format!("name = {}", q(name));
+                if let Some(o) = &cond.owner {
+                    w.push_str(&format!(" AND owner = {}", q(o)));
+                }
+                if let Some(v) = cond.version {
+                    w.push_str(&format!(" AND version = {v}"));
+                }
+                if let Some(ms) = cond.free_or_older_than_ms {
+                    w.push_str(&format!(
+                        " AND (owner = '' OR updated_at < NOW(3) - INTERVAL {ms} * 1000 MICROSECOND)"
+                    ));
+                }
+                format!("UPDATE method_lock SET {} WHERE {w}", sets.join(", "))
+            }
+            Statement::Delete { name, owner } => match owner {
+                None => format!("DELETE FROM method_lock WHERE name = {}", q(name)),
+                Some(o) => format!(
+                    "DELETE FROM method_lock WHERE name = {} AND owner = {}",
+                    q(name),
+                    q(o)
+                ),
+            },
+            Statement::DeleteOlder { ms } => format!(
+                "DELETE FROM method_lock WHERE updated_at < NOW(3) - INTERVAL {ms} * 1000 MICROSECOND"
+            ),
+            Statement::NextVal { seq } => format!("SELECT NEXTVAL({seq})"),
+        }
+    }
+}
+
+/// A server error: MySQL's code, its symbolic name and message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbError {
+    /// MySQL error code, e.g. 1062.
+    pub code: u16,
+    /// Symbolic name, e.g. `ER_DUP_ENTRY`.
+    pub name: String,
+    /// The message.
+    pub message: String,
+}
+
+/// The reply to a statement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reply {
+    /// A statement without a result set: rows changed, and `LAST_INSERT_ID()` of an insert.
+    Ok {
+        /// Rows changed.
+        affected: u64,
+        /// The id an `INSERT` assigned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        insert_id: Option<u64>,
+    },
+    /// A `SELECT`'s row (none: no such row), and its `NEXTVAL` if asked for.
+    Row {
+        /// The row.
+        row: Option<Row>,
+        /// The sequence value drawn for it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nextval: Option<u64>,
+    },
+    /// A scalar (`NEXTVAL`).
+    Value(u64),
+    /// An error.
+    Error(DbError),
+}
+
+impl Reply {
+    fn ok(affected: u64) -> Reply {
+        Reply::Ok {
+            affected,
+            insert_id: None,
+        }
+    }
+
+    /// An error reply.
+    pub fn error(code: u16, name: &str, message: impl Into<String>) -> Reply {
+        Reply::Error(DbError {
+            code,
+            name: name.to_string(),
+            message: message.into(),
+        })
+    }
+
+    /// The error code, if an error.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            Reply::Error(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+/// One change of a committed transaction: the row's final image or its deletion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Change {
+    /// The row as committed.
+    Put(Row),
+    /// The row was deleted.
+    Del(String),
+}
+
+/// A redo log record. One record per line, so a commit is atomic on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Redo {
+    /// A committed transaction.
+    Commit(Vec<Change>),
+    /// An `AUTO_INCREMENT` value was handed out (written at allocation, not at commit).
+    AutoInc(u64),
+    /// A sequence value was handed out.
+    Seq(String, u64),
+}
+
+/// The server's clocks at a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// Monotonic, ns: timeouts.
+    pub mono_ns: i64,
+    /// Wall, ms: `NOW()`.
+    pub wall_ms: i64,
+}
+
+/// Server settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// `innodb_lock_wait_timeout`, ns.
+    pub lock_wait_timeout_ns: i64,
+    /// `wait_timeout`, ns.
+    pub wait_timeout_ns: i64,
+}
+
+/// What the node must do after a call: collected, then taken with [`Db::take_effects`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Replies to *other* sessions whose waiting statement finished (granted or timed out).
+    pub replies: Vec<(ConnId, Reply)>,
+    /// Redo records to append (and flush, per policy) before any reply is sent.
+    pub redo: Vec<Redo>,
+    /// Lock names whose hold the server ended (record `expire`).
+    pub expired: Vec<String>,
+    /// Sessions the server ended (idle past `wait_timeout`): close their connections.
+    pub killed: Vec<ConnId>,
+}
+
+struct RowLock {
+    holder: ConnId,
+    waiters: VecDeque<ConnId>,
+}
+
+struct Waiting {
+    stmt: Statement,
+    on: String,
+    deadline_ns: i64,
+}
+
+#[derive(Default)]
+struct Session {
+    in_txn: bool,
+    locks: BTreeSet<String>,
+    /// Before-images, oldest first.
+    undo: Vec<(String, Option<Row>)>,
+    /// Lock ends to announce when this transaction commits.
+    expired: Vec<String>,
+    waiting: Option<Waiting>,
+    last_active_ns: i64,
+}
+
+enum Step {
+    Done(Reply),
+    Wait(String),
+}
+
+/// The database server.
+pub struct Db {
+    cfg: Config,
+    rows: BTreeMap<String, Row>,
+    auto_increment: u64,
+    sequences: BTreeMap<String, u64>,
+    locks: BTreeMap<String, RowLock>,
+    sessions: BTreeMap<ConnId, Session>,
+    next_conn: ConnId,
+    /// Locks handed to a waiter whose statement has not been re-run yet.
+    grants: VecDeque<(ConnId, String)>,
+    fx: Effects,
+}
+
+impl Db {
+    /// An empty database.
+    pub fn new(cfg: Config) -> Db {
+        Db {
+            cfg,
+            rows: BTreeMap::new(),
+            auto_increment: 0,
+            sequences: BTreeMap::new(),
+            locks: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            next_conn: 1,
+            grants: VecDeque::new(),
+            fx: Effects::default(),
+        }
+    }
+
+    /// Crash recovery: replay a redo log (JSON lines). A torn last line (a crash in the
+    /// middle of a write) ends the log.
+    pub fn recover(cfg: Config, log: &[u8]) -> Db {
+        let mut db = Db::new(cfg);
+        for line in log.split(|&b| b == b'\n') {
+            let Ok(rec) = serde_json::from_slice::<Redo>(line) else {
+                break;
+            };
+            match rec {
+                Redo::Commit(changes) => {
+                    for c in changes {
+                        match c {
+                            Change::Put(row) => {
+                                db.auto_increment = db.auto_increment.max(row.id);
+                                db.rows.insert(row.name.clone(), row);
+                            }
+                            Change::Del(name) => {
+                                db.rows.remove(&name);
+                            }
+                        }
+                    }
+                }
+                Redo::AutoInc(n) => db.auto_increment = db.auto_increment.max(n),
+                Redo::Seq(name, v) => {
+                    let s = db.sequences.entry(name).or_default();
+                    *s = (*s).max(v);
+                }
+            }
+        }
+        db
+    }
+
+    /// Encode redo records as log lines.
+    pub fn encode_redo(records: &[Redo]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in records {
+            serde_json::to_writer(&mut out, r).expect("redo records serialise");
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// The committed and uncommitted rows, by name (for tests and traces).
+    pub fn rows(&self) -> &BTreeMap<String, Row> {
+        &self.rows
+    }
+
+    /// The session holding the row lock on `name`, and the sessions waiting for it.
+    pub fn lock_holder(&self, name: &str) -> Option<(ConnId, Vec<ConnId>)> {
+        self.locks
+            .get(name)
+            .map(|l| (l.holder, l.waiters.iter().copied().collect()))
+    }
+
+    /// Open a session.
+    pub fn connect(&mut self, now: Now) -> ConnId {
+        let c = self.next_conn;
+        self.next_conn += 1;
+        self.sessions.insert(
+            c,
+            Session {
+                last_active_ns: now.mono_ns,
+                ..Session::default()
+            },
+        );
+        c
+    }
+
+    /// Run a statement of session `conn`. `None`: it waits for a row lock, and its reply
+    /// comes later in [`Effects::replies`].
+    pub fn execute(&mut self, conn: ConnId, stmt: Statement, now: Now) -> Option<Reply> {
+        let Some(s) = self.sessions.get_mut(&conn) else {
+            return Some(Reply::error(
+                CR_COMMANDS_OUT_OF_SYNC,
+                "CR_SERVER_LOST",
+                "no such session",
+            ));
+        };
+        if s.waiting.is_some() {
+            return Some(Reply::error(
+                CR_COMMANDS_OUT_OF_SYNC,
+                "CR_COMMANDS_OUT_OF_SYNC",
+                "Commands out of sync; you can't run this command now",
+            ));
+        }
+        s.last_active_ns = now.mono_ns;
+        let reply = match self.step(conn, &stmt, now) {
+            Step::Done(reply) => {
+                self.finish(conn, &reply);
+                Some(reply)
+            }
+            Step::Wait(on) => {
+                self.wait(conn, stmt, on, now.mono_ns + self.cfg.lock_wait_timeout_ns);
+                None
+            }
+        };
+        self.pump(now);
+        reply
+    }
+
+    /// Session `conn` closed (the client hung up or its connection broke): roll its
+    /// transaction back and release its locks.
+    pub fn disconnect(&mut self, conn: ConnId, now: Now) {
+        self.end_session(conn);
+        self.pump(now);
+    }
+
+    /// Time passes: statements waiting past `lock_wait_timeout` fail with 1205, and
+    /// sessions idle for `wait_timeout` are ended.
+    pub fn tick(&mut self, now: Now) {
+        let timed_out: Vec<ConnId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                s.waiting
+                    .as_ref()
+                    .is_some_and(|w| w.deadline_ns <= now.mono_ns)
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        for c in timed_out {
+            let s = self.sessions.get_mut(&c).expect("listed above");
+            let w = s.waiting.take().expect("listed above");
+            s.last_active_ns = now.mono_ns;
+            if let Some(l) = self.locks.get_mut(&w.on) {
+                l.waiters.retain(|x| *x != c);
+            }
+            let reply = Reply::error(
+                ER_LOCK_WAIT_TIMEOUT,
+                "ER_LOCK_WAIT_TIMEOUT",
+                "Lock wait timeout exceeded; try restarting transaction",
+            );
+            self.finish(c, &reply);
+            self.fx.replies.push((c, reply));
+        }
+        let idle: Vec<ConnId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                s.waiting.is_none() && now.mono_ns - s.last_active_ns >= self.cfg.wait_timeout_ns
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        for c in idle {
+            self.end_session(c);
+            self.fx.killed.push(c);
+        }
+        self.pump(now);
+    }
+
+    /// Take what the node must do.
+    pub fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.fx)
+    }
+
+    fn end_session(&mut self, conn: ConnId) {
+        let Some(s) = self.sessions.get_mut(&conn) else {
+            return;
+        };
+        if let Some(w) = s.waiting.take() {
+            if let Some(l) = self.locks.get_mut(&w.on) {
+                l.waiters.retain(|x| *x != conn);
+            }
+        }
+        // The row locks of an open transaction are lock holds the server now ends; the
+        // locks an autocommit statement took are not.
+        let announce = s.in_txn;
+        self.rollback(conn, announce);
+        self.sessions.remove(&conn);
+    }
+
+    fn wait(&mut self, conn: ConnId, stmt: Statement, on: String, deadline_ns: i64) {
+        self.locks
+            .get_mut(&on)
+            .expect("waits only on a held lock")
+            .waiters
+            .push_back(conn);
+        let s = self.sessions.get_mut(&conn).expect("live session");
+        s.waiting = Some(Waiting {
+            stmt,
+            on,
+            deadline_ns,
+        });
+    }
+
+    /// After a statement finished: an autocommit statement commits (or, failed, rolls
+    /// back) at once.
+    fn finish(&mut self, conn: ConnId, reply: &Reply) {
+        let in_txn = self.sessions.get(&conn).is_some_and(|s| s.in_txn);
+        if !in_txn {
+            if matches!(reply, Reply::Error(_)) {
+                self.rollback(conn, false);
+            } else {
+                self.commit(conn);
+            }
+        }
+    }
+
+    /// Re-run the statements of waiters that were handed a lock, until none is left.
+    fn pump(&mut self, now: Now) {
+        while let Some((conn, name)) = self.grants.pop_front() {
+            let Some(s) = self.sessions.get_mut(&conn) else {
+                // Its session ended meanwhile: the lock goes on down the line.
+                self.hand_on(name);
+                continue;
+            };
+            s.locks.insert(name);
+            let Some(w) = s.waiting.take() else {
+                continue;
+            };
+            s.last_active_ns = now.mono_ns;
+            match self.step(conn, &w.stmt, now) {
+                Step::Done(reply) => {
+                    self.finish(conn, &reply);
+                    self.fx.replies.push((conn, reply));
+                }
+                Step::Wait(on) => self.wait(conn, w.stmt, on, w.deadline_ns),
+            }
+        }
+    }
+
+    fn commit(&mut self, conn: ConnId) {
+        let s = self.sessions.get_mut(&conn).expect("live session");
+        let touched: BTreeSet<String> = s.undo.drain(..).map(|(n, _)| n).collect();
+        let expired = std::mem::take(&mut s.expired);
+        if !touched.is_empty() {
+            let changes = touched
+                .into_iter()
+                .map(|n| match self.rows.get(&n) {
+                    Some(r) => Change::Put(r.clone()),
+                    None => Change::Del(n),
+                })
+                .collect();
+            self.fx.redo.push(Redo::Commit(changes));
+        }
+        self.fx.expired.extend(expired);
+        self.release_locks(conn);
+    }
+
+    /// Undo the transaction's changes; `announce`: its row locks are holds the server
+    /// ends (its session is gone).
+    fn rollback(&mut self, conn: ConnId, announce: bool) {
+        let s = self.sessions.get_mut(&conn).expect("live session");
+        let undo = std::mem::take(&mut s.undo);
+        s.expired.clear();
+        s.in_txn = false;
+        if announce {
+            self.fx.expired.extend(s.locks.iter().cloned());
+        }
+        for (name, before) in undo.into_iter().rev() {
+            match before {
+                Some(r) => {
+                    self.rows.insert(name, r);
+                }
+                None => {
+                    self.rows.remove(&name);
+                }
+            }
+        }
+        self.release_locks(conn);
+    }
+
+    /// Release every lock of `conn`, each to the first waiter in line (FIFO).
+    fn release_locks(&mut self, conn: ConnId) {
+        let s = self.sessions.get_mut(&conn).expect("live session");
+        for name in std::mem::take(&mut s.locks) {
+            self.hand_on(name);
+        }
+    }
+
+    /// Give the lock on `name` to the first waiter in line, or free it.
+    fn hand_on(&mut self, name: String) {
+        let l = self.locks.get_mut(&name).expect("held locks exist");
+        match l.waiters.pop_front() {
+            Some(next) => {
+                l.holder = next;
+                self.grants.push_back((next, name));
+            }
+            None => {
+                self.locks.remove(&name);
+            }
+        }
+    }
+
+    /// Whether another session holds the lock on `name`.
+    fn blocked(&self, conn: ConnId, name: &str) -> bool {
+        self.locks.get(name).is_some_and(|l| l.holder != conn)
+    }
+
+    fn take_lock(&mut self, conn: ConnId, name: &str) {
+        self.locks.entry(name.to_string()).or_insert(RowLock {
+            holder: conn,
+            waiters: VecDeque::new(),
+        });
+        let s = self.sessions.get_mut(&conn).expect("live session");
+        s.locks.insert(name.to_string());
+    }
+
+    /// Change row `name` (None: delete), keeping its before-image for rollback.
+    fn write(&mut self, conn: ConnId, name: &str, after: Option<Row>) {
+        let before = match after {
+            Some(r) => self.rows.insert(name.to_string(), r),
+            None => self.rows.remove(name),
+        };
+        let s = self.sessions.get_mut(&conn).expect("live session");
+        s.undo.push((name.to_string(), before));
+    }
+
+    /// The last committed version of `name` as `conn` sees it (a consistent read): a row
+    /// another transaction changed and still holds reads as its before-image.
+    fn committed_view(&self, conn: ConnId, name: &str) -> Option<Row> {
+        if let Some(l) = self.locks.get(name).filter(|l| l.holder != conn) {
+            if let Some(s) = self.sessions.get(&l.holder) {
+                if let Some((_, before)) = s.undo.iter().find(|(n, _)| n == name) {
+                    return before.clone();
+                }
+            }
+        }
+        self.rows.get(name).cloned()
+    }
+
+    fn step(&mut self, conn: ConnId, stmt: &Statement, now: Now) -> Step {
+        match stmt {
+            Statement::Ping => Step::Done(Reply::ok(0)),
+            Statement::Begin => {
+                if self.sessions[&conn].in_txn {
+                    self.commit(conn);
+                }
+                self.sessions.get_mut(&conn).expect("live").in_txn = true;
+                Step::Done(Reply::ok(0))
+            }
+            Statement::Commit => {
+                if self.sessions[&conn].in_txn {
+                    self.commit(conn);
+                    self.sessions.get_mut(&conn).expect("live").in_txn = false;
+                }
+                Step::Done(Reply::ok(0))
+            }
+            Statement::Rollback => {
+                if self.sessions[&conn].in_txn {
+                    self.rollback(conn, false);
+                }
+                Step::Done(Reply::ok(0))
+            }
+            Statement::Insert { name, owner } => {
+                if self.blocked(conn, name) {
+                    return Step::Wait(name.clone());
+                }
+                if self.rows.contains_key(name) {
+                    return Step::Done(Reply::error(
+                        ER_DUP_ENTRY,
+                        "ER_DUP_ENTRY",
+                        format!("Duplicate entry '{name}' for key 'method_lock.name'"),
+                    ));
+                }
+                self.take_lock(conn, name);
+                self.auto_increment += 1;
+                let id = self.auto_increment;
+                // Written at allocation: a rolled-back insert's id is never handed out again.
+                self.fx.redo.push(Redo::AutoInc(id));
+                let row = Row {
+                    id,
+                    name: name.clone(),
+                    owner: owner.clone(),
+                    version: 0,
+                    updated_at_ms: now.wall_ms,
+                };
+                self.write(conn, name, Some(row));
+                Step::Done(Reply::Ok {
+                    affected: 1,
+                    insert_id: Some(id),
+                })
+            }
+            Statement::Select {
+                name,
+                for_update,
+                nextval,
+            } => {
+                let row = if *for_update {
+                    if self.blocked(conn, name) {
+                        return Step::Wait(name.clone());
+                    }
+                    let row = self.rows.get(name).cloned();
+                    if row.is_some() {
+                        self.take_lock(conn, name);
+                    }
+                    row
+                } else {
+                    self.committed_view(conn, name)
+                };
+                let nextval = match (&row, nextval) {
+                    (Some(_), Some(seq)) => Some(self.next_value(seq)),
+                    _ => None,
+                };
+                Step::Done(Reply::Row { row, nextval })
+            }
+            Statement::Update { name, cond, set } => {
+                if self.blocked(conn, name) {
+                    return Step::Wait(name.clone());
+                }
+                let Some(old) = self.rows.get(name).cloned() else {
+                    return Step::Done(Reply::ok(0));
+                };
+                self.take_lock(conn, name);
+                let stale = |ms: u64| old.updated_at_ms < now.wall_ms - ms as i64;
+                let matches = cond.owner.as_ref().is_none_or(|o| *o == old.owner)
+                    && cond.version.is_none_or(|v| v == old.version)
+                    && cond
+                        .free_or_older_than_ms
+                        .is_none_or(|ms| old.owner.is_empty() || stale(ms));
+                if !matches {
+                    return Step::Done(Reply::ok(0));
+                }
+                let mut new = old.clone();
+                if let Some(o) = &set.owner {
+                    new.owner = o.clone();
+                }
+                if set.bump_version {
+                    new.version += 1;
+                }
+                if set.touch {
+                    new.updated_at_ms = now.wall_ms;
+                }
+                // MySQL counts changed rows: setting what is there affects none.
+                if new == old {
+                    return Step::Done(Reply::ok(0));
+                }
+                if cond.free_or_older_than_ms.is_some() && !old.owner.is_empty() {
+                    // A takeover: the server ends the stale holder's hold.
+                    let s = self.sessions.get_mut(&conn).expect("live session");
+                    s.expired.push(name.clone());
+                }
+                self.write(conn, name, Some(new));
+                Step::Done(Reply::ok(1))
+            }
+            Statement::Delete { name, owner } => {
+                if self.blocked(conn, name) {
+                    return Step::Wait(name.clone());
+                }
+                let Some(old) = self.rows.get(name) else {
+                    return Step::Done(Reply::ok(0));
+                };
+                let matches = owner.as_ref().is_none_or(|o| *o == old.owner);
+                self.take_lock(conn, name);
+                if !matches {
+                    return Step::Done(Reply::ok(0));
+                }
+                self.write(conn, name, None);
+                Step::Done(Reply::ok(1))
+            }
+            Statement::DeleteOlder { ms } => {
+                let cutoff = now.wall_ms - *ms as i64;
+                let old: Vec<String> = self
+                    .rows
+                    .values()
+                    .filter(|r| r.updated_at_ms < cutoff)
+                    .map(|r| r.name.clone())
+                    .collect();
+                // Wait for the first row another transaction holds, then start over.
+                if let Some(n) = old.iter().find(|n| self.blocked(conn, n)) {
+                    return Step::Wait(n.clone());
+                }
+                for n in &old {
+                    self.take_lock(conn, n);
+                    self.write(conn, n, None);
+                    let s = self.sessions.get_mut(&conn).expect("live session");
+                    s.expired.push(n.clone());
+                }
+                Step::Done(Reply::ok(old.len() as u64))
+            }
+            Statement::NextVal { seq } => Step::Done(Reply::Value(self.next_value(seq))),
+        }
+    }
+
+    /// Draw from sequence `seq`: written to the log at once, never rolled back.
+    fn next_value(&mut self, seq: &str) -> u64 {
+        let v = self.sequences.entry(seq.to_string()).or_default();
+        *v += 1;
+        let v = *v;
+        self.fx.redo.push(Redo::Seq(seq.to_string(), v));
+        v
+    }
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;

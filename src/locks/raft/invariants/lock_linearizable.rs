@@ -1,0 +1,59 @@
+//! `lock-linearizable` for Raft: the standard check on the history without duplicate
+//! `expire` records (see [`super`]).
+
+use super::{field, is_raft};
+use crate::check::{Check, CheckParams, CheckReport, STANDARD};
+use crate::history::Event;
+use std::collections::BTreeSet;
+
+/// The history with every `expire` of a log index after its first record removed.
+pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
+    let mut seen = BTreeSet::new();
+    history
+        .iter()
+        .filter(|e| {
+            if !(is_raft(e) && e.f == "expire") {
+                return true;
+            }
+            match field(e, "index") {
+                None => true,
+                Some(i) => seen.insert(i),
+            }
+        })
+        .cloned()
+        .collect()
+}
+
+/// `lock-linearizable` for Raft: the standard check without duplicate `expire` records.
+pub const LOCK_LINEARIZABLE: Check = Check {
+    name: "lock-linearizable",
+    about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
+    run: lock_linearizable,
+};
+
+fn lock_linearizable(history: &[Event], params: &CheckParams) -> CheckReport {
+    let standard = STANDARD
+        .iter()
+        .find(|c| c.name == "lock-linearizable")
+        .expect("lock-linearizable is a standard check");
+    (standard.run)(&dedup_expires(history), params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ev, indexed};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn duplicate_expires_of_one_index_are_dropped() {
+        let expire = |p: &str, t: u64, i: u64| ev(p, "expire", t, json!({"index": i})).key("L");
+        let h = indexed(vec![
+            expire("raft-0", 1, 5),
+            expire("raft-1", 2, 5),
+            expire("raft-1", 3, 6),
+        ]);
+        let d = dedup_expires(&h);
+        assert_eq!(d.iter().map(|e| e.index).collect::<Vec<_>>(), vec![0, 2]);
+    }
+}

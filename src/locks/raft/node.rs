@@ -1,0 +1,658 @@
+//! A Raft server node (`raft-N`): the network edge and the loops that drive a
+//! [`RaftCore`] and its [`Service`] from the node's context.
+//!
+//! # Shape (after etcd's server)
+//!
+//! One `Rc<RefCell<Server>>` holds the core, the service, the server's own view of the
+//! leadership and the requests waiting for Raft. Several pausable tasks share it:
+//!
+//! * **Peer receivers** (the accept loop on [`PEER_PORT`]): step every Raft message of a
+//!   batch into the core at once and wake the Raft loop — like etcd's raft node
+//!   goroutine, which steps messages while the Ready loop is busy. A step can change the
+//!   *Raft-level* role at once; the *server-level* view (etcd's `s.lead`, the lessor's
+//!   primary flag) changes only when the Raft loop handles the Ready that reports it.
+//! * **The Raft loop** (the node's main task; etcd's `raftNode.start`): woken by work or
+//!   by its tick timer. Each wake: (1) at a tick, the lessor's expiry check; (2) handle
+//!   the Ready: persist (fsync per `fsync`), update the server-level leadership and the
+//!   lessor ([`Service::on_role`]), apply committed entries and answer their proposers,
+//!   answer reads, queue outgoing messages; (3) at a tick, [`RaftCore::tick`] every
+//!   `tick_ms` of the node's *local monotonic* clock (so drift, jumps of the monotonic
+//!   offset and pauses reach Raft) and handle that Ready. The order is deliberate: a
+//!   lessor that runs before the Ready loop has caught up is etcd's #15247 interleaving,
+//!   and a first check after a stall sees the stale tick time, as etcd's would (see
+//!   "Catalogue row 18" below).
+//! * **Peer senders**, one per peer (etcd's rafthttp pipeline): a bounded queue that drops
+//!   new messages when full; each batch is one request whose tiny acknowledgement must
+//!   arrive within half an election timeout, else the connection is dropped and the next
+//!   batch reconnects. Lost batches are lost: Raft retransmits.
+//! * **Client connections** on [`CLIENT_PORT`], one task each, requests in turn:
+//!   proposals (Txn, Put, DeleteRange, LeaseGrant, LeaseRevoke) go to the core (a follower
+//!   forwards them to its leader) and are answered when *this* node applies them, or with
+//!   `Timeout` after `request_timeout_ms`; reads per the `read` key; LeaseKeepAlive by the
+//!   server-level leader's lessor — a follower answers `NotLeader` with the leader it
+//!   knows as a hint and the client retries there (we do not forward: one hop less, same
+//!   outcome); `WaitDelete` from the applied state, like an etcd watch.
+//!
+//! # Lessor check (`lessor_check`)
+//!
+//! At every tick the primary lessor lists the leases it considers expired and the node
+//! proposes a `LeaseRevoke` for each. With `"none"` it proposes at once (etcd before
+//! PR #16822). With `"ensure-leadership"` (etcd's `ensureLeadership`) it proposes at once
+//! only if the Raft loop ticked within the last 3 ticks (etcd's `isActive`); otherwise a
+//! task runs a ReadIndex round and proposes only if it succeeds and Raft still names this
+//! node leader. The same gate guards LeaseKeepAlive.
+//!
+//! # Catalogue row 18: what a stale leader can do here
+//!
+//! * **Cut off from its peers, not from its clients** (`check_quorum = false`): it keeps
+//!   ticking and believes it leads, so its lessor keeps renewing the leases of clients
+//!   that talk to it — `ensure-leadership` does not help, the node is active — while the
+//!   new leader, which never sees those renewals, revokes them: a false renew
+//!   (`sims/raft-18-stuck-old-leader.toml`). `check_quorum = true` makes it step down
+//!   within an election timeout, and the new leader's lessor extends every lease by one
+//!   election timeout when it takes over.
+//! * **Whole-process pause**: on resume its lessor acts on stale beliefs at once (the
+//!   lessor check runs before the Ready that would demote it), but its Raft core is still
+//!   in the old term: the new leader could not reach it during the pause (its sender's
+//!   batches time out and its new connections wait for the paused node's accept loop), so
+//!   with `lessor_check = "none"` its revokes are appended in the old term and discarded
+//!   when it steps down one round trip later, and with `"ensure-leadership"` (not ticked
+//!   for the length of the pause) it asks ReadIndex first. The harmful interleaving of
+//!   etcd #15247 — Raft already stepped down, the server not yet, the lessor's revokes
+//!   forwarded to the new leader — needs a Raft loop stuck while the node keeps stepping
+//!   messages (a slow fsync), which no fault here produces
+//!   (`sims/raft-18-paused-old-leader.toml`).
+//!
+//! # History
+//!
+//! The node records `event`s: `leader` {term} when it becomes leader; `apply`
+//! {index, term, hash} for every committed entry it applies (hash = FNV-1a of the entry's
+//! bytes, as 16 hex digits; a restarted node applies its log again from index 1); and
+//! `expire` (key = the lock) when it applies a `LeaseRevoke` that deletes the key owning a
+//! lock (the first-created key under `lock/`) and it was the leader when that Ready began
+//! or is now — the node that committed the entry, which applies it before any other can
+//! learn of the commit (even if a higher term deposed it in the same Ready). The value
+//! {index} lets a later leader's second record of the same entry (it had not applied it
+//! before taking over) be dropped (see [`super::invariants`]).
+
+use super::core::{Committed, Output, ProposeError, RaftCore, Role};
+use super::kv::{LeaseId, RangeRequest, Request, Response, ServiceError};
+use super::lease::{ticked_recently, LeaseError};
+use super::params::{LessorCheck, RaftParams, ReadMode};
+use super::service::{Proposal, Service};
+use super::wire::{
+    decode_json, encode_json, push_message, split_batch, ClientReply, ClientRequest, ReplyError,
+    CLIENT_PORT, PEER_PORT,
+};
+use crate::history::{fnv1a, EventType};
+use crate::net::{encode_frame, serve, Frames, Remote};
+use crate::sim::NodeCtx;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{oneshot, Notify};
+
+/// Messages a peer's queue holds before new ones are dropped (etcd drops too).
+const PEER_QUEUE: usize = 1024;
+/// Messages sent in one batch at most.
+const PEER_BATCH: usize = 256;
+
+/// The Raft id (1-based) of node `raft-N`.
+pub fn raft_id(name: &str) -> u64 {
+    name.strip_prefix("raft-")
+        .and_then(|n| n.parse::<u64>().ok())
+        .map(|n| n + 1)
+        .unwrap_or_else(|| panic!("{name} is not a Raft node"))
+}
+
+/// The node name of Raft id `id`.
+pub fn node_name(id: u64) -> String {
+    format!("raft-{}", id - 1)
+}
+
+/// A read waiting for the node to apply its read index.
+struct PendingRead {
+    index: u64,
+    done: oneshot::Sender<()>,
+}
+
+/// A watch waiting for a delete.
+struct Watch {
+    key: String,
+    rev: u64,
+    done: oneshot::Sender<u64>,
+}
+
+/// The state the node's tasks share.
+struct Server {
+    id: u64,
+    core: RaftCore,
+    service: Service,
+    /// The leader as of the last Ready handled (etcd's `s.lead`).
+    lead: u64,
+    /// Local monotonic time of the last tick, ns.
+    last_tick_ns: i64,
+    /// Proposals waiting to be applied here, by proposal id.
+    waiters: BTreeMap<u64, oneshot::Sender<Result<Response, ServiceError>>>,
+    /// ReadIndex requests by context id, before Raft answered them.
+    reads: BTreeMap<u64, oneshot::Sender<()>>,
+    /// ReadIndex answers waiting for the apply index.
+    pending_reads: Vec<PendingRead>,
+    watches: Vec<Watch>,
+    /// Per peer (index = Raft id − 1): queued message bytes.
+    outbox: Vec<VecDeque<Vec<u8>>>,
+}
+
+impl Server {
+    fn is_leader(&self) -> bool {
+        self.lead == self.id
+    }
+}
+
+/// One node: its context, parameters, shared state and wake-ups. Cheap to clone.
+#[derive(Clone)]
+struct Node {
+    ctx: NodeCtx,
+    params: Rc<RaftParams>,
+    server: Rc<RefCell<Server>>,
+    /// Wakes the Raft loop (work to handle).
+    wake: Rc<Notify>,
+    /// Per peer: wakes its sender.
+    send: Rc<Vec<Notify>>,
+}
+
+/// What a Raft node runs, from start to crash. Recovers the log from the node's disk; a
+/// restarted node re-applies it from index 1.
+pub async fn server_main(ctx: NodeCtx, params: RaftParams) {
+    let id = raft_id(ctx.name());
+    let seed = ctx.rand_u64();
+    let core = {
+        let mut disk = ctx.disk();
+        RaftCore::new(id, &params, &mut disk, seed).expect("valid raft configuration")
+    };
+    let n = params.nodes as usize;
+    let server = Server {
+        id,
+        core,
+        service: Service::new(&params),
+        lead: 0,
+        last_tick_ns: ctx.mono_ns(),
+        waiters: BTreeMap::new(),
+        reads: BTreeMap::new(),
+        pending_reads: Vec::new(),
+        watches: Vec::new(),
+        outbox: vec![VecDeque::new(); n],
+    };
+    let node = Node {
+        ctx: ctx.clone(),
+        params: Rc::new(params),
+        server: Rc::new(RefCell::new(server)),
+        wake: Rc::new(Notify::new()),
+        send: Rc::new((0..n).map(|_| Notify::new()).collect()),
+    };
+    for peer in 1..=n as u64 {
+        if peer != id {
+            ctx.spawn(sender(node.clone(), peer));
+        }
+    }
+    let receiver = node.clone();
+    ctx.spawn(serve(
+        ctx.clone(),
+        PEER_PORT,
+        Frames,
+        move |_ctx: &NodeCtx, req: Result<Vec<u8>, String>, out: &mut Vec<u8>| {
+            if let Ok(batch) = req {
+                receiver.step_batch(&batch);
+            }
+            encode_frame(b"", out);
+        },
+    ));
+    ctx.spawn(client_listener(node.clone()));
+    raft_loop(node).await
+}
+
+impl Node {
+    fn tick_ns(&self) -> i64 {
+        self.params.tick_ms as i64 * 1_000_000
+    }
+
+    fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.params.request_timeout_ms())
+    }
+
+    /// Step a batch from a peer (Raft-level state changes now; the server's view when the
+    /// Raft loop handles the Ready).
+    fn step_batch(&self, batch: &[u8]) {
+        {
+            let mut s = self.server.borrow_mut();
+            for msg in split_batch(batch) {
+                // A message for another cluster or a malformed one changes nothing.
+                let _ = s.core.step_bytes(msg);
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// Handle every pending Ready: persist, update the server's view of the leadership,
+    /// apply, answer, queue messages.
+    fn handle_ready(&self) {
+        let now = self.ctx.mono_ns();
+        let out: Output = {
+            let mut s = self.server.borrow_mut();
+            if !s.core.has_ready() {
+                return;
+            }
+            let mut disk = self.ctx.disk();
+            s.core.process_ready(&mut disk)
+        };
+        let mut s = self.server.borrow_mut();
+        // Led when this Ready began or leads now: then Raft was leader when the commit
+        // index advanced, so this node applies the new entries before any other can.
+        let led = s.is_leader() || out.soft_state.is_some_and(|ss| ss.role == Role::Leader);
+        if let Some(ss) = out.soft_state {
+            let was_leader = s.is_leader();
+            s.lead = ss.leader_id;
+            let leader = ss.role == Role::Leader;
+            if leader && !was_leader {
+                let term = s.core.term();
+                tracing::debug!(term, "became leader");
+                self.ctx.record(
+                    self.ctx
+                        .event(EventType::Event, "leader")
+                        .value(serde_json::json!({ "term": term })),
+                );
+            }
+            if was_leader && !leader {
+                tracing::debug!(lead = ss.leader_id, "lost leadership");
+            }
+            s.service.on_role(leader);
+        }
+        // Apply before sending: in the simulation both take no time, and a follower can
+        // only learn of a commit from a message sent after its leader applied it.
+        for c in &out.committed {
+            self.apply(&mut s, c, led, now);
+        }
+        for rs in out.read_states {
+            let Some(rid) = rs
+                .ctx
+                .get(..8)
+                .map(|b| u64::from_be_bytes(b.try_into().expect("8")))
+            else {
+                continue;
+            };
+            if let Some(done) = s.reads.remove(&rid) {
+                s.pending_reads.push(PendingRead {
+                    index: rs.index,
+                    done,
+                });
+            }
+        }
+        let applied = s.service.store().applied_index();
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut s.pending_reads)
+            .into_iter()
+            .partition(|r| r.index <= applied);
+        s.pending_reads = waiting;
+        for r in ready {
+            let _ = r.done.send(());
+        }
+        if !out.committed.is_empty() {
+            let watches = std::mem::take(&mut s.watches);
+            for w in watches {
+                if w.done.is_closed() {
+                    continue;
+                }
+                match s.service.store().first_delete_at_or_after(&w.key, w.rev) {
+                    Some(rev) => {
+                        let _ = w.done.send(rev);
+                    }
+                    None => s.watches.push(w),
+                }
+            }
+        }
+        for m in out.messages {
+            let i = (m.to - 1) as usize;
+            let Some(q) = s.outbox.get_mut(i) else {
+                continue;
+            };
+            if q.len() < PEER_QUEUE {
+                q.push_back(m.encode());
+                self.send[i].notify_one();
+            }
+        }
+    }
+
+    /// Apply one committed entry: record it; record an `expire` when a revoke removes a
+    /// lock's owner key and this node is the first to apply it (`led`: it committed the
+    /// entry as leader; see the module docs); apply it; answer its proposer if it waits
+    /// here.
+    fn apply(&self, s: &mut Server, c: &Committed, led: bool, now: i64) {
+        // Hex: EDN and JSON readers lose u64 precision past 2^53.
+        let hash = format!("{:016x}", fnv1a(&c.data));
+        let value = serde_json::json!({ "index": c.index, "term": c.term, "hash": hash });
+        self.ctx
+            .record(self.ctx.event(EventType::Event, "apply").value(value));
+        if led && !c.data.is_empty() {
+            if let Ok(Proposal {
+                req: Request::LeaseRevoke { id },
+                ..
+            }) = Proposal::decode(&c.data)
+            {
+                for lock in owned_locks(&s.service, id) {
+                    tracing::debug!(lease = id, lock, "lease revoke removes the owner");
+                    self.ctx.record(
+                        self.ctx
+                            .event(EventType::Event, "expire")
+                            .key(lock)
+                            .value(serde_json::json!({ "index": c.index })),
+                    );
+                }
+            }
+        }
+        let leader = s.is_leader();
+        if let Some(applied) = s.service.apply(c, leader, now) {
+            if let Some(w) = s.waiters.remove(&applied.id) {
+                let _ = w.send(applied.result);
+            }
+        }
+    }
+
+    /// The lessor's periodic check (see the module docs).
+    fn lessor_check(&self, now: i64) {
+        let expired = self.server.borrow_mut().service.expired_leases(now);
+        if expired.is_empty() {
+            return;
+        }
+        let gate = self.params.lessor_check == LessorCheck::EnsureLeadership
+            && !ticked_recently(self.server.borrow().last_tick_ns, now, self.params.tick_ms);
+        if !gate {
+            self.propose_revokes(&expired);
+            return;
+        }
+        // etcd runs the check in its own goroutine: the Raft loop must keep running for
+        // the ReadIndex round to complete.
+        let node = self.clone();
+        self.ctx.spawn(async move {
+            if node.ensure_leadership().await {
+                node.propose_revokes(&expired);
+            } else {
+                tracing::debug!(?expired, "not revoking: leadership not confirmed");
+            }
+        });
+    }
+
+    fn propose_revokes(&self, leases: &[LeaseId]) {
+        {
+            let mut s = self.server.borrow_mut();
+            for &id in leases {
+                tracing::debug!(lease = id, "proposing revoke of an expired lease");
+                let p = Proposal {
+                    id: self.ctx.rand_u64(),
+                    req: Request::LeaseRevoke { id },
+                };
+                // Dropped without a leader: the lessor lists it again later.
+                let _ = s.core.propose(p.encode());
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// etcd's `ensureLeadership`: active (ticked within 3 ticks), or a ReadIndex round
+    /// succeeded and Raft still names this node leader.
+    async fn ensure_leadership(&self) -> bool {
+        let now = self.ctx.mono_ns();
+        if ticked_recently(self.server.borrow().last_tick_ns, now, self.params.tick_ms) {
+            return true;
+        }
+        if self.read_barrier().await.is_err() {
+            return false;
+        }
+        let s = self.server.borrow();
+        s.core.leader_id() == s.id
+    }
+
+    /// A ReadIndex round: returns once this node has applied the index the leader
+    /// confirmed (or fails after the request timeout).
+    async fn read_barrier(&self) -> Result<(), ReplyError> {
+        let rid = self.ctx.rand_u64();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.server.borrow_mut();
+            s.core.read_index(rid.to_be_bytes().to_vec());
+            s.reads.insert(rid, tx);
+        }
+        self.wake.notify_one();
+        match self.ctx.timeout(self.request_timeout(), rx).await {
+            Ok(Ok(())) => Ok(()),
+            _ => {
+                self.server.borrow_mut().reads.remove(&rid);
+                Err(ReplyError::Timeout)
+            }
+        }
+    }
+
+    async fn propose(&self, req: Request) -> ClientReply {
+        let pid = self.ctx.rand_u64();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.server.borrow_mut();
+            match s.core.propose(Proposal { id: pid, req }.encode()) {
+                Ok(()) => {
+                    s.waiters.insert(pid, tx);
+                }
+                Err(ProposeError::Dropped) | Err(ProposeError::Raft(_)) => {
+                    return ClientReply::Err(ReplyError::NoLeader);
+                }
+            }
+        }
+        self.wake.notify_one();
+        match self.ctx.timeout(self.request_timeout(), rx).await {
+            Ok(Ok(Ok(resp))) => ClientReply::Ok(resp),
+            Ok(Ok(Err(e))) => ClientReply::Err(ReplyError::Service(e)),
+            _ => {
+                self.server.borrow_mut().waiters.remove(&pid);
+                ClientReply::Err(ReplyError::Timeout)
+            }
+        }
+    }
+
+    async fn range(&self, r: RangeRequest) -> ClientReply {
+        if self.params.read != ReadMode::Local {
+            if let Err(e) = self.read_barrier().await {
+                return ClientReply::Err(e);
+            }
+        }
+        ClientReply::Ok(Response::Range(
+            self.server.borrow().service.store().range(&r),
+        ))
+    }
+
+    async fn keep_alive(&self, id: LeaseId) -> ClientReply {
+        let not_leader = |s: &Server| {
+            ClientReply::Err(ReplyError::NotLeader {
+                hint: if s.lead != 0 {
+                    s.lead
+                } else {
+                    s.core.leader_id()
+                },
+            })
+        };
+        if !self.server.borrow().is_leader() {
+            return not_leader(&self.server.borrow());
+        }
+        if self.params.lessor_check == LessorCheck::EnsureLeadership
+            && !self.ensure_leadership().await
+        {
+            let s = self.server.borrow();
+            return ClientReply::Err(ReplyError::NotLeader {
+                hint: s.core.leader_id(),
+            });
+        }
+        let now = self.ctx.mono_ns();
+        let mut s = self.server.borrow_mut();
+        match s.service.keep_alive(id, now) {
+            Ok(ttl_ms) => {
+                tracing::debug!(lease = id, "lease renewed");
+                ClientReply::KeepAlive { ttl_ms }
+            }
+            // Leader, but the lessor is not promoted yet (its term's no-op is not applied).
+            Err(LeaseError::NotPrimary) => not_leader(&s),
+            Err(LeaseError::NotFound) => ClientReply::Err(ReplyError::LeaseNotFound),
+            Err(LeaseError::Expired) => ClientReply::Err(ReplyError::LeaseExpired),
+        }
+    }
+
+    async fn wait_delete(&self, key: String, rev: u64, wait_ms: u64) -> ClientReply {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.server.borrow_mut();
+            if let Some(revision) = s.service.store().first_delete_at_or_after(&key, rev) {
+                return ClientReply::Deleted { revision };
+            }
+            s.watches.push(Watch { key, rev, done: tx });
+        }
+        match self.ctx.timeout(Duration::from_millis(wait_ms), rx).await {
+            Ok(Ok(revision)) => ClientReply::Deleted { revision },
+            _ => ClientReply::NotYet,
+        }
+    }
+
+    async fn serve_request(&self, req: ClientRequest) -> ClientReply {
+        match req {
+            ClientRequest::Propose(r) => self.propose(r).await,
+            ClientRequest::Range(r) => self.range(r).await,
+            ClientRequest::KeepAlive { id } => self.keep_alive(id).await,
+            ClientRequest::WaitDelete { key, rev, wait_ms } => {
+                self.wait_delete(key, rev, wait_ms).await
+            }
+        }
+    }
+}
+
+/// The keys of lease `id` that own their lock (the first-created key under `lock/`), as
+/// lock names.
+fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
+    let store = service.store();
+    let Some(lease) = store.lease(id) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for key in &lease.keys {
+        let Some((lock, _)) = key.rsplit_once('/') else {
+            continue;
+        };
+        let first = store.range(&RangeRequest::first_created(format!("{lock}/")));
+        if first.kvs.first().is_some_and(|kv| &kv.key == key) {
+            out.push(lock.to_string());
+        }
+    }
+    out
+}
+
+/// The Raft loop (see the module docs for the order of its steps).
+async fn raft_loop(node: Node) {
+    let ctx = node.ctx.clone();
+    // A restarted node applies its recovered log at once.
+    node.handle_ready();
+    let mut next_tick = ctx.mono_ns() + node.tick_ns();
+    loop {
+        let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
+        tokio::select! {
+            biased;
+            _ = node.wake.notified() => {}
+            _ = ctx.sleep(Duration::from_nanos(wait)) => {}
+        }
+        let now = ctx.mono_ns();
+        let tick = now >= next_tick;
+        if tick {
+            node.lessor_check(now);
+        }
+        node.handle_ready();
+        if tick {
+            {
+                let mut s = node.server.borrow_mut();
+                s.core.tick();
+                s.last_tick_ns = now;
+            }
+            node.handle_ready();
+            // Like a `time.Ticker`, ticks missed during a stall are not made up.
+            next_tick = now + node.tick_ns();
+        }
+    }
+}
+
+/// Sends the queued messages for `peer` in batches (see the module docs).
+async fn sender(node: Node, peer: u64) {
+    let ctx = node.ctx.clone();
+    let timeout = Duration::from_millis((node.params.election_timeout_ms() / 2).max(1));
+    let mut remote = Remote::new(&node_name(peer), PEER_PORT, timeout, Frames);
+    let i = (peer - 1) as usize;
+    loop {
+        let batch = {
+            let mut s = node.server.borrow_mut();
+            let q = &mut s.outbox[i];
+            let n = q.len().min(PEER_BATCH);
+            let mut batch = Vec::new();
+            for m in q.drain(..n) {
+                push_message(&mut batch, &m);
+            }
+            (n > 0).then_some(batch)
+        };
+        let Some(batch) = batch else {
+            node.send[i].notified().await;
+            continue;
+        };
+        let mut frame = Vec::with_capacity(batch.len() + 4);
+        encode_frame(&batch, &mut frame);
+        // A lost batch is lost: Raft retransmits what matters.
+        let _ = remote.request(&ctx, &frame).await;
+    }
+}
+
+/// Accepts lock clients.
+async fn client_listener(node: Node) {
+    let (listener, _listening) = crate::net::tcp::listen(&node.ctx, CLIENT_PORT)
+        .await
+        .expect("bind on a fresh simulated host cannot fail");
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        node.ctx.spawn(client_connection(node.clone(), stream));
+    }
+}
+
+/// One client connection: decode a request, serve it, answer; in turn.
+async fn client_connection(node: Node, mut stream: turmoil::net::TcpStream) {
+    use crate::net::Decoder;
+    let Ok(ka) = crate::net::tcp::Keepalive::of(&stream) else {
+        return;
+    };
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 4096];
+    loop {
+        match Frames.decode(&buf) {
+            Ok(Some((payload, used))) => {
+                buf.drain(..used);
+                let reply = match decode_json::<ClientRequest>(&payload) {
+                    Ok(req) => node.serve_request(req).await,
+                    Err(_) => return,
+                };
+                let mut out = Vec::new();
+                encode_json(&reply, &mut out);
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(_) => return,
+        }
+        let n = match crate::net::tcp::read_alive(&node.ctx, &ka, &mut stream, &mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}

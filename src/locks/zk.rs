@@ -1,0 +1,93 @@
+//! ZooKeeper and Apache Curator's `InterProcessMutex`: `algorithm = "zk"`.
+//!
+//! * [`tree`]: the znode tree and its watches, a pure `DataTree`;
+//! * [`db`]: the replicated state machine (tree + sessions) and its transactions;
+//! * [`session`]: the server's session tracker (expiry buckets on its local clock);
+//! * [`proto`]: the client and peer wire formats;
+//! * [`server`]: a server node, standalone (a transaction log on its disk) or a member
+//!   of an ensemble replicated by the Raft family's core, which stands in for ZAB;
+//! * [`client`]: the ZooKeeper handle (pings, read timeout, reconnects, watches) under
+//!   Curator's connection states (SUSPENDED / RECONNECTED / LOST) and retry loop;
+//! * [`mutex`]: Curator's `InterProcessMutex` (protected mode, predecessor watch), the
+//!   [`LockClient`];
+//! * [`params`]: the `[lock]` keys;
+//! * [`checks`]: the family's `lock-linearizable` (one `expire` per zxid).
+//!
+//! What it shows (catalogue rows 13–15): a session is a lease the *server* ends, by its
+//! own clock, on its own terms. A holder that pauses (row 13) or is cut off (row 14)
+//! past the session timeout keeps believing it holds the lock while the server has
+//! deleted its node and granted the next waiter; the `czxid` of the lock node is a
+//! fencing token that saves the resource. A holder can learn of the danger only through
+//! Curator's SUSPENDED, and only if it listens (`on_suspended = "stop"`). A create whose
+//! reply is lost leaves, without Curator's protected mode, a node nobody knows about that
+//! the client's own live session keeps forever: a deadlock (row 15).
+
+pub mod checks;
+pub mod client;
+pub mod db;
+pub mod mutex;
+pub mod params;
+pub mod proto;
+pub mod server;
+pub mod session;
+pub mod tree;
+
+#[cfg(test)]
+mod run_tests;
+
+pub use mutex::CuratorMutex;
+pub use params::{OnSuspended, ZkParams, ZkToken};
+
+use crate::check::{Check, STANDARD};
+use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
+use crate::sim::{FaultPoint, NodeCtx};
+
+impl Algorithm for ZkParams {
+    const NAME: &'static str = "zk";
+    const ABOUT: &'static str =
+        "ZooKeeper (standalone or a Raft-replicated ensemble) and Curator's InterProcessMutex";
+
+    fn params() -> Vec<ParamDoc> {
+        params::DOCS.to_vec()
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        ZkParams::validate(self)
+    }
+
+    fn servers(&self) -> Vec<String> {
+        (0..self.servers).map(|i| format!("zk-{i}")).collect()
+    }
+
+    fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
+        Box::pin(server::server_main(ctx, self.clone()))
+    }
+
+    fn client(&self) -> Box<dyn LockClient> {
+        Box::new(CuratorMutex::new(self.clone()))
+    }
+
+    /// The negotiated session timeout: the lease a session gives its ephemeral nodes.
+    fn lease_ms(&self) -> Option<u64> {
+        Some(self.negotiated_timeout_ms())
+    }
+
+    /// The standard checks, with the family's `lock-linearizable` (see [`checks`]).
+    fn checks(&self) -> Vec<&'static Check> {
+        STANDARD
+            .iter()
+            .map(|c| {
+                if c.name == "lock-linearizable" {
+                    &checks::LOCK_LINEARIZABLE
+                } else {
+                    *c
+                }
+            })
+            .collect()
+    }
+
+    /// Right after the lock node's create is on the wire, before its reply is read.
+    fn client_fault_points(&self) -> &'static [FaultPoint] {
+        &[FaultPoint::MidAcquire]
+    }
+}

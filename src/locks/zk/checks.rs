@@ -1,0 +1,69 @@
+//! The family's `lock-linearizable`: the standard check on the history with duplicate
+//! `expire` records removed.
+//!
+//! A server records `expire` when it applies a session close that deletes a lock's
+//! owner node; every server of an ensemble applies it, and a restarted server applies
+//! its whole log again. Each record carries the transaction's zxid: the first record of
+//! each (lock, zxid) stands — the earliest apply anywhere, which follows the commit and
+//! precedes any server answering a read that shows the deletion.
+
+use crate::check::{Check, CheckParams, CheckReport, STANDARD};
+use crate::history::{Event, EventType};
+use std::collections::BTreeSet;
+
+/// `lock-linearizable` for `algorithm = "zk"`.
+pub const LOCK_LINEARIZABLE: Check = Check {
+    name: "lock-linearizable",
+    about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec (one expire per zxid)",
+    run: check,
+};
+
+/// The history with only the first `expire` of each (lock, zxid).
+pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
+    let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
+    history
+        .iter()
+        .filter(|e| {
+            if e.kind != EventType::Event || e.f != "expire" || !e.process.starts_with("zk-") {
+                return true;
+            }
+            let zxid = e
+                .value
+                .as_ref()
+                .and_then(|v| v.get("zxid"))
+                .and_then(|z| z.as_u64());
+            match (e.key.clone(), zxid) {
+                (Some(k), Some(z)) => seen.insert((k, z)),
+                _ => true,
+            }
+        })
+        .cloned()
+        .collect()
+}
+
+fn check(history: &[Event], params: &CheckParams) -> CheckReport {
+    let standard = STANDARD
+        .iter()
+        .find(|c| c.name == "lock-linearizable")
+        .expect("the standard checks include lock-linearizable");
+    (standard.run)(&dedupe_expires(history), params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_record_of_each_zxid_stands() {
+        let ex = |p: &str, z: u64| {
+            Event::new(p, EventType::Event, "expire")
+                .key("L")
+                .value(serde_json::json!({ "zxid": z }))
+        };
+        let h = vec![ex("zk-0", 7), ex("zk-1", 7), ex("zk-1", 9), ex("zk-0", 7)];
+        let d = dedupe_expires(&h);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].process, "zk-0");
+        assert_eq!(d[1].value, Some(serde_json::json!({ "zxid": 9 })));
+    }
+}

@@ -1,0 +1,385 @@
+//! Whole runs of the family through the harness: sessions as the server and the client
+//! see them, and the recipe's behaviour, read back from the history.
+
+use crate::history::{Event, EventType};
+use crate::scenario::Scenario;
+use crate::{check_run, run, Verdict};
+use std::path::Path;
+
+fn scenario(body: &str) -> Scenario {
+    let text = format!("name = \"t\"\nalgorithm = \"zk\"\n{body}");
+    Scenario::parse(Path::new("t.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn states<'a>(h: &'a [Event], node: &str) -> Vec<(&'a str, f64, &'a str)> {
+    h.iter()
+        .filter(|e| e.process == node && e.f == "connection")
+        .map(|e| {
+            (
+                e.value.as_ref().and_then(|v| v.as_str()).unwrap_or(""),
+                e.time_ms(),
+                e.reason.as_deref().unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
+fn verdict(s: &Scenario, r: &crate::RunResult, check: &str) -> Verdict {
+    check_run(s, r)
+        .into_iter()
+        .find(|c| c.name == check)
+        .unwrap()
+        .verdict
+}
+
+#[test]
+fn a_paused_holders_session_expires_on_the_server_and_it_learns_so_on_reconnecting() {
+    let s = scenario(
+        "duration_ms = 4000\n[workload]\nclients = 2\n[[faults.at]]\nat_ms = 300\nkind = \"pause\"\nnodes = [\"client-0\"]\nduration_ms = 1500\nat = \"after-acquire\"\n",
+    );
+    for seed in 0..3 {
+        let r = run(&s, seed);
+        let h = &r.history;
+        let pause = h.iter().find(|e| e.f == "pause").expect("the pause struck");
+        let resume = h.iter().find(|e| e.f == "resume").unwrap();
+        // The server expired the holder's session while it was frozen, by its own clock:
+        // between T and T + tick after the last request it heard.
+        let expire = h
+            .iter()
+            .find(|e| e.process == "zk-0" && e.f == "expire")
+            .expect("an expire");
+        assert!(expire.time_ns > pause.time_ns && expire.time_ns < resume.time_ns);
+        let gap = expire.time_ns - pause.time_ns;
+        assert!(
+            gap <= 1_110_000_000,
+            "seed {seed}: expired {gap} ns after the pause"
+        );
+        // The waiter was granted right after.
+        let grant = h
+            .iter()
+            .find(|e| {
+                e.process == "client-1"
+                    && e.kind == EventType::Ok
+                    && e.f == "acquire"
+                    && e.time_ns > expire.time_ns
+            })
+            .unwrap();
+        assert!(grant.time_ns - expire.time_ns < 50_000_000);
+        // The holder: SUSPENDED on waking (no reply for longer than the read timeout),
+        // LOST when the server says the session expired, then a new session.
+        let st = states(h, "client-0");
+        let after: Vec<&str> = st
+            .iter()
+            .filter(|(_, t, _)| *t * 1e6 >= resume.time_ns as f64)
+            .map(|(s, _, _)| *s)
+            .collect();
+        assert_eq!(
+            after,
+            ["SUSPENDED", "LOST", "RECONNECTED"],
+            "seed {seed}: {st:?}"
+        );
+        let lost = st.iter().find(|(s, _, _)| *s == "LOST").unwrap();
+        assert!(lost.2.contains("expired"), "{lost:?}");
+        assert!(st.last().unwrap().2.contains("new session"));
+        assert_eq!(verdict(&s, &r, "mutex"), Verdict::Violated);
+        assert_eq!(verdict(&s, &r, "lock-linearizable"), Verdict::Holds);
+    }
+}
+
+#[test]
+fn a_partitioned_clients_session_expires_and_curator_declares_it_lost_on_its_own() {
+    let s = scenario(
+        "duration_ms = 5000\n[workload]\nclients = 2\n[[faults.at]]\nat_ms = 500\nkind = \"partition\"\nnodes = [\"client-0\"]\npeers = [\"zk-0\"]\nduration_ms = 2500\n",
+    );
+    let r = run(&s, 1);
+    let st = states(&r.history, "client-0");
+    let names: Vec<&str> = st.iter().map(|(s, _, _)| *s).collect();
+    assert_eq!(
+        names,
+        ["CONNECTED", "SUSPENDED", "LOST", "RECONNECTED"],
+        "{st:?}"
+    );
+    let (suspended, lost) = (st[1].1, st[2].1);
+    // SUSPENDED 2/3 of the timeout after the last reply (before 500 + 667 ms), LOST a
+    // whole session timeout later, injected by Curator while still cut off.
+    assert!(suspended > 500.0 && suspended <= 1168.0, "{st:?}");
+    assert!((lost - suspended - 1000.0).abs() < 2.0, "{st:?}");
+    assert!(st[2].2.contains("injecting"), "{st:?}");
+    // The server expired it too, on its own, before the client gave up.
+    let server_expired = r
+        .history
+        .iter()
+        .any(|e| e.process == "zk-0" && e.f == "expire");
+    let client0_held = r.history.iter().any(|e| {
+        e.process == "client-0"
+            && e.kind == EventType::Ok
+            && e.f == "acquire"
+            && e.time_ms() < 500.0
+    });
+    assert_eq!(
+        server_expired, client0_held,
+        "an expire only if client-0 owned the lock"
+    );
+    assert!(st[3].2.contains("new session") && st[3].1 > 3000.0);
+}
+
+#[test]
+fn a_waiter_is_granted_when_its_predecessor_goes_and_not_before() {
+    let s = scenario("duration_ms = 3000\n[workload]\nclients = 3\n");
+    for seed in 0..4 {
+        let r = run(&s, seed);
+        let h = &r.history;
+        let holds = crate::check::hold_intervals(h, r.end_ns);
+        assert!(holds.len() > 20, "seed {seed}: {} holds", holds.len());
+        let mut holds: Vec<_> = holds.into_iter().collect();
+        holds.sort_by_key(|x| x.start_ns);
+        for w in holds.windows(2) {
+            let (prev, next) = (&w[0], &w[1]);
+            assert!(
+                next.start_ns >= prev.end_ns,
+                "seed {seed}: overlap {prev:?} {next:?}"
+            );
+            // Watch-driven: a delete, a notification, a getChildren: a few latencies.
+            if next.process != prev.process {
+                assert!(
+                    next.start_ns - prev.end_ns < 60_000_000,
+                    "seed {seed}: {prev:?} then {next:?}"
+                );
+            }
+            assert!(next.token > prev.token, "czxid tokens increase");
+        }
+        for c in check_run(&s, &r) {
+            assert_eq!(
+                c.verdict,
+                Verdict::Holds,
+                "seed {seed}: {} {:?}",
+                c.name,
+                c.violations
+            );
+        }
+    }
+}
+
+#[test]
+fn the_server_clamps_the_session_timeout_to_its_ticks() {
+    let s = scenario("duration_ms = 500\n[lock]\ntick_ms = 100\nsession_timeout_ms = 50\n[workload]\nclients = 1\n");
+    let r = run(&s, 0);
+    let st = states(&r.history, "client-0");
+    assert!(st[0].2.ends_with("timeout 200 ms"), "{st:?}");
+}
+
+#[test]
+fn a_restarted_standalone_server_keeps_its_sessions_and_their_nodes() {
+    let s = scenario(
+        "duration_ms = 4000\n[workload]\nclients = 3\n[[faults.at]]\nat_ms = 1000\nkind = \"crash\"\nnodes = [\"zk-0\"]\ndown_ms = 300\n",
+    );
+    for seed in 0..3 {
+        let r = run(&s, seed);
+        let h = &r.history;
+        assert!(
+            !h.iter().any(|e| e.process == "zk-0" && e.f == "expire"),
+            "seed {seed}"
+        );
+        for c in ["client-0", "client-1", "client-2"] {
+            let st = states(h, c);
+            assert!(
+                st.iter().all(|(s, _, why)| *s != "LOST"
+                    && (*s == "CONNECTED" || !why.contains("new session"))),
+                "seed {seed} {c}: {st:?}"
+            );
+        }
+        for check in ["mutex", "liveness", "lock-linearizable", "counter"] {
+            assert_eq!(
+                verdict(&s, &r, check),
+                Verdict::Holds,
+                "seed {seed} {check}"
+            );
+        }
+    }
+}
+
+mod ensemble {
+    use super::*;
+    use crate::locks::zk::client::ZkClient;
+    use crate::locks::zk::proto::{Request, Response};
+    use crate::locks::zk::tree::CreateMode;
+    use crate::locks::zk::ZkParams;
+    use crate::sim::{FaultPlan, Host, Network, World};
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    fn params() -> ZkParams {
+        ZkParams {
+            servers: 3,
+            ..ZkParams::default()
+        }
+    }
+
+    /// Three servers and two test clients: a writer that creates `/n<i>` nodes one after
+    /// another and announces each once acknowledged, and a reader that then looks for it
+    /// (with or without `sync` first). Returns (reads, stale reads, own writes unseen).
+    fn reads_after_writes(seed: u64, sync: bool) -> (u32, u32, u32) {
+        let p = params();
+        let announced: Rc<Cell<u32>> = Rc::default();
+        let out: Rc<RefCell<(u32, u32, u32)>> = Rc::default();
+        let mut hosts: Vec<Host> = (0..3)
+            .map(|i| {
+                let p = p.clone();
+                Host::new(format!("zk-{i}"), move |ctx| {
+                    Box::pin(crate::locks::zk::server::server_main(ctx, p.clone()))
+                })
+            })
+            .collect();
+        let (p1, a1, o1) = (p.clone(), announced.clone(), out.clone());
+        hosts.push(Host::new("writer", move |ctx| {
+            let (p, announced, out) = (p1.clone(), a1.clone(), o1.clone());
+            Box::pin(async move {
+                let c = ZkClient::new(p);
+                c.start(&ctx);
+                for i in 1.. {
+                    if !c.wait_connected(&ctx, Duration::from_secs(5)).await {
+                        continue;
+                    }
+                    let path = format!("/n{i}");
+                    let created = c
+                        .call(
+                            Request::Create {
+                                path: path.clone(),
+                                data: vec![],
+                                mode: CreateMode::Persistent,
+                            },
+                            None,
+                        )
+                        .await;
+                    if created.is_err() {
+                        return;
+                    }
+                    // Its own write is visible to it at once, wherever it is connected.
+                    let seen = c.call(Request::Exists { path, watch: false }, None).await;
+                    if !matches!(seen, Ok(Response::Exists { stat: Some(_) })) {
+                        out.borrow_mut().2 += 1;
+                    }
+                    announced.set(i);
+                    ctx.sleep(Duration::from_millis(20)).await;
+                }
+            })
+        }));
+        let (p2, a2, o2) = (p.clone(), announced.clone(), out.clone());
+        hosts.push(Host::new("reader", move |ctx| {
+            let (p, announced, out) = (p2.clone(), a2.clone(), o2.clone());
+            Box::pin(async move {
+                let c = ZkClient::new(p);
+                c.start(&ctx);
+                let mut last = 0;
+                loop {
+                    ctx.sleep(Duration::from_millis(1)).await;
+                    let i = announced.get();
+                    if i == last || !c.is_connected() {
+                        continue;
+                    }
+                    last = i;
+                    if sync
+                        && c.call(Request::Sync { path: "/".into() }, None)
+                            .await
+                            .is_err()
+                    {
+                        continue;
+                    }
+                    let path = format!("/n{i}");
+                    let r = c.call(Request::Exists { path, watch: false }, None).await;
+                    let mut o = out.borrow_mut();
+                    match r {
+                        Ok(Response::Exists { stat: Some(_) }) => o.0 += 1,
+                        Ok(Response::Exists { stat: None }) => {
+                            o.0 += 1;
+                            o.1 += 1;
+                        }
+                        _ => {}
+                    }
+                }
+            })
+        }));
+        let world = World {
+            duration_ms: 3000,
+            network: Network {
+                latency_ms: [1, 10],
+                loss: 0.0,
+            },
+            hosts,
+            faults: FaultPlan::Fixed(vec![]),
+            progress: None,
+        };
+        let r = crate::sim::run(world, seed);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        let o = *out.borrow();
+        o
+    }
+
+    #[test]
+    fn reads_are_sequentially_consistent_and_sync_catches_up() {
+        let (mut stale_without, mut reads_without) = (0, 0);
+        for seed in 0..4 {
+            let (reads, stale, unseen) = reads_after_writes(seed, true);
+            assert!(reads > 20, "seed {seed}: {reads} reads");
+            assert_eq!(
+                stale, 0,
+                "seed {seed}: a read after sync missed a committed write"
+            );
+            assert_eq!(unseen, 0, "seed {seed}: a client missed its own write");
+            let (reads, stale, unseen) = reads_after_writes(seed, false);
+            assert_eq!(unseen, 0);
+            reads_without += reads;
+            stale_without += stale;
+        }
+        // Without sync a follower may answer before it has applied the write (ZooKeeper's
+        // sequential consistency); the reader sees it late, never out of order.
+        assert!(reads_without > 80);
+        assert!(stale_without < reads_without);
+    }
+
+    #[test]
+    fn a_session_survives_the_loss_of_its_server_by_moving_to_another() {
+        let s = scenario("duration_ms = 5000\n[lock]\nservers = 3\n[workload]\nclients = 3\n");
+        // Find the leader of a fault-free run, then crash it at 1500 ms in the same run.
+        let first = run(&s, 2);
+        let leader = first
+            .history
+            .iter()
+            .rfind(|e| e.f == "leader" && e.time_ms() < 1500.0)
+            .map(|e| e.process.clone())
+            .expect("a leader");
+        let schedule = vec![crate::TimedFault {
+            at_ms: 1500,
+            fault: crate::Fault::Crash {
+                nodes: vec![leader.clone()],
+                down_ms: Some(500),
+                at: crate::FaultPoint::Anywhere,
+            },
+        }];
+        let r = crate::run_with_schedule(&s, 2, schedule);
+        let h = &r.history;
+        let new_leader = h
+            .iter()
+            .find(|e| e.f == "leader" && e.time_ms() > 1500.0)
+            .expect("a new leader");
+        assert_ne!(new_leader.process, leader);
+        assert!(new_leader.time_ms() < 2200.0, "{new_leader:?}");
+        for c in ["client-0", "client-1", "client-2"] {
+            let st = states(h, c);
+            assert!(
+                !st.iter().any(|(s, _, _)| *s == "LOST"),
+                "{c} lost its session: {st:?}"
+            );
+        }
+        for check in [
+            "mutex",
+            "liveness",
+            "lock-linearizable",
+            "counter",
+            "token-order",
+        ] {
+            assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
+        }
+    }
+}

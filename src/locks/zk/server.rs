@@ -1,0 +1,983 @@
+//! A ZooKeeper server node (`zk-N`): client connections, sessions and their expiry,
+//! watches, and the write path — a transaction log on the node's disk when standalone,
+//! the Raft core when in an ensemble.
+//!
+//! # Standalone (`servers = 1`)
+//!
+//! A write gets the next zxid, is appended to the transaction log on the node's disk and
+//! fsynced (ZooKeeper's `forceSync = yes`), then applied and answered. A restart replays
+//! the log and, like ZooKeeper loading its database, starts every live session over
+//! with a full timeout, so clients that reconnect in time keep their sessions and their
+//! ephemeral nodes.
+//!
+//! # Ensemble (`servers = 3 | 5`)
+//!
+//! The [`RaftCore`] of the Raft family stands in for ZAB: every write (and every session
+//! open and close) is proposed as a Raft entry; its zxid is the entry's log index; every
+//! server applies the committed entries in order and the server the client is connected
+//! to answers once *it* has applied the write. Reads are served from the local applied
+//! state (ZooKeeper's sequential consistency: a client's requests are answered in order,
+//! so it sees its own writes; `sync` is a ReadIndex round after which the server has
+//! applied everything committed before it). As a ZooKeeper follower that loses its
+//! leader stops serving, a server that knows no Raft leader closes its client
+//! connections and refuses new ones.
+//!
+//! Session expiry is the leader's (`LeaderSessionTracker`): a new leader starts every
+//! session over with a full timeout; followers report the sessions their clients touched
+//! every half tick (ZooKeeper's learner ping); the leader proposes `closeSession` for
+//! each expired bucket, and again if it was not applied within two ticks. Raft ticks
+//! every `tick_ms / 5` of the node's local clock (election timeout 10 to 20 Raft ticks,
+//! heartbeats every 2), so a leader fails over within about half a session timeout.
+//!
+//! # Connections
+//!
+//! One task per connection answers its requests strictly in order (a write is answered
+//! once applied, and a later read waits for it, as ZooKeeper's per-session ordering), and
+//! sends watch notifications as the transactions that fire them are applied — always
+//! before any reply that reflects a later state. A connection closes when its session is
+//! closed, so a client learns of an expiry only when it reconnects and is told `Expired`.
+//! A client whose last seen zxid is ahead of the server is refused (it must try another
+//! server), as in `ZooKeeperServer.processConnectRequest`.
+//!
+//! # History
+//!
+//! A server records `leader` ({term}) when it becomes the leader of an ensemble, and
+//! `expire` (key = the lock) when a session close deletes the node that
+//! owns a lock (see [`super::db`]), with `{zxid, node, session}`. Every server of an
+//! ensemble records it when it applies the entry (and again after a restart, which
+//! re-applies its log): the family's `lock-linearizable` keeps the first record of each
+//! zxid.
+
+use super::db::{Applied, Op, Txn, TxnOk, ZkDb};
+use super::params::{negotiate, ZkParams};
+use super::proto::{
+    decode, decode_peer, encode_peer, frame, ClientFrame, PeerMsg, Request, Response, ServerFrame,
+    CLIENT_PORT, PEER_PORT,
+};
+use super::session::SessionTracker;
+use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
+use crate::history::EventType;
+use crate::locks::raft::core::{ProposeError, RaftCore, Role};
+use crate::locks::raft::params::{Fsync, RaftParams, ReadMode};
+use crate::net::{serve_peers, Conn, Frames, Mesh};
+use crate::sim::NodeCtx;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// The standalone transaction log's file name.
+pub const TXN_LOG: &str = "zk.txnlog";
+
+/// The index of server `zk-N`.
+pub fn server_index(name: &str) -> usize {
+    name.strip_prefix("zk-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{name} is not a ZooKeeper server"))
+}
+
+/// The Raft parameters an ensemble runs with (see the module docs).
+pub fn raft_params(p: &ZkParams) -> RaftParams {
+    RaftParams {
+        nodes: p.servers,
+        tick_ms: (p.tick_ms / 5).max(1),
+        election_tick: 10,
+        heartbeat_tick: 2,
+        check_quorum: true,
+        pre_vote: true,
+        read: ReadMode::ReadIndex,
+        fsync: Fsync::Always,
+        ..RaftParams::default()
+    }
+}
+
+/// A Raft entry's payload: a transaction and the proposer's id for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Proposal {
+    id: u64,
+    txn: Txn,
+}
+
+struct ConnEntry {
+    session: SessionId,
+    watches: mpsc::UnboundedSender<WatchedEvent>,
+}
+
+type WriteResult = Result<TxnOk, ZkError>;
+
+/// The Raft side of an ensemble server.
+struct Ensemble {
+    core: RaftCore,
+    /// The leader as of the last Ready handled (0: none).
+    lead: u64,
+    /// Proposals of this server's clients, waiting to be applied here.
+    waiters: BTreeMap<u64, oneshot::Sender<(Zxid, WriteResult)>>,
+    /// ReadIndex requests by id, before Raft answered them.
+    reads: BTreeMap<u64, oneshot::Sender<()>>,
+    /// ReadIndex answers waiting for the apply index.
+    pending_reads: Vec<(u64, oneshot::Sender<()>)>,
+    /// Sessions this server's clients touched since the last report to the leader.
+    touched: BTreeSet<SessionId>,
+}
+
+struct Server {
+    db: ZkDb,
+    /// Expiry decisions: always when standalone, only on the leader of an ensemble.
+    tracker: Option<SessionTracker>,
+    conns: BTreeMap<u64, ConnEntry>,
+    next_conn: u64,
+    ens: Option<Ensemble>,
+}
+
+/// One server: its context, parameters, shared state and wake-ups. Cheap to clone.
+#[derive(Clone)]
+struct Node {
+    ctx: NodeCtx,
+    params: Rc<ZkParams>,
+    me: usize,
+    s: Rc<RefCell<Server>>,
+    /// Wakes the Raft loop.
+    wake: Rc<Notify>,
+    mesh: Option<Mesh>,
+}
+
+/// What server `zk-N` runs, from start to crash.
+pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
+    let me = server_index(ctx.name());
+    let now = ctx.mono_ns();
+    let ensemble = params.servers > 1;
+    let mut server = Server {
+        db: ZkDb::new(),
+        tracker: None,
+        conns: BTreeMap::new(),
+        next_conn: 1,
+        ens: None,
+    };
+    if ensemble {
+        let seed = ctx.rand_u64();
+        let core = {
+            let mut disk = ctx.disk();
+            RaftCore::new(me as u64 + 1, &raft_params(&params), &mut disk, seed)
+                .expect("valid raft configuration")
+        };
+        server.ens = Some(Ensemble {
+            core,
+            lead: 0,
+            waiters: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            pending_reads: Vec::new(),
+            touched: BTreeSet::new(),
+        });
+    } else {
+        let txns = read_log(&mut ctx.disk());
+        let mut tracker = SessionTracker::new(params.tick_ms);
+        for (i, txn) in txns.iter().enumerate() {
+            let applied = server.db.apply(i as u64 + 1, txn);
+            record_lost_owners(&ctx, &applied);
+        }
+        for (&id, &timeout) in server.db.sessions() {
+            tracker.add(id, timeout, now);
+        }
+        server.tracker = Some(tracker);
+    }
+    let node = Node {
+        mesh: ensemble.then(|| Mesh::new(params.servers as usize)),
+        ctx: ctx.clone(),
+        params: Rc::new(params),
+        me,
+        s: Rc::new(RefCell::new(server)),
+        wake: Rc::new(Notify::new()),
+    };
+    ctx.spawn(client_listener(node.clone()));
+    ctx.spawn(expirer(node.clone()));
+    ctx.spawn(container_manager(node.clone()));
+    if let Some(mesh) = &node.mesh {
+        let hosts: Vec<String> = (0..node.params.servers)
+            .map(|i| format!("zk-{i}"))
+            .collect();
+        // A batch not acknowledged within a tick is dropped with its connection (Raft
+        // retransmits). A tick is half the Raft election timeout (`raft_params`).
+        let timeout = Duration::from_millis(node.params.tick_ms);
+        mesh.spawn_senders(&ctx, me, &hosts, PEER_PORT, timeout);
+        let receiver = node.clone();
+        ctx.spawn(serve_peers(ctx.clone(), PEER_PORT, move |_ctx, msg| {
+            receiver.on_peer(msg)
+        }));
+        ctx.spawn(touch_reporter(node.clone()));
+        raft_loop(node).await
+    } else {
+        std::future::pending::<()>().await
+    }
+}
+
+fn record_lost_owners(ctx: &NodeCtx, applied: &Applied) {
+    for o in &applied.lost_owners {
+        tracing::debug!(
+            lock = o.lock,
+            node = o.path,
+            "a session close deleted the lock's owner"
+        );
+        ctx.record(
+            ctx.event(EventType::Event, "expire")
+                .key(o.lock.clone())
+                .value(serde_json::json!({
+                    "zxid": applied.zxid,
+                    "node": o.path,
+                    "session": format!("0x{:x}", o.session),
+                })),
+        );
+    }
+}
+
+impl Node {
+    fn tick_ns(&self) -> i64 {
+        self.params.tick_ms as i64 * 1_000_000
+    }
+
+    fn is_leader(&self) -> bool {
+        let s = self.s.borrow();
+        match &s.ens {
+            None => true,
+            Some(e) => e.lead == self.me as u64 + 1,
+        }
+    }
+
+    /// Whether the server serves clients (an ensemble member needs a known leader).
+    fn serving(&self) -> bool {
+        !matches!(&self.s.borrow().ens, Some(e) if e.lead == 0)
+    }
+
+    fn last_zxid(&self) -> Zxid {
+        self.s.borrow().db.last_zxid()
+    }
+
+    /// The server heard from `session`.
+    fn touch(&self, session: SessionId) -> bool {
+        let now = self.ctx.mono_ns();
+        let leader = self.is_leader();
+        let mut s = self.s.borrow_mut();
+        if !s.db.has_session(session) {
+            return false;
+        }
+        if let Some(e) = s.ens.as_mut() {
+            if !leader {
+                e.touched.insert(session);
+                return true;
+            }
+        }
+        match s.tracker.as_mut() {
+            Some(t) => t.touch(session, now),
+            None => true,
+        }
+    }
+
+    /// Everything a transaction did besides its result: watches out, sessions tracked or
+    /// closed (with their connections), lock owners lost recorded.
+    fn after_apply(&self, txn: &Txn, applied: &Applied) {
+        let now = self.ctx.mono_ns();
+        let mut s = self.s.borrow_mut();
+        for (w, ev) in &applied.fired {
+            if let Some(c) = s.conns.get(w) {
+                let _ = c.watches.send(ev.clone());
+            }
+        }
+        match (&txn.op, &applied.result) {
+            (Op::CreateSession { timeout_ms }, Ok(_)) => {
+                if let Some(t) = s.tracker.as_mut() {
+                    t.add(txn.session, *timeout_ms, now);
+                }
+            }
+            (Op::CloseSession, Ok(_)) => {
+                if let Some(t) = s.tracker.as_mut() {
+                    t.remove(txn.session);
+                }
+                // Dropping the watch sender closes the connection.
+                s.conns.retain(|_, c| c.session != txn.session);
+            }
+            _ => {}
+        }
+        drop(s);
+        record_lost_owners(&self.ctx, applied);
+    }
+
+    /// Run a write through the total order and return its zxid and result once applied
+    /// here; `None` if it could not be (no leader, or not applied within the session
+    /// timeout): the connection is then closed, as a ZooKeeper follower does when its
+    /// leader is gone.
+    async fn write(&self, op: Op, session: SessionId) -> Option<(Zxid, WriteResult)> {
+        let txn = Txn {
+            session,
+            owner: self.me as u64 + 1,
+            time_ms: self.ctx.wall_ms(),
+            op,
+        };
+        if self.s.borrow().ens.is_none() {
+            let zxid = self.last_zxid() + 1;
+            {
+                let mut disk = self.ctx.disk();
+                append_log(&mut disk, &txn);
+            }
+            let applied = self.s.borrow_mut().db.apply(zxid, &txn);
+            self.after_apply(&txn, &applied);
+            return Some((zxid, applied.result));
+        }
+        let id = self.ctx.rand_u64();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.s.borrow_mut();
+            let e = s.ens.as_mut().expect("ensemble");
+            match e.core.propose(Proposal { id, txn }.encode()) {
+                Ok(()) => {
+                    e.waiters.insert(id, tx);
+                }
+                Err(ProposeError::Dropped) | Err(ProposeError::Raft(_)) => return None,
+            }
+        }
+        self.wake.notify_one();
+        let timeout = Duration::from_millis(self.params.negotiated_timeout_ms());
+        match self.ctx.timeout(timeout, rx).await {
+            Ok(Ok(r)) => Some(r),
+            _ => {
+                if let Some(e) = self.s.borrow_mut().ens.as_mut() {
+                    e.waiters.remove(&id);
+                }
+                None
+            }
+        }
+    }
+
+    /// Run a transaction nobody waits for (session closes, container deletes).
+    fn submit_txn(&self, txn: Txn) {
+        if self.s.borrow().ens.is_none() {
+            let zxid = self.last_zxid() + 1;
+            append_log(&mut self.ctx.disk(), &txn);
+            let applied = self.s.borrow_mut().db.apply(zxid, &txn);
+            self.after_apply(&txn, &applied);
+            return;
+        }
+        let id = self.ctx.rand_u64();
+        if let Some(e) = self.s.borrow_mut().ens.as_mut() {
+            // Dropped without a leader: the expirer proposes it again.
+            let _ = e.core.propose(Proposal { id, txn }.encode());
+        }
+        self.wake.notify_one();
+    }
+
+    /// A ReadIndex round (ensemble `sync`): true once this server has applied everything
+    /// committed before it.
+    async fn read_barrier(&self) -> bool {
+        let rid = self.ctx.rand_u64();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.s.borrow_mut();
+            let Some(e) = s.ens.as_mut() else {
+                return true;
+            };
+            e.core.read_index(rid.to_be_bytes().to_vec());
+            e.reads.insert(rid, tx);
+        }
+        self.wake.notify_one();
+        let timeout = Duration::from_millis(self.params.negotiated_timeout_ms());
+        match self.ctx.timeout(timeout, rx).await {
+            Ok(Ok(())) => true,
+            _ => {
+                if let Some(e) = self.s.borrow_mut().ens.as_mut() {
+                    e.reads.remove(&rid);
+                }
+                false
+            }
+        }
+    }
+
+    /// Answer one request of connection `cid` (session `session`). `None`: close the
+    /// connection without an answer.
+    async fn serve(&self, cid: u64, session: SessionId, req: Request) -> Option<Response> {
+        let reply = |r: Option<(Zxid, WriteResult)>| -> Option<Response> {
+            let (_, result) = r?;
+            Some(match result {
+                Ok(TxnOk::Created { path, stat }) => Response::Created { path, stat },
+                Ok(TxnOk::Deleted) => Response::Deleted,
+                Ok(TxnOk::Set { stat }) => Response::Set { stat },
+                Ok(TxnOk::SessionClosed) => Response::Closed,
+                Ok(TxnOk::SessionCreated { .. } | TxnOk::OwnerSet) => {
+                    Response::Err(ZkError::BadArguments)
+                }
+                Err(e) => Response::Err(e),
+            })
+        };
+        match req {
+            Request::Ping => Some(Response::Pong),
+            Request::Create { path, data, mode } => {
+                reply(self.write(Op::Create { path, data, mode }, session).await)
+            }
+            Request::Delete { path, version } => {
+                reply(self.write(Op::Delete { path, version }, session).await)
+            }
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => reply(
+                self.write(
+                    Op::SetData {
+                        path,
+                        data,
+                        version,
+                    },
+                    session,
+                )
+                .await,
+            ),
+            Request::CloseSession => reply(self.write(Op::CloseSession, session).await),
+            Request::Exists { path, watch } => {
+                let mut s = self.s.borrow_mut();
+                Some(match s.db.tree.exists(&path, watch.then_some(cid)) {
+                    Ok(stat) => Response::Exists { stat },
+                    Err(e) => Response::Err(e),
+                })
+            }
+            Request::GetData { path, watch } => {
+                let mut s = self.s.borrow_mut();
+                Some(match s.db.tree.get_data(&path, watch.then_some(cid)) {
+                    Ok((data, stat)) => Response::Data { data, stat },
+                    Err(e) => Response::Err(e),
+                })
+            }
+            Request::GetChildren { path, watch } => {
+                let mut s = self.s.borrow_mut();
+                Some(match s.db.tree.get_children(&path, watch.then_some(cid)) {
+                    Ok((children, stat)) => Response::Children { children, stat },
+                    Err(e) => Response::Err(e),
+                })
+            }
+            Request::Sync { .. } => self.read_barrier().await.then_some(Response::Synced),
+            Request::SetWatches {
+                relative_zxid,
+                data,
+                exist,
+                child,
+            } => {
+                let mut s = self.s.borrow_mut();
+                let last = s.db.last_zxid();
+                let mut fired = Vec::new();
+                s.db.tree.set_watches(
+                    relative_zxid,
+                    [&data, &exist, &child],
+                    cid,
+                    last,
+                    &mut fired,
+                );
+                if let Some(c) = s.conns.get(&cid) {
+                    for (_, ev) in fired {
+                        let _ = c.watches.send(ev);
+                    }
+                }
+                Some(Response::WatchesSet)
+            }
+            Request::Connect { .. } => None,
+        }
+    }
+
+    /// A message from another server.
+    fn on_peer(&self, bytes: &[u8]) {
+        match decode_peer(bytes) {
+            Ok(PeerMsg::Raft(msg)) => {
+                if let Some(e) = self.s.borrow_mut().ens.as_mut() {
+                    // A malformed message changes nothing.
+                    let _ = e.core.step_bytes(&msg);
+                }
+                self.wake.notify_one();
+            }
+            Ok(PeerMsg::Touch { sessions }) => {
+                let now = self.ctx.mono_ns();
+                let mut s = self.s.borrow_mut();
+                if let Some(t) = s.tracker.as_mut() {
+                    for id in sessions {
+                        t.touch(id, now);
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Handle every pending Raft Ready: leadership, applies, reads, messages.
+    fn handle_ready(&self) {
+        let now = self.ctx.mono_ns();
+        let out = {
+            let mut s = self.s.borrow_mut();
+            let Some(e) = s.ens.as_mut() else {
+                return;
+            };
+            if !e.core.has_ready() {
+                return;
+            }
+            let mut disk = self.ctx.disk();
+            e.core.process_ready(&mut disk)
+        };
+        if let Some(ss) = out.soft_state {
+            let mut s = self.s.borrow_mut();
+            let s = &mut *s;
+            let e = s.ens.as_mut().expect("ensemble");
+            let was_leader = e.lead == self.me as u64 + 1;
+            e.lead = ss.leader_id;
+            let leader = ss.role == Role::Leader;
+            if leader && !was_leader {
+                let term = e.core.term();
+                tracing::debug!(term, "leading: every session starts over");
+                self.ctx.record(
+                    self.ctx
+                        .event(EventType::Event, "leader")
+                        .value(serde_json::json!({ "term": term })),
+                );
+                let mut t = SessionTracker::new(self.params.tick_ms);
+                for (&id, &timeout) in s.db.sessions() {
+                    t.add(id, timeout, now);
+                }
+                s.tracker = Some(t);
+            } else if !leader {
+                s.tracker = None;
+            }
+            if e.lead == 0 && !s.conns.is_empty() {
+                tracing::debug!("no leader: closing client connections");
+                s.conns.clear();
+            }
+        }
+        for c in &out.committed {
+            if c.data.is_empty() {
+                self.s.borrow_mut().db.skip(c.index);
+                continue;
+            }
+            let Ok(p) = serde_json::from_slice::<Proposal>(&c.data) else {
+                self.s.borrow_mut().db.skip(c.index);
+                continue;
+            };
+            let applied = self.s.borrow_mut().db.apply(c.index, &p.txn);
+            self.after_apply(&p.txn, &applied);
+            let waiter = self
+                .s
+                .borrow_mut()
+                .ens
+                .as_mut()
+                .and_then(|e| e.waiters.remove(&p.id));
+            if let Some(w) = waiter {
+                let _ = w.send((c.index, applied.result));
+            }
+        }
+        let mut s = self.s.borrow_mut();
+        let s = &mut *s;
+        let applied = s.db.last_zxid();
+        let e = s.ens.as_mut().expect("ensemble");
+        for rs in out.read_states {
+            let Some(rid) = rs
+                .ctx
+                .get(..8)
+                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+            else {
+                continue;
+            };
+            if let Some(done) = e.reads.remove(&rid) {
+                e.pending_reads.push((rs.index, done));
+            }
+        }
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut e.pending_reads)
+            .into_iter()
+            .partition(|(index, _)| *index <= applied);
+        e.pending_reads = waiting;
+        for (_, done) in ready {
+            let _ = done.send(());
+        }
+        if let Some(mesh) = &self.mesh {
+            for m in out.messages {
+                mesh.send((m.to - 1) as usize, encode_peer(&PeerMsg::Raft(m.encode())));
+            }
+        }
+    }
+}
+
+impl Proposal {
+    fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a proposal serialises")
+    }
+}
+
+/// The Raft loop: ticks on the local clock, handles Readies when woken.
+async fn raft_loop(node: Node) {
+    let ctx = node.ctx.clone();
+    let tick_ns = raft_params(&node.params).tick_ms as i64 * 1_000_000;
+    // A restarted server applies its recovered log at once.
+    node.handle_ready();
+    let mut next_tick = ctx.mono_ns() + tick_ns;
+    loop {
+        let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
+        tokio::select! {
+            biased;
+            _ = node.wake.notified() => {}
+            _ = ctx.sleep(Duration::from_nanos(wait)) => {}
+        }
+        node.handle_ready();
+        let now = ctx.mono_ns();
+        if now >= next_tick {
+            if let Some(e) = node.s.borrow_mut().ens.as_mut() {
+                e.core.tick();
+            }
+            node.handle_ready();
+            // Like a ticker, ticks missed during a stall are not made up.
+            next_tick = now + tick_ns;
+        }
+    }
+}
+
+/// The session expirer: at every tick boundary of the local clock, close the sessions
+/// whose bucket is due (and, in an ensemble, propose again closes that were lost).
+async fn expirer(node: Node) {
+    let ctx = node.ctx.clone();
+    let tick = node.tick_ns();
+    loop {
+        let now = ctx.mono_ns();
+        let next = (now.div_euclid(tick) + 1) * tick;
+        ctx.sleep(Duration::from_nanos((next - now).max(1) as u64))
+            .await;
+        let now = ctx.mono_ns();
+        let expired = {
+            let mut s = node.s.borrow_mut();
+            let Some(t) = s.tracker.as_mut() else {
+                continue;
+            };
+            let mut v = t.expire(now);
+            v.extend(t.stale_closing(now, 2 * tick));
+            v.retain(|id| s.db.has_session(*id));
+            v
+        };
+        for id in expired {
+            tracing::debug!(session = format!("0x{id:x}"), "session expired");
+            node.submit_txn(Txn {
+                session: id,
+                owner: 0,
+                time_ms: ctx.wall_ms(),
+                op: Op::CloseSession,
+            });
+        }
+    }
+}
+
+/// ZooKeeper's `ContainerManager`: every `container_check_ms`, delete the empty
+/// containers that once had children (standalone, or the leader of an ensemble).
+async fn container_manager(node: Node) {
+    let ctx = node.ctx.clone();
+    let every = Duration::from_millis(node.params.container_check_ms);
+    loop {
+        ctx.sleep(every).await;
+        if !node.is_leader() {
+            continue;
+        }
+        let candidates = node.s.borrow().db.tree.container_candidates();
+        for path in candidates {
+            tracing::debug!(path, "deleting an empty container");
+            node.submit_txn(Txn {
+                session: 0,
+                owner: 0,
+                time_ms: ctx.wall_ms(),
+                op: Op::DeleteContainer { path },
+            });
+        }
+    }
+}
+
+/// A follower reports the sessions its clients touched to the leader every half tick.
+async fn touch_reporter(node: Node) {
+    let ctx = node.ctx.clone();
+    let every = Duration::from_nanos((node.tick_ns() / 2).max(1) as u64);
+    loop {
+        ctx.sleep(every).await;
+        let (lead, sessions) = {
+            let mut s = node.s.borrow_mut();
+            let Some(e) = s.ens.as_mut() else {
+                return;
+            };
+            if e.lead == 0 || e.lead == node.me as u64 + 1 || e.touched.is_empty() {
+                continue;
+            }
+            (e.lead, std::mem::take(&mut e.touched))
+        };
+        if let Some(mesh) = &node.mesh {
+            let sessions = sessions.into_iter().collect();
+            mesh.send(
+                (lead - 1) as usize,
+                encode_peer(&PeerMsg::Touch { sessions }),
+            );
+        }
+    }
+}
+
+async fn client_listener(node: Node) {
+    // Dead connections end with their session (its expiry closes the watch channel).
+    let (listener, _listening) = crate::net::tcp::listen(&node.ctx, CLIENT_PORT)
+        .await
+        .expect("bind on a fresh simulated host cannot fail");
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        node.ctx.spawn(client_connection(node.clone(), stream));
+    }
+}
+
+async fn send(
+    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    f: &ServerFrame,
+) -> std::io::Result<()> {
+    let mut out = Vec::new();
+    frame(f, &mut out);
+    conn.send(&out).await
+}
+
+/// One client connection: the handshake, then requests in order and watch
+/// notifications (see the module docs).
+async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
+    let ctx = node.ctx.clone();
+    let mut conn = Conn::new(stream, Frames);
+    let timeout = Duration::from_millis(node.params.negotiated_timeout_ms());
+    let Ok(Ok(first)) = ctx.timeout(timeout, conn.recv()).await else {
+        return;
+    };
+    let Ok(ClientFrame {
+        xid,
+        req:
+            Request::Connect {
+                session,
+                timeout_ms,
+                last_zxid,
+            },
+    }) = decode::<ClientFrame>(&first)
+    else {
+        return;
+    };
+    if !node.serving() || last_zxid > node.last_zxid() {
+        tracing::debug!(last_zxid, ours = node.last_zxid(), "refusing a client");
+        return;
+    }
+    let session = if session == 0 {
+        let id = ((node.me as u64 + 1) << 56) | (ctx.rand_u64() >> 8);
+        let asked = negotiate(timeout_ms, node.params.tick_ms);
+        match node
+            .write(Op::CreateSession { timeout_ms: asked }, id)
+            .await
+        {
+            Some((_, Ok(_))) => id,
+            _ => return,
+        }
+    } else if node.touch(session) {
+        // The session moves here (ZooKeeper's revalidation sets its owner at the leader):
+        // answer once that is in the log, so requests still in flight through its old
+        // server are ordered before it or fail with SessionMoved.
+        let owner = node.s.borrow().db.owner(session);
+        if owner != Some(node.me as u64 + 1) {
+            match node.write(Op::SetOwner, session).await {
+                Some((_, Ok(_))) => {}
+                Some((_, Err(ZkError::SessionExpired))) => {
+                    let f = ServerFrame::Reply {
+                        xid,
+                        zxid: node.last_zxid(),
+                        resp: Response::Expired,
+                    };
+                    let _ = send(&mut conn, &f).await;
+                    return;
+                }
+                _ => return,
+            }
+        }
+        session
+    } else {
+        let f = ServerFrame::Reply {
+            xid,
+            zxid: node.last_zxid(),
+            resp: Response::Expired,
+        };
+        let _ = send(&mut conn, &f).await;
+        return;
+    };
+    let Some(timeout_ms) = node.s.borrow().db.sessions().get(&session).copied() else {
+        return;
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cid = {
+        let mut s = node.s.borrow_mut();
+        let cid = s.next_conn;
+        s.next_conn += 1;
+        s.conns.insert(
+            cid,
+            ConnEntry {
+                session,
+                watches: tx,
+            },
+        );
+        cid
+    };
+    let hello = ServerFrame::Reply {
+        xid,
+        zxid: node.last_zxid(),
+        resp: Response::Connected {
+            session,
+            timeout_ms,
+        },
+    };
+    if send(&mut conn, &hello).await.is_ok() {
+        serve_connection(&node, &mut conn, cid, session, &mut rx).await;
+    }
+    let mut s = node.s.borrow_mut();
+    s.conns.remove(&cid);
+    s.db.tree.remove_watcher(cid);
+}
+
+async fn serve_connection(
+    node: &Node,
+    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    cid: u64,
+    session: SessionId,
+    rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
+) {
+    loop {
+        // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
+        let bytes = tokio::select! {
+            biased;
+            ev = rx.recv() => match ev {
+                Some(ev) => {
+                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                None => return,
+            },
+            r = conn.recv() => match r {
+                Ok(b) => b,
+                Err(_) => return,
+            },
+        };
+        let Ok(ClientFrame { xid, req }) = decode::<ClientFrame>(&bytes) else {
+            return;
+        };
+        node.touch(session);
+        let close = matches!(req, Request::CloseSession);
+        let Some(resp) = node.serve(cid, session, req).await else {
+            return;
+        };
+        // Watches fired by everything applied so far go out before the reply.
+        loop {
+            match rx.try_recv() {
+                Ok(ev) => {
+                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                // The session was closed meanwhile.
+                Err(mpsc::error::TryRecvError::Disconnected) if !close => return,
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            }
+        }
+        let f = ServerFrame::Reply {
+            xid,
+            zxid: node.last_zxid(),
+            resp,
+        };
+        if send(conn, &f).await.is_err() || close {
+            return;
+        }
+    }
+}
+
+fn fnv32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Append a transaction to the standalone log and fsync it: `len:u32le`, the JSON
+/// transaction, `fnv32:u32le`.
+fn append_log(disk: &mut crate::sim::Disk, txn: &Txn) {
+    let payload = txn.encode();
+    let mut rec = Vec::with_capacity(payload.len() + 8);
+    rec.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    rec.extend_from_slice(&payload);
+    rec.extend_from_slice(&fnv32(&payload).to_le_bytes());
+    disk.append(TXN_LOG, &rec);
+    disk.fsync(TXN_LOG);
+}
+
+/// The transactions of the standalone log, in zxid order (zxid = position + 1). A torn
+/// or corrupt tail is dropped and the file rewritten to the valid prefix.
+fn read_log(disk: &mut crate::sim::Disk) -> Vec<Txn> {
+    let bytes = disk.read(TXN_LOG).to_vec();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let Some(head) = bytes.get(pos..pos + 4) {
+        let len = u32::from_le_bytes(head.try_into().expect("4 bytes")) as usize;
+        let Some(payload) = bytes.get(pos + 4..pos + 4 + len) else {
+            break;
+        };
+        let Some(check) = bytes.get(pos + 4 + len..pos + 8 + len) else {
+            break;
+        };
+        if u32::from_le_bytes(check.try_into().expect("4 bytes")) != fnv32(payload) {
+            break;
+        }
+        let Ok(txn) = Txn::decode(payload) else {
+            break;
+        };
+        out.push(txn);
+        pos += 8 + len;
+    }
+    if pos < bytes.len() {
+        disk.truncate(TXN_LOG);
+        disk.append(TXN_LOG, &bytes[..pos]);
+        disk.fsync(TXN_LOG);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::zk::tree::CreateMode;
+
+    #[test]
+    fn the_log_survives_a_crash_and_drops_a_torn_tail() {
+        let mut disk = crate::sim::Disk::new();
+        let t = |p: &str| Txn {
+            session: 1,
+            owner: 1,
+            time_ms: 0,
+            op: Op::Create {
+                path: p.into(),
+                data: vec![],
+                mode: CreateMode::Persistent,
+            },
+        };
+        append_log(&mut disk, &t("/a"));
+        append_log(&mut disk, &t("/b"));
+        disk.crash();
+        assert_eq!(read_log(&mut disk), vec![t("/a"), t("/b")]);
+        disk.append(TXN_LOG, &[9, 0, 0, 0, 1]);
+        assert_eq!(read_log(&mut disk).len(), 2);
+        let len = disk.read(TXN_LOG).len();
+        append_log(&mut disk, &t("/c"));
+        assert!(disk.read(TXN_LOG).len() > len);
+        assert_eq!(read_log(&mut disk).len(), 3);
+    }
+
+    #[test]
+    fn server_names_and_raft_timing() {
+        assert_eq!(server_index("zk-2"), 2);
+        let p = ZkParams::default();
+        let r = raft_params(&ZkParams { servers: 3, ..p });
+        assert_eq!((r.nodes, r.tick_ms, r.election_tick), (3, 20, 10));
+        r.validate().unwrap();
+    }
+}
