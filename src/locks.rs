@@ -213,8 +213,11 @@ pub struct Family {
     /// Deserialise and validate the `[lock]` table of a whole scenario text (parsing
     /// the whole text keeps toml's line and column in errors); files it names are read
     /// relative to the given folder (the scenario file's).
-    pub configure: fn(&str, &std::path::Path) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>,
+    pub configure: ConfigureFn,
 }
+
+/// [`Family::configure`]: the scenario text and its folder to a configured algorithm.
+pub type ConfigureFn = fn(&str, &std::path::Path) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>;
 
 impl Family {
     /// The entry for algorithm `A`.

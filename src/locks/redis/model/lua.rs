@@ -135,10 +135,12 @@ pub fn fmt_g17(x: f64) -> String {
 /// C's `(long long)` cast of a double as x86-64 does it: truncation toward zero, and
 /// the "integer indefinite" value for NaN and out-of-range numbers.
 pub fn c_cast_i64(x: f64) -> i64 {
-    if x.is_nan() || x >= 9.223_372_036_854_776e18 || x < -9.223_372_036_854_776e18 {
-        i64::MIN
-    } else {
+    // 2^63: the first double out of range (NaN is outside every range).
+    const LIMIT: f64 = 9.223_372_036_854_776e18;
+    if (-LIMIT..LIMIT).contains(&x) {
         x as i64
+    } else {
+        i64::MIN
     }
 }
 
