@@ -18,6 +18,7 @@ mod sentinel;
 
 pub use endpoint::{redis_remote, Call, Discovery, Endpoint, RedisRemote};
 pub use lock::{eval, RedisLock};
+pub(crate) use node::record_expired;
 pub use node::{run_node, serve_node, Role, REDIS_PORT};
 pub use params::{
     Acquire, Convention, Persistence, RedisParams, Renew, Replication, ScriptFiles, ScriptTexts,
