@@ -8,9 +8,11 @@
 //! applied for real where that is possible on one machine: a server pause is SIGSTOP then
 //! SIGCONT, a server crash is SIGKILL and a restart on the same port and data folder
 //! (with the configured persistence); client pauses and crashes freeze or kill the
-//! client's tasks as in simulation. Partitions and clock faults are not applied (they are
+//! client's tasks as in simulation; partitions cut the in-process nodes' loopback
+//! connections ([`crate::net::LiveStream`]). Clock faults are not applied (they are
 //! listed as skipped). Every process started is killed on the way out, including after
-//! SIGINT/SIGTERM. Supports `algorithm = "redis"` (one server).
+//! SIGINT/SIGTERM. Supports `algorithm = "redis"` (one server) and `"redlock"` (N
+//! independent servers).
 
 mod process;
 
@@ -44,9 +46,9 @@ pub struct LiveRun {
 /// random draws). `stop` ends the run early (a signal handler sets it). Errors are
 /// messages for exit code 2 (unsupported scenario, redis-server missing or failing).
 pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result<LiveRun, String> {
-    if scenario.lock.name() != "redis" {
+    if !["redis", "redlock"].contains(&scenario.lock.name()) {
         return Err(format!(
-            "live mode runs algorithm = \"redis\" only, not \"{}\"",
+            "live mode runs algorithm = \"redis\" or \"redlock\" only, not \"{}\"",
             scenario.lock.name()
         ));
     }
@@ -102,6 +104,9 @@ struct Driver {
     pending: BTreeMap<(u64, u64), Action>,
     seq: u64,
     skipped: Vec<String>,
+    all: Vec<String>,
+    /// Live partitions by id: the directed links each cut.
+    partitions: BTreeMap<u64, Vec<(String, String)>>,
 }
 
 async fn drive(
@@ -144,6 +149,8 @@ async fn drive(
         pending: BTreeMap::new(),
         seq: 0,
         skipped: Vec::new(),
+        all: all.clone(),
+        partitions: BTreeMap::new(),
     };
     for name in &server_names {
         let state = Rc::new(NodeState::new(name, seed));
@@ -429,6 +436,54 @@ impl Driver {
                     self.locals.get_mut(&node).expect("known").task = Some(task);
                 }
                 self.record(now, "restart", &node, json!(null));
+            }
+            Action::Partition {
+                id,
+                side,
+                peers,
+                oneway,
+            } => {
+                let others: Vec<String> = if peers.is_empty() {
+                    let rest = self.all.iter().filter(|b| !side.contains(b));
+                    rest.cloned().collect()
+                } else {
+                    peers
+                };
+                let mut links = Vec::new();
+                for a in &side {
+                    for b in &others {
+                        links.push((a.clone(), b.clone()));
+                        if !oneway {
+                            links.push((b.clone(), a.clone()));
+                        }
+                    }
+                }
+                for (a, b) in &links {
+                    self.net.set_cut(a, b, true);
+                }
+                self.partitions.insert(id, links);
+                let e = Event::new("nemesis", EventType::Event, "partition")
+                    .at(now)
+                    .nodes(side)
+                    .value(json!({"id": id, "oneway": oneway, "from": others}));
+                self.recorder.push(e);
+            }
+            Action::Heal { id } => {
+                if let Some(links) = self.partitions.remove(&id) {
+                    for (a, b) in &links {
+                        self.net.set_cut(a, b, false);
+                    }
+                    let e = Event::new("nemesis", EventType::Event, "heal").at(now);
+                    self.recorder.push(e.nodes(vec![]).value(json!({"id": id})));
+                }
+            }
+            Action::HealAll => {
+                for (a, b) in std::mem::take(&mut self.partitions).into_values().flatten() {
+                    self.net.set_cut(&a, &b, false);
+                }
+                let e = Event::new("nemesis", EventType::Event, "heal").at(now);
+                self.recorder
+                    .push(e.nodes(vec![]).value(json!({"id": "all"})));
             }
             other => self
                 .skipped

@@ -61,10 +61,18 @@ fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        out.contains("not applied live") && out.contains("Partition"),
+        out.contains("not applied live") && out.contains("ClockJump"),
         "{out}"
     );
     let events = history(&h);
+    assert!(events.iter().any(|e| e.f == "partition") && events.iter().any(|e| e.f == "heal"));
+    // client-0 was cut off from 4000 to 4300 ms: none of its requests completed ok then.
+    let cut_off_ok = events.iter().any(|e| {
+        e.process == "client-0"
+            && e.kind == locksim::EventType::Ok
+            && (4_010_000_000..4_290_000_000).contains(&e.time_ns)
+    });
+    assert!(!cut_off_ok, "client-0 got a reply over a cut link");
     for f in ["pause", "resume", "crash", "restart"] {
         assert!(
             events.iter().any(|e| e.f == f
@@ -87,11 +95,31 @@ fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
 }
 
 #[test]
+fn row_8_live_redlock_restarted_node_gives_a_second_majority() {
+    // Real partitions of the in-process clients, a real SIGKILL and restart of redis-2
+    // without persistence; timing is real, so look over a few seeds (in simulation 48
+    // of 100 seeds violate; live, seeds 1 and 3 of 0..4 did when this was written).
+    let violated = (0..8).any(|seed| {
+        let seed = seed.to_string();
+        let (code, out, err) = live(&[
+            "sims/redlock-08-fast-restart.toml",
+            "--duration",
+            "3s",
+            "--seed",
+            &seed,
+        ]);
+        assert!(code == 0 || code == 1, "{out}\n{err}");
+        out.contains("mutex                violated")
+    });
+    assert!(violated, "no live seed of row 8 violated mutex");
+}
+
+#[test]
 fn live_rejects_other_algorithms_and_bad_durations() {
-    let (code, _, err) = live(&["sims/redlock-baseline.toml", "--duration", "1s"]);
+    let (code, _, err) = live(&["sims/raft-baseline.toml", "--duration", "1s"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("live mode runs algorithm = \"redis\" only"),
+        err.contains("live mode runs algorithm = \"redis\" or \"redlock\" only"),
         "{err}"
     );
     let (code, _, err) = live(&["sims/redis-01-pause-past-lease.toml", "--duration", "soon"]);
@@ -130,6 +158,7 @@ fn an_interrupted_run_kills_its_servers() {
     for s in servers {
         let alive = Command::new("kill")
             .args(["-0", &s])
+            .stderr(std::process::Stdio::null())
             .status()
             .unwrap()
             .success();
