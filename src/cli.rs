@@ -5,6 +5,7 @@
 mod bench;
 mod check;
 mod list;
+mod live;
 mod replay;
 mod report;
 mod run;
@@ -13,6 +14,7 @@ mod shrink;
 pub use bench::bench_command;
 pub use check::check_command;
 pub use list::list_command;
+pub use live::{live_command, parse_duration_ms};
 pub use replay::replay_command;
 pub use report::report_command;
 pub use run::run_command;

@@ -45,6 +45,7 @@ pub mod cli;
 pub mod deploy;
 pub mod history;
 pub mod linearizability;
+pub mod live;
 pub mod locks;
 pub mod net;
 pub mod report;

@@ -117,6 +117,13 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
         Ok(())
     }
 
+    /// Read files the parameters name (e.g. lock scripts), relative to `dir`, the
+    /// scenario file's folder. Called once, after [`Algorithm::validate`].
+    fn load_files(&mut self, dir: &std::path::Path) -> Result<(), ParamError> {
+        let _ = dir;
+        Ok(())
+    }
+
     /// The server node names it adds, in start order.
     fn servers(&self) -> Vec<String>;
 
@@ -204,9 +211,13 @@ pub struct Family {
     /// Its `[lock]` keys.
     pub params: fn() -> Vec<ParamDoc>,
     /// Deserialise and validate the `[lock]` table of a whole scenario text (parsing
-    /// the whole text keeps toml's line and column in errors).
-    pub configure: fn(&str) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>,
+    /// the whole text keeps toml's line and column in errors); files it names are read
+    /// relative to the given folder (the scenario file's).
+    pub configure: ConfigureFn,
 }
+
+/// [`Family::configure`]: the scenario text and its folder to a configured algorithm.
+pub type ConfigureFn = fn(&str, &std::path::Path) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>;
 
 impl Family {
     /// The entry for algorithm `A`.
@@ -226,18 +237,22 @@ impl fmt::Debug for Family {
     }
 }
 
-fn configure<A: Algorithm>(text: &str) -> Result<Arc<dyn AlgorithmConfig>, ConfigError> {
+fn configure<A: Algorithm>(
+    text: &str,
+    dir: &std::path::Path,
+) -> Result<Arc<dyn AlgorithmConfig>, ConfigError> {
     // Only `[lock]` is read here; the scenario envelope checks every other key.
     #[derive(serde::Deserialize)]
     struct LockTable<P> {
         lock: Option<P>,
     }
     let table: LockTable<A> = toml::from_str(text).map_err(ConfigError::Toml)?;
-    let params = match table.lock {
+    let mut params = match table.lock {
         Some(p) => p,
         None => toml::from_str::<A>("").map_err(ConfigError::Toml)?,
     };
     params.validate().map_err(ConfigError::Invalid)?;
+    params.load_files(dir).map_err(ConfigError::Invalid)?;
     Ok(Arc::new(params))
 }
 

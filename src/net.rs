@@ -4,7 +4,8 @@
 //! of their own.
 //!
 //! Clients are generic over a [`Connector`], so the same client code runs over turmoil's
-//! simulated TCP ([`SimTcp`]) now and over real sockets in a live mode later. Protocols
+//! simulated TCP ([`SimTcp`]) and, with [`Tcp`], over real loopback sockets in live mode
+//! ([`crate::live`]). Protocols
 //! plug in as a [`Decoder`] (Redis's RESP lives with Redis, in `locks::redis::resp`).
 //!
 //! turmoil's TCP has no retransmission and a partition drops in-flight segments, leaving
@@ -17,6 +18,7 @@
 mod conn;
 mod connector;
 mod frame;
+mod live;
 pub mod peer;
 mod remote;
 mod server;
@@ -25,6 +27,7 @@ pub mod tcp;
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
 pub use frame::{encode_frame, Frames, MAX_FRAME};
+pub use live::{LiveNet, LiveStream, NetStream, Tcp};
 pub use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};
 pub use server::serve;

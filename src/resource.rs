@@ -18,7 +18,7 @@
 //! `OK 1` (accepted) or `OK 0` (fenced out).
 
 use crate::history::EventType;
-use crate::net::{encode_frame, serve, CallError, Frames, Remote};
+use crate::net::{encode_frame, serve, CallError, Frames, Remote, Tcp};
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -164,14 +164,14 @@ pub enum StorageReply {
 
 /// A client's connection to the storage.
 pub struct StorageClient {
-    remote: Remote<Frames>,
+    remote: Remote<Frames, Tcp>,
 }
 
 impl StorageClient {
     /// A client whose requests time out after `timeout` local time.
     pub fn new(timeout: Duration) -> StorageClient {
         StorageClient {
-            remote: Remote::new("storage", STORAGE_PORT, timeout, Frames),
+            remote: Remote::with_connector("storage", STORAGE_PORT, timeout, Frames, Tcp),
         }
     }
 

@@ -412,7 +412,8 @@ impl Scenario {
             )));
         };
         let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
-        let lock = (family.configure)(text).map_err(|e| match e {
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let lock = (family.configure)(text, dir).map_err(|e| match e {
             ConfigError::Toml(e) => err(toml_message(&e, text)),
             ConfigError::Invalid(e) => err(lock_message(&e)),
         })?;

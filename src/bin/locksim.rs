@@ -131,6 +131,22 @@ enum Command {
     },
     /// List algorithms, their parameters, fault kinds, checks and the scenarios in sims/.
     List,
+    /// Run a scenario against real redis-server processes on 127.0.0.1 (started, paused
+    /// with SIGSTOP, crashed with SIGKILL and restarted by locksim; all killed on exit)
+    /// and check its history. Exit 0: expectations met; 1: not; 2: bad input.
+    Live {
+        /// Scenario file (TOML), algorithm = "redis".
+        scenario: std::path::PathBuf,
+        /// How long to run, real time (`30s`, `1500ms`).
+        #[arg(long, default_value = "30s")]
+        duration: String,
+        /// Seed of the random faults and the clients' choices.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write the history as JSONL to FILE.
+        #[arg(long)]
+        history: Option<std::path::PathBuf>,
+    },
     /// Measure harness speed: seeds/s, simulated seconds per wall second, checker ops/s.
     Bench {
         /// Seeds to run per measurement, 1 to 10000 [20].
@@ -225,6 +241,18 @@ fn main() -> ExitCode {
             cli::shrink_command(&scenario, seed, &opts, out.as_deref(), bar)
         }
         Command::List => cli::list_command(),
+        Command::Live {
+            scenario,
+            duration,
+            seed,
+            history,
+        } => match cli::parse_duration_ms(&duration) {
+            Ok(ms) => cli::live_command(&scenario, ms, seed, history.as_deref()),
+            Err(e) => {
+                eprintln!("locksim: {e}");
+                2
+            }
+        },
         Command::Bench { seeds } => cli::bench_command(seeds),
     };
     ExitCode::from(code)

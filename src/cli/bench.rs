@@ -2,6 +2,7 @@
 //!
 //! The floor is an empty turmoil simulation with the same hosts, tick and duration: the
 //! cost turmoil itself charges per host per tick. The harness overhead is the ratio.
+//! A line measures the Redis model's Lua scripts against plain commands.
 
 use crate::scenario::Scenario;
 use std::path::Path;
@@ -95,6 +96,8 @@ pub fn bench_command(seeds: u64) -> u8 {
         );
         first.get_or_insert((scenario, r.histories));
     }
+    // What Lua costs the redis family: its scripts against plain commands.
+    bench_scripts(20_000);
     let (scenario, histories) = first.expect("at least one family");
     let events: usize = histories.iter().map(|r| r.history.len()).sum();
     let start = Instant::now();
@@ -151,6 +154,83 @@ fn bench_family(scenario: &Scenario, seeds: u64) -> FamilyBench {
         raw_s,
         histories,
     }
+}
+
+/// Redisson's `RLock` scripts, as `sims/scripts/` has them: the cost of a user script.
+const REDISSON_LOCK: &str = include_str!("../../sims/scripts/redisson-lock.lua");
+const REDISSON_UNLOCK: &str = include_str!("../../sims/scripts/redisson-unlock.lua");
+
+/// One acquire + release pair on the Redis model alone, three ways: plain commands
+/// (`SET NX PX`, `DEL`), the project's scripts (token acquire, compare-and-delete) and
+/// Redisson's, both by `EVALSHA` in the embedded Lua 5.1. Also a fresh interpreter, which
+/// every server (every seed, every restart) builds at its first script.
+fn bench_scripts(pairs: u32) {
+    use crate::locks::redis::model::{
+        script_sha, RedisServer, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT,
+    };
+    let words =
+        |ws: &[&str]| -> Vec<Vec<u8>> { ws.iter().map(|w| w.as_bytes().to_vec()).collect() };
+    let evalsha = |script: &str, keys: &[&str], args: &[&str]| {
+        let (sha, n) = (script_sha(script), keys.len().to_string());
+        let mut v = vec!["EVALSHA", sha.as_str(), n.as_str()];
+        v.extend_from_slice(keys);
+        v.extend_from_slice(args);
+        words(&v)
+    };
+    let pair_us = |scripts: &[&str], acquire: Vec<Vec<u8>>, release: Vec<Vec<u8>>| {
+        let mut server = RedisServer::new();
+        let mut client = server.connect();
+        for s in scripts {
+            server.execute_as(&mut client, 0, &words(&["SCRIPT", "LOAD", s]));
+        }
+        let start = Instant::now();
+        for i in 0..pairs {
+            let now = i64::from(i);
+            std::hint::black_box(server.execute_as(&mut client, now, &acquire));
+            std::hint::black_box(server.execute_as(&mut client, now, &release));
+        }
+        start.elapsed().as_secs_f64() * 1e6 / f64::from(pairs)
+    };
+    let (lock, owner) = ("L", "client-0:00000000deadbeef");
+    let plain = pair_us(
+        &[],
+        words(&["SET", lock, owner, "NX", "PX", "1000"]),
+        words(&["DEL", lock]),
+    );
+    let ours = pair_us(
+        &[TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT],
+        evalsha(TOKEN_ACQUIRE_SCRIPT, &[lock, "L:token"], &[owner, "1000"]),
+        evalsha(UNLOCK_SCRIPT, &[lock], &[owner]),
+    );
+    let (channel, latch) = ("redisson_lock__channel:{L}", "redisson_unlock_latch:{L}:x");
+    let redisson = pair_us(
+        &[REDISSON_LOCK, REDISSON_UNLOCK],
+        evalsha(REDISSON_LOCK, &[lock], &["1000", owner]),
+        evalsha(
+            REDISSON_UNLOCK,
+            &[lock, channel, latch],
+            &["0", "1000", owner, "publish", "1"],
+        ),
+    );
+    let fresh = 200;
+    let start = Instant::now();
+    for _ in 0..fresh {
+        let mut server = RedisServer::new();
+        let mut client = server.connect();
+        std::hint::black_box(server.execute_as(
+            &mut client,
+            0,
+            &words(&["SCRIPT", "LOAD", UNLOCK_SCRIPT]),
+        ));
+    }
+    let fresh_us = start.elapsed().as_secs_f64() * 1e6 / f64::from(fresh);
+    println!(
+        "lua scripts (Redis model alone, acquire + release, {pairs} pairs): SET NX PX + DEL {plain:.1} us; \
+         token acquire + compare-and-delete scripts {ours:.1} us ({:.1}x); Redisson's lock + unlock {redisson:.1} us ({:.1}x); \
+         a server's first script (new Lua 5.1 interpreter) {fresh_us:.0} us",
+        ours / plain,
+        redisson / plain
+    );
 }
 
 /// An empty turmoil simulation with the same hosts, tick and duration.

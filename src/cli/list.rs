@@ -21,7 +21,10 @@ pub fn list_command() -> u8 {
             println!("    {:<20} {default}{}", p.key, p.meaning);
         }
         // The checks come from a configured instance: the defaults.
-        if let Ok(lock) = (family.configure)(&format!("algorithm = \"{}\"", family.name)) {
+        if let Ok(lock) = (family.configure)(
+            &format!("algorithm = \"{}\"", family.name),
+            std::path::Path::new(""),
+        ) {
             let names: Vec<&str> = lock.checks().iter().map(|c| c.name).collect();
             println!("    checks: {}", names.join(", "));
         }

@@ -18,8 +18,12 @@ mod sentinel;
 
 pub use endpoint::{redis_remote, Call, Discovery, Endpoint, RedisRemote};
 pub use lock::{eval, RedisLock};
+pub(crate) use node::record_expired;
 pub use node::{run_node, serve_node, Role, REDIS_PORT};
-pub use params::{Acquire, Persistence, RedisParams, Renew, Replication, TokenSource, Unlock};
+pub use params::{
+    Acquire, Convention, Persistence, RedisParams, Renew, Replication, ScriptFiles, ScriptTexts,
+    TokenSource, Unlock,
+};
 pub use sentinel::SENTINEL_PORT;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
@@ -67,6 +71,10 @@ impl Algorithm for Single {
         self.0.validate()
     }
 
+    fn load_files(&mut self, dir: &std::path::Path) -> Result<(), ParamError> {
+        self.0.load_files(dir)
+    }
+
     fn servers(&self) -> Vec<String> {
         vec!["redis-0".to_string()]
     }
@@ -101,6 +109,10 @@ impl Algorithm for Replicated {
 
     fn validate(&self) -> Result<(), ParamError> {
         self.0.validate()
+    }
+
+    fn load_files(&mut self, dir: &std::path::Path) -> Result<(), ParamError> {
+        self.0.load_files(dir)
     }
 
     fn servers(&self) -> Vec<String> {

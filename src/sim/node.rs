@@ -119,6 +119,7 @@ pub struct NodeCtx {
     recorder: Recorder,
     incarnation: u32,
     kernel: Option<Rc<Kernel>>,
+    live: Option<Rc<crate::net::LiveNet>>,
 }
 
 /// A deadline passed before the operation completed.
@@ -136,7 +137,20 @@ impl NodeCtx {
             recorder,
             incarnation,
             kernel: None,
+            live: None,
         }
+    }
+
+    /// This context in live mode: real time since the live run began, and connections
+    /// over real loopback TCP to the ports `net` lists.
+    pub fn with_live(mut self, net: Rc<crate::net::LiveNet>) -> NodeCtx {
+        self.live = Some(net);
+        self
+    }
+
+    /// The live run's address book, in live mode.
+    pub fn live(&self) -> Option<&Rc<crate::net::LiveNet>> {
+        self.live.as_ref()
     }
 
     /// This context with the run's shared [`Kernel`] (the world sets it; without one, the
@@ -164,9 +178,15 @@ impl NodeCtx {
     /// True simulated time since the start of the run, ns. For recording only: node logic
     /// must use [`NodeCtx::mono_ns`] / [`NodeCtx::wall_ms`], as real code would.
     pub fn true_ns(&self) -> u64 {
-        turmoil::sim_elapsed()
-            .expect("NodeCtx used outside a simulation")
-            .as_nanos() as u64
+        match turmoil::sim_elapsed() {
+            Some(t) => t.as_nanos() as u64,
+            // Live mode: real time is the run's true time.
+            None => self
+                .live
+                .as_ref()
+                .expect("NodeCtx used outside a simulation or a live run")
+                .elapsed_ns(),
+        }
     }
 
     /// The node's monotonic clock, ns.

@@ -4,16 +4,16 @@
 //! for both.
 
 use super::resp::{encode_command, Replies, Value};
-use crate::net::{CallError, Remote};
+use crate::net::{CallError, Remote, Tcp};
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::time::Duration;
 
 /// A connection to one Redis (or Sentinel) node.
-pub type RedisRemote = Remote<Replies>;
+pub type RedisRemote = Remote<Replies, Tcp>;
 
 /// A reconnecting connection to `host:port` speaking RESP.
 pub fn redis_remote(host: &str, port: u16, timeout: Duration) -> RedisRemote {
-    Remote::new(host, port, timeout, Replies)
+    Remote::with_connector(host, port, timeout, Replies, Tcp)
 }
 
 /// Something that sends a command and returns its reply: a [`RedisRemote`] or an

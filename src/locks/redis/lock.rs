@@ -8,13 +8,16 @@
 //!   it — a holder that paused past its lease deletes its successor's lock).
 //! * `renew = watchdog`: like Redisson, a task extends the lease every `ttl / 3` with a
 //!   compare-and-pexpire script while the lock is held. It is frozen with its process.
+//! * `scripts = { acquire, release, extend }`: the user's own Lua scripts, called with
+//!   Redisson's `RLock` convention or the owner-token one ([`super::Convention`]), run by
+//!   the server's Lua engine.
 //!
 //! Validity is measured on the client's monotonic clock from *before* the request that
 //! set the key: `valid_until = start + ttl − (ttl × drift_factor + 2 ms)`.
 
 use super::endpoint::{Call, Endpoint};
 use super::model::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
-use super::params::{Acquire, RedisParams, Renew, TokenSource, Unlock};
+use super::params::{Acquire, Convention, RedisParams, Renew, ScriptTexts, TokenSource, Unlock};
 use super::resp::Value;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::net::CallError;
@@ -32,6 +35,24 @@ pub struct RedisLock {
     /// The value of the most recent acquire attempt (to clean up after an unknown outcome).
     last_value: Option<String>,
     watchdog: Option<tokio::task::JoinHandle<()>>,
+    /// The user's scripts (`[lock] scripts`), shared with the watchdog task.
+    scripts: Option<Rc<UserScripts>>,
+}
+
+/// The user's lock scripts and how to call them.
+struct UserScripts {
+    convention: Convention,
+    text: ScriptTexts,
+}
+
+impl UserScripts {
+    /// `ARGV` of acquire and extend: Redisson's `[ttl, owner]`, or `[owner, ttl]`.
+    fn owner_args<'a>(&self, ttl: &'a str, value: &'a str) -> [&'a str; 2] {
+        match self.convention {
+            Convention::Redisson => [ttl, value],
+            Convention::Token => [value, ttl],
+        }
+    }
 }
 
 /// Outcome of one acquire attempt.
@@ -45,7 +66,15 @@ impl RedisLock {
     /// sentinels name) and, with `wait = Some((n, ms))`, runs `WAIT n ms` after each
     /// grant (`redis-replicated`).
     pub fn new(params: RedisParams, remote: Endpoint, wait: Option<(u32, u64)>) -> RedisLock {
+        let scripts = params.scripts.as_ref().and_then(|s| {
+            let text = s.text.clone()?;
+            Some(Rc::new(UserScripts {
+                convention: s.convention,
+                text,
+            }))
+        });
         RedisLock {
+            scripts,
             params,
             remote,
             wait,
@@ -68,6 +97,29 @@ impl RedisLock {
     ) -> Result<Attempt, CallError> {
         let ttl = self.params.ttl_ms.to_string();
         let token_key = format!("{lock}:token");
+        if let Some(us) = self.scripts.clone() {
+            if let Some(script) = &us.text.acquire {
+                let r = eval(
+                    &mut self.remote,
+                    ctx,
+                    script,
+                    &[lock],
+                    &us.owner_args(&ttl, value),
+                )
+                .await?;
+                return match (us.convention, r) {
+                    // Redisson's tryLockInnerAsync: nil granted, the holder's PTTL busy.
+                    (Convention::Redisson, Value::Bulk(None)) => Ok(Attempt::Granted(None)),
+                    (Convention::Redisson, Value::Integer(_)) => Ok(Attempt::Busy),
+                    (Convention::Token, Value::Integer(n)) if n >= 1 => Ok(Attempt::Granted(None)),
+                    (Convention::Token, Value::Simple(s)) if s == "OK" => {
+                        Ok(Attempt::Granted(None))
+                    }
+                    (Convention::Token, Value::Integer(0) | Value::Bulk(None)) => Ok(Attempt::Busy),
+                    (_, other) => Err(CallError::Io(format!("acquire script replied {other:?}"))),
+                };
+            }
+        }
         match self.params.acquire {
             Acquire::SetNxPx => {
                 if self.params.token == TokenSource::Incr {
@@ -124,6 +176,7 @@ impl RedisLock {
 
     fn start_watchdog(&mut self, ctx: &NodeCtx, lock: &str, value: &str, lease: Rc<Cell<i64>>) {
         let params = self.params.clone();
+        let scripts = self.scripts.clone();
         let (ctx2, lock, value) = (ctx.clone(), lock.to_string(), value.to_string());
         let mut remote = self.remote.fresh();
         let handle = ctx.spawn(async move {
@@ -132,8 +185,20 @@ impl RedisLock {
                 ctx2.sleep(Duration::from_millis((params.ttl_ms / 3).max(1)))
                     .await;
                 let start = ctx2.mono_ns();
-                match eval(&mut remote, &ctx2, EXTEND_SCRIPT, &[&lock], &[&value, &ttl]).await {
-                    Ok(Value::Integer(1)) => lease.set(Self::lease_end(&params, start)),
+                let user = scripts
+                    .as_deref()
+                    .and_then(|us| Some((us, us.text.extend.as_ref()?)));
+                let renewed = match user {
+                    Some((us, script)) => {
+                        let args = us.owner_args(&ttl, &value);
+                        eval(&mut remote, &ctx2, script, &[&lock], &args).await
+                    }
+                    None => {
+                        eval(&mut remote, &ctx2, EXTEND_SCRIPT, &[&lock], &[&value, &ttl]).await
+                    }
+                };
+                match renewed {
+                    Ok(Value::Integer(n)) if n >= 1 => lease.set(Self::lease_end(&params, start)),
                     // The key is gone or someone else's: the lock is lost; stop renewing.
                     Ok(_) => return,
                     Err(_) => {}
@@ -159,7 +224,16 @@ impl RedisLock {
         match self.remote.call(ctx, &args).await? {
             Value::Integer(k) if k >= n as i64 => Ok(Attempt::Granted(token)),
             _ => {
-                let _ = eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await;
+                // Give it back with the compare-and-delete (or the user's release), never
+                // a plain DEL: this grant is ours.
+                match self.scripts.clone() {
+                    Some(us) => {
+                        let _ = self.script_unlock(ctx, &us, lock, value).await;
+                    }
+                    None => {
+                        let _ = eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await;
+                    }
+                }
                 Ok(Attempt::Busy)
             }
         }
@@ -173,6 +247,9 @@ impl RedisLock {
 
     async fn unlock(&mut self, ctx: &NodeCtx, lock: &str, value: &str) -> Result<bool, LockError> {
         self.stop_watchdog();
+        if let Some(us) = self.scripts.clone() {
+            return self.script_unlock(ctx, &us, lock, value).await;
+        }
         let r = match self.params.unlock {
             Unlock::CompareAndDelete => {
                 eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await
@@ -187,6 +264,40 @@ impl RedisLock {
             Ok(other) => Err(LockError::Failed(format!("unexpected reply {other:?}"))),
             Err(e) if e.maybe_applied() => Err(LockError::Indeterminate(e.to_string())),
             Err(e) => Err(LockError::Failed(e.to_string())),
+        }
+    }
+
+    /// Release with the user's script, called as its convention says.
+    async fn script_unlock(
+        &mut self,
+        ctx: &NodeCtx,
+        us: &UserScripts,
+        lock: &str,
+        value: &str,
+    ) -> Result<bool, LockError> {
+        let ttl = self.params.ttl_ms.to_string();
+        let script = &us.text.release;
+        let r = match us.convention {
+            Convention::Redisson => {
+                // Redisson's unlockInnerAsync.
+                let channel = format!("redisson_lock__channel:{{{lock}}}");
+                let latch = format!("redisson_unlock_latch:{{{lock}}}:{value}");
+                let keys = [lock, channel.as_str(), latch.as_str()];
+                let args = ["0", ttl.as_str(), value, "publish", ttl.as_str()];
+                eval(&mut self.remote, ctx, script, &keys, &args).await
+            }
+            Convention::Token => eval(&mut self.remote, ctx, script, &[lock], &[value, &ttl]).await,
+        };
+        match (us.convention, r) {
+            (Convention::Redisson, Ok(Value::Integer(1))) => Ok(true),
+            (Convention::Redisson, Ok(Value::Integer(0))) => Err(LockError::Failed(
+                "still held: the release script left a re-entrant count".into(),
+            )),
+            (Convention::Redisson, Ok(Value::Bulk(None))) => Ok(false),
+            (Convention::Token, Ok(Value::Integer(n))) => Ok(n >= 1),
+            (_, Ok(other)) => Err(LockError::Failed(format!("unexpected reply {other:?}"))),
+            (_, Err(e)) if e.maybe_applied() => Err(LockError::Indeterminate(e.to_string())),
+            (_, Err(e)) => Err(LockError::Failed(e.to_string())),
         }
     }
 

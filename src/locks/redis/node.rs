@@ -5,13 +5,14 @@
 //! `"redlock"`) and a member of a replicated group (`"redis-replicated"`), whose role a
 //! sentinel changes with `REPLICAOF`. Replication itself lives in `replication.rs`.
 
-use super::model::RedisServer;
+use super::model::{Client, ClientId, RedisServer, RoleInfo, ServerConfig};
 use super::params::Persistence;
 use super::replication::{self, Stream};
 use super::resp::{decode_command, encode_commands, Value};
 use crate::history::EventType;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -46,6 +47,8 @@ pub struct RedisNodeState {
     /// Replica side: the primary offset applied so far.
     pub applied: u64,
     persistence: Persistence,
+    /// Each open connection's inbox for pub/sub messages other connections publish.
+    mailboxes: BTreeMap<ClientId, tokio::sync::mpsc::UnboundedSender<Value>>,
 }
 
 impl RedisNodeState {
@@ -63,6 +66,11 @@ pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
     run_node(ctx, persistence, Role::Primary, [0, 0]).await
 }
 
+/// [`serve_node`] with a server configuration (e.g. `requirepass`).
+pub async fn serve_node_with(ctx: NodeCtx, persistence: Persistence, config: ServerConfig) {
+    run_node_with(ctx, persistence, Role::Primary, [0, 0], config).await
+}
+
 /// Run a Redis node that starts in `role`; replicas apply each replicated command after a
 /// delay drawn from `lag_ms`.
 ///
@@ -73,7 +81,18 @@ pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
 /// * `always` appends and fsyncs the AOF before replying; `everysec` appends and fsyncs
 ///   once a second (a crash loses the rest); `none` keeps nothing across a restart.
 pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms: [u64; 2]) {
-    let mut server = RedisServer::new();
+    run_node_with(ctx, persistence, role, lag_ms, ServerConfig::default()).await
+}
+
+/// [`run_node`] with a server configuration.
+pub async fn run_node_with(
+    ctx: NodeCtx,
+    persistence: Persistence,
+    role: Role,
+    lag_ms: [u64; 2],
+    config: ServerConfig,
+) {
+    let mut server = RedisServer::with_config(config);
     if persistence != Persistence::None {
         let log = read_aof(ctx.disk().read(AOF));
         let dropped = server.load(ctx.wall_ms(), &log);
@@ -86,6 +105,7 @@ pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms
         stream: Stream::default(),
         applied: 0,
         persistence,
+        mailboxes: BTreeMap::new(),
     }));
     {
         let (ctx2, node) = (ctx.clone(), node.clone());
@@ -95,13 +115,12 @@ pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms
                 if node.borrow().role != Role::Primary {
                     continue;
                 }
-                let keys = node.borrow_mut().server.active_expire(ctx2.wall_ms());
-                let dels: Vec<Vec<Vec<u8>>> = keys
-                    .iter()
-                    .map(|k| vec![b"DEL".to_vec(), k.clone()])
-                    .collect();
-                record_expired(&ctx2, &keys);
-                propagate(&ctx2, &node, &dels);
+                let out = node
+                    .borrow_mut()
+                    .server
+                    .active_expire_outcome(ctx2.wall_ms());
+                record_expired(&ctx2, &out.expired);
+                propagate(&ctx2, &node, &out.propagate);
             }
         });
     }
@@ -129,50 +148,56 @@ pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms
     }
 }
 
-/// Commands that change the dataset: refused on a replica (`READONLY`).
+/// Commands that change the dataset: refused on a replica (`READONLY`). Scripts count
+/// as writes (a replica refuses EVAL as a whole rather than the writes inside it).
 fn is_write(name: &[u8]) -> bool {
-    const WRITES: &[&str] = &[
-        "set",
-        "setnx",
-        "del",
-        "unlink",
-        "expire",
-        "pexpire",
-        "expireat",
-        "pexpireat",
-        "persist",
-        "incr",
-        "decr",
-        "incrby",
-        "decrby",
-        "eval",
-        "evalsha",
-    ];
-    let name = name.to_ascii_lowercase();
-    WRITES.iter().any(|w| w.as_bytes() == name.as_slice())
+    super::model::is_write(name)
+        || name.eq_ignore_ascii_case(b"eval")
+        || name.eq_ignore_ascii_case(b"evalsha")
 }
 
 /// What a command asks of the connection loop.
 enum Step {
-    Reply(Value),
+    /// Replies (usually one) for this connection.
+    Replies(Vec<Value>),
+    /// The replies, then close the connection (`QUIT`).
+    Close(Vec<Value>),
     /// `WAIT numreplicas timeout`: block until acknowledged or timed out.
     Wait(u64, u64),
     /// `PSYNC`: this connection now feeds a replica.
     Sync,
 }
 
+/// The node's role as the model reports it (`INFO replication`, `HELLO`).
+fn role_info(n: &RedisNodeState) -> RoleInfo {
+    match &n.role {
+        Role::Primary => RoleInfo {
+            primary: None,
+            replicas: n.stream.replicas() as u64,
+            offset: n.stream.offset(),
+        },
+        Role::Replica { primary } => RoleInfo {
+            primary: Some(primary.clone()),
+            replicas: 0,
+            offset: n.applied,
+        },
+    }
+}
+
 /// Execute one client command against the node (synchronously: commands are atomic).
 fn execute(
     ctx: &NodeCtx,
     node: &Node,
+    client: &mut Client,
     args: Vec<Vec<u8>>,
     last_write: &mut u64,
     lag: [u64; 2],
 ) -> Step {
+    let one = |v: Value| Step::Replies(vec![v]);
     let name = args[0].to_ascii_lowercase();
     match name.as_slice() {
         b"psync" | b"sync" => return Step::Sync,
-        b"replconf" => return Step::Reply(Value::ok()),
+        b"replconf" => return one(Value::ok()),
         b"wait" => {
             let parsed = (args.len() == 3)
                 .then(|| {
@@ -183,25 +208,35 @@ fn execute(
                 .flatten();
             return match parsed {
                 Some((n, t)) if args.len() == 3 => Step::Wait(n, t),
-                _ if args.len() != 3 => Step::Reply(Value::err(
+                _ if args.len() != 3 => one(Value::err(
                     "ERR wrong number of arguments for 'wait' command",
                 )),
-                _ => Step::Reply(Value::err("ERR value is not an integer or out of range")),
+                _ => one(Value::err("ERR value is not an integer or out of range")),
             };
         }
-        b"role" => return Step::Reply(replication::role_reply(&node.borrow())),
+        b"role" => return one(replication::role_reply(&node.borrow())),
         b"replicaof" | b"slaveof" => {
-            return Step::Reply(replication::replicaof(ctx, node, &args, lag));
+            return one(replication::replicaof(ctx, node, &args, lag));
+        }
+        b"info" | b"hello" => {
+            let mut n = node.borrow_mut();
+            let info = role_info(&n);
+            n.server.role = info;
         }
         _ => {}
     }
     let replica = matches!(node.borrow().role, Role::Replica { .. });
     if replica && is_write(&name) {
-        return Step::Reply(Value::err(
+        // Refused while queueing, it aborts the transaction, as in Redis.
+        client.flag_multi_error();
+        return one(Value::err(
             "READONLY You can't write against a read only replica.",
         ));
     }
-    let out = node.borrow_mut().server.execute(ctx.wall_ms(), &args);
+    let out = node
+        .borrow_mut()
+        .server
+        .execute_as(client, ctx.wall_ms(), &args);
     tracing::debug!(
         wall_ms = ctx.wall_ms(),
         "{} -> {:?}",
@@ -216,7 +251,28 @@ fn execute(
             *last_write = node.borrow().stream.offset();
         }
     }
-    Step::Reply(out.reply)
+    deliver(node, out.deliveries);
+    let mut replies = Vec::with_capacity(1 + out.more.len());
+    replies.push(out.reply);
+    replies.extend(out.more);
+    if out.close {
+        Step::Close(replies)
+    } else {
+        Step::Replies(replies)
+    }
+}
+
+/// Hand pub/sub messages to the subscribers' connections.
+fn deliver(node: &Node, deliveries: Vec<(ClientId, Value)>) {
+    if deliveries.is_empty() {
+        return;
+    }
+    let n = node.borrow();
+    for (id, msg) in deliveries {
+        if let Some(tx) = n.mailboxes.get(&id) {
+            let _ = tx.send(msg);
+        }
+    }
 }
 
 async fn connection(
@@ -229,30 +285,67 @@ async fn connection(
     let Ok(ka) = crate::net::tcp::Keepalive::of(&stream) else {
         return;
     };
+    let (tx, mut inbox) = tokio::sync::mpsc::unbounded_channel();
+    let mut client = {
+        let mut n = node.borrow_mut();
+        let client = n.server.connect();
+        n.mailboxes.insert(client.id, tx);
+        client
+    };
+    let sync = serve_client(&ctx, &node, &mut stream, &ka, &mut client, &mut inbox, lag).await;
+    {
+        let mut n = node.borrow_mut();
+        n.mailboxes.remove(&client.id);
+        n.server.disconnect(&mut client);
+    }
+    if sync {
+        // Anything the replica sent after PSYNC (its first ACK) is superseded by later ACKs.
+        replication::feed_replica(&ctx, &node, stream, peer).await;
+    }
+}
+
+/// One connection's loop: decode commands, execute them, write replies and any pub/sub
+/// messages addressed to this connection. True when the connection became a replica's
+/// (`PSYNC`): the caller then feeds it the replication stream.
+async fn serve_client(
+    ctx: &NodeCtx,
+    node: &Node,
+    stream: &mut turmoil::net::TcpStream,
+    ka: &crate::net::tcp::Keepalive,
+    client: &mut Client,
+    inbox: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+    lag: [u64; 2],
+) -> bool {
     let mut buf = Vec::with_capacity(256);
     let mut chunk = [0u8; 4096];
     // Offset after this client's last command: what its WAIT waits for.
     let mut last_write = 0u64;
     loop {
         let mut out = Vec::new();
-        loop {
+        let mut close = false;
+        while !close {
             match decode_command(&buf) {
                 Ok(Some((args, used))) => {
                     buf.drain(..used);
-                    match execute(&ctx, &node, args, &mut last_write, lag) {
-                        Step::Reply(v) => v.encode(&mut out),
+                    match execute(ctx, node, client, args, &mut last_write, lag) {
+                        Step::Replies(vs) => {
+                            for v in vs {
+                                v.encode_resp(client.resp, &mut out);
+                            }
+                        }
+                        Step::Close(vs) => {
+                            for v in vs {
+                                v.encode_resp(client.resp, &mut out);
+                            }
+                            close = true;
+                        }
                         Step::Wait(n, timeout_ms) => {
                             let acked =
-                                replication::wait(&ctx, &node, last_write, n, timeout_ms).await;
+                                replication::wait(ctx, node, last_write, n, timeout_ms).await;
                             Value::Integer(acked as i64).encode(&mut out);
                         }
                         Step::Sync => {
-                            if !out.is_empty() && stream.write_all(&out).await.is_err() {
-                                return;
-                            }
-                            // Anything the replica sent after PSYNC (its first ACK) is superseded by later ACKs.
-                            replication::feed_replica(&ctx, &node, stream, peer).await;
-                            return;
+                            return out.is_empty() || stream.write_all(&out).await.is_ok();
                         }
                     }
                 }
@@ -261,18 +354,49 @@ async fn connection(
                     // Redis replies with the protocol error and closes the connection.
                     e.to_reply().encode(&mut out);
                     let _ = stream.write_all(&out).await;
-                    return;
+                    return false;
                 }
             }
         }
         if !out.is_empty() && stream.write_all(&out).await.is_err() {
-            return;
+            return false;
         }
-        let n = match crate::net::tcp::read_alive(&ctx, &ka, &mut stream, &mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
+        if close {
+            return false;
+        }
+        if !client.subscribed() && inbox.is_empty() {
+            // The common case: no pub/sub, a plain read (nothing else is polled, so the
+            // task's wake-ups are exactly those of the read).
+            let n = match crate::net::tcp::read_alive(ctx, ka, stream, &mut chunk).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => n,
+            };
+            buf.extend_from_slice(&chunk[..n]);
+            continue;
+        }
+        // A subscriber: messages published to it are written while it waits to read.
+        tokio::select! {
+            biased;
+            msg = inbox.recv() => {
+                let mut out = Vec::new();
+                if let Some(m) = msg {
+                    m.encode_resp(client.resp, &mut out);
+                }
+                while let Ok(m) = inbox.try_recv() {
+                    m.encode_resp(client.resp, &mut out);
+                }
+                if stream.write_all(&out).await.is_err() {
+                    return false;
+                }
+            }
+            read = crate::net::tcp::read_alive(ctx, ka, stream, &mut chunk) => {
+                let n = match read {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => n,
+                };
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
     }
 }
 

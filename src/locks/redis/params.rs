@@ -57,6 +57,60 @@ pub enum Persistence {
     Always,
 }
 
+/// How the lock client calls the user's scripts (`[lock] scripts.convention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Convention {
+    /// Redisson's `RLock` (its scripts run unchanged; see `sims/scripts/`):
+    ///
+    /// * acquire: `KEYS = [lock]`, `ARGV = [ttl_ms, owner]`; nil when granted (or
+    ///   re-entered), else an integer (the holder's remaining PTTL: busy);
+    /// * release: `KEYS = [lock, channel, latch]`, `ARGV = ["0", ttl_ms, owner,
+    ///   "publish", latch_ms]` (`channel` = `redisson_lock__channel:{lock}`, `latch` =
+    ///   `redisson_unlock_latch:{lock}:<owner>`); 1 released, 0 still held (a
+    ///   re-entrant count left), nil not the owner's;
+    /// * extend: `KEYS = [lock]`, `ARGV = [ttl_ms, owner]`; 1 renewed, 0 lost.
+    #[default]
+    Redisson,
+    /// The owner-token convention of redis.io, redis-py and node-redlock: every script
+    /// gets `KEYS = [lock]`, `ARGV = [owner, ttl_ms]`. Acquire: an integer >= 1 or `OK`
+    /// granted, 0 or nil busy; it may be left out, and the `acquire` key's commands run
+    /// (redis-py acquires with `SET NX PX`). Release: >= 1 released, 0 not the owner's.
+    /// Extend: >= 1 renewed, 0 lost.
+    Token,
+}
+
+/// `[lock] scripts = { acquire = "a.lua", release = "r.lua", extend = "e.lua" }`: the
+/// user's own lock scripts, run by the model's Lua engine, called as
+/// [`Convention`] says. Paths are relative to the scenario file.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptFiles {
+    /// The calling convention [redisson].
+    #[serde(default)]
+    pub convention: Convention,
+    /// The acquire script's path (required by the Redisson convention).
+    pub acquire: Option<String>,
+    /// The release script's path.
+    pub release: String,
+    /// The extend (renewal) script's path; needed with `renew = "watchdog"`.
+    pub extend: Option<String>,
+    /// The scripts' text, read by [`RedisParams::load_files`].
+    #[serde(skip)]
+    pub text: Option<ScriptTexts>,
+}
+
+/// The text of the user's lock scripts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScriptTexts {
+    /// Acquire, if given.
+    pub acquire: Option<String>,
+    /// Release.
+    pub release: String,
+    /// Extend, if given.
+    pub extend: Option<String>,
+}
+
 /// `[lock]` for `algorithm = "redis"`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +142,9 @@ pub struct RedisParams {
     /// Clock-drift allowance subtracted from the lease: `ttl × factor + 2 ms` [0.01].
     #[serde(default = "default_drift_factor")]
     pub drift_factor: f64,
+    /// The user's own acquire/release/extend scripts, replacing `acquire`, `unlock` and
+    /// `token` [none].
+    pub scripts: Option<ScriptFiles>,
     /// `redis-replicated` only: number of replicas [2].
     pub replicas: Option<u32>,
     /// `redis-replicated` only: number of sentinels [3] (quorum: a majority of them).
@@ -195,6 +252,9 @@ impl RedisParams {
         param::positive("down_after_ms", r.down_after_ms)?;
         param::range("replication_lag_ms", &r.lag_ms)?;
         param::positive("wait_timeout_ms", r.wait_timeout_ms)?;
+        if let Some(sc) = &self.scripts {
+            sc.validate(self)?;
+        }
         if r.wait_replicas > r.replicas {
             return Err(ParamError::new(
                 "wait_replicas",
@@ -204,6 +264,81 @@ impl RedisParams {
                 ),
             ));
         }
+        Ok(())
+    }
+}
+
+impl ScriptFiles {
+    /// The other keys the scripts replace must be left at their defaults, and the
+    /// scripts the convention and `renew` need must be there.
+    fn validate(&self, p: &RedisParams) -> Result<(), ParamError> {
+        if p.unlock != Unlock::CompareAndDelete {
+            return Err(ParamError::new(
+                "scripts",
+                "the release script replaces `unlock`: leave it at its default",
+            ));
+        }
+        let replaces_acquire = self.acquire.is_some() || self.convention == Convention::Redisson;
+        if replaces_acquire && (p.acquire != Acquire::SetNxPx || p.token != TokenSource::None) {
+            return Err(ParamError::new(
+                "scripts",
+                "the acquire script replaces `acquire` and `token`: leave those at their defaults",
+            ));
+        }
+        if self.convention == Convention::Redisson && self.acquire.is_none() {
+            return Err(ParamError::new(
+                "scripts.acquire",
+                "required with convention = \"redisson\" (only convention = \"token\" can acquire with the `acquire` key's commands)",
+            ));
+        }
+        if p.renew == Renew::Watchdog && self.extend.is_none() {
+            return Err(ParamError::new(
+                "scripts.extend",
+                "required with renew = \"watchdog\" (the watchdog renews with it)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RedisParams {
+    /// Read the user's lock scripts, paths relative to `dir` (the scenario's folder),
+    /// and compile each, so a missing, unreadable or broken script is a configuration
+    /// error rather than an error reply in every history.
+    pub fn load_files(&mut self, dir: &std::path::Path) -> Result<(), ParamError> {
+        let Some(sc) = &mut self.scripts else {
+            return Ok(());
+        };
+        let read = |key: &str, rel: &str| {
+            let path = dir.join(rel);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                ParamError::new(
+                    &format!("scripts.{key}"),
+                    format!("cannot read the script `{}`: {e}", path.display()),
+                )
+            })?;
+            super::model::lua::check_compiles(&text).map_err(|e| {
+                ParamError::new(
+                    &format!("scripts.{key}"),
+                    format!("the script `{}` does not compile: {e}", path.display()),
+                )
+            })?;
+            Ok(text)
+        };
+        let text = ScriptTexts {
+            acquire: sc
+                .acquire
+                .as_deref()
+                .map(|a| read("acquire", a))
+                .transpose()?,
+            release: read("release", &sc.release)?,
+            extend: sc
+                .extend
+                .as_deref()
+                .map(|e| read("extend", e))
+                .transpose()?,
+        };
+        sc.text = Some(text);
         Ok(())
     }
 }
@@ -219,6 +354,15 @@ pub const SHARED_DOCS: &[ParamDoc] = &[
     ParamDoc::new("request_timeout_ms", "200", "per-request deadline, client local ms"),
     ParamDoc::new("retry_delay_ms", "[20, 60]", "delay between acquire attempts, local ms"),
     ParamDoc::new("drift_factor", "0.01", "validity = ttl - elapsed - (ttl * factor + 2 ms)"),
+    ParamDoc::new(
+        "scripts",
+        "none",
+        "your own Lua lock scripts: { acquire = \"a.lua\", release = \"r.lua\", extend = \"e.lua\" }, \
+         paths relative to the scenario file; extend is needed with renew = \"watchdog\". \
+         convention = \"redisson\" [default]: Redisson RLock's KEYS/ARGV and replies (sims/scripts/); \
+         \"token\": KEYS = [lock], ARGV = [owner, ttl_ms] (redis.io, redis-py, node-redlock), \
+         replies >= 1 done, 0 busy / not the owner's; acquire may be left out (then the `acquire` key's commands)",
+    ),
 ];
 
 /// The keys only `redis-replicated` has.

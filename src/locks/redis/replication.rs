@@ -18,7 +18,6 @@
 //! Partial resynchronisation (the backlog) is not modelled: every (re)connection is a
 //! full resync, which is semantically what a replica sees after a long partition.
 
-use super::model::RedisServer;
 use super::node::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
 use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
 use crate::history::EventType;
@@ -69,6 +68,11 @@ impl Stream {
         self.bytes.clear();
         self.acks.clear();
         self.changed.notify_waiters();
+    }
+
+    /// Replicas currently linked.
+    pub fn replicas(&self) -> usize {
+        self.acks.len()
     }
 
     fn acked(&self, target: u64) -> usize {
@@ -344,7 +348,7 @@ async fn replica_link(ctx: NodeCtx, node: Node, lag: [u64; 2]) {
             if n.generation != gen {
                 return;
             }
-            n.server = RedisServer::new();
+            // A full resync replaces the dataset; connections and subscriptions stay.
             n.server.load(ctx.wall_ms(), &cmds);
             n.applied = offset;
             n.persistence_policy()

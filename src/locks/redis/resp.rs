@@ -1,4 +1,5 @@
-//! RESP2 codec: the Redis serialization protocol, version 2.
+//! RESP codec: the Redis serialization protocol, version 2, and the RESP3 types a server
+//! sends after `HELLO 3` (null, boolean, double, map, set, push).
 //!
 //! Pure functions over byte slices, so the same code serves the simulated server, the
 //! lock clients and (later) a live `redis-server`:
@@ -28,7 +29,9 @@ pub const MAX_LINE_LEN: usize = 64 * 1024;
 /// nor dropping a hostile value can exhaust the stack.
 pub const MAX_DEPTH: usize = 128;
 
-/// One RESP2 value.
+/// One RESP value. The first five are RESP2's; the rest are RESP3's, which
+/// [`Value::encode`] writes in their RESP2 shape (null as a nil bulk, a map as a flat
+/// array, ...) and [`Value::encode_resp`] writes natively for a RESP3 connection.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Value {
     /// `+OK\r\n`: a simple string (no CR or LF inside).
@@ -41,6 +44,18 @@ pub enum Value {
     Bulk(Option<Vec<u8>>),
     /// `*2\r\n...`: an array; `None` is the nil array `*-1\r\n`.
     Array(Option<Vec<Value>>),
+    /// RESP3 `_\r\n`: null.
+    Null,
+    /// RESP3 `#t\r\n` / `#f\r\n`.
+    Boolean(bool),
+    /// RESP3 `,1.5\r\n`: a double, as its text.
+    Double(String),
+    /// RESP3 `%1\r\n...`: a map (in order); RESP2: a flat array key, value, ...
+    Map(Vec<(Value, Value)>),
+    /// RESP3 `~1\r\n...`: a set; RESP2: an array.
+    Set(Vec<Value>),
+    /// RESP3 `>3\r\n...`: an out-of-band push (pub/sub messages); RESP2: an array.
+    Push(Vec<Value>),
 }
 
 impl Value {
@@ -121,9 +136,9 @@ impl Value {
         }
     }
 
-    /// True for the nil bulk string and the nil array.
+    /// True for the nil bulk string, the nil array and the RESP3 null.
     pub fn is_nil(&self) -> bool {
-        matches!(self, Value::Bulk(None) | Value::Array(None))
+        matches!(self, Value::Bulk(None) | Value::Array(None) | Value::Null)
     }
 
     /// True for `+OK`.
@@ -136,9 +151,18 @@ impl Value {
         matches!(self, Value::Error(_))
     }
 
-    /// Appends the wire form of this value to `out`. CR and LF inside simple strings and
+    /// Appends the RESP2 wire form of this value to `out` (RESP3 types in their RESP2
+    /// shape, as Redis writes them to a RESP2 client). CR and LF inside simple strings and
     /// errors are written as spaces (they cannot be framed otherwise).
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_resp(2, out)
+    }
+
+    /// Appends the wire form of this value for a connection speaking protocol `resp`
+    /// (2 or 3): under RESP3 nil bulks and nil arrays are `_`, and maps, sets, pushes,
+    /// booleans and doubles have their own types.
+    pub fn encode_resp(&self, resp: u8, out: &mut Vec<u8>) {
+        let v3 = resp >= 3;
         match self {
             Value::Simple(s) => encode_line(b'+', s, out),
             Value::Error(s) => encode_line(b'-', s, out),
@@ -147,15 +171,32 @@ impl Value {
                 out.extend_from_slice(n.to_string().as_bytes());
                 out.extend_from_slice(b"\r\n");
             }
-            Value::Bulk(None) => out.extend_from_slice(b"$-1\r\n"),
+            Value::Bulk(None) | Value::Array(None) | Value::Null if v3 => {
+                out.extend_from_slice(b"_\r\n")
+            }
+            Value::Bulk(None) | Value::Null => out.extend_from_slice(b"$-1\r\n"),
             Value::Bulk(Some(b)) => encode_bulk(b, out),
             Value::Array(None) => out.extend_from_slice(b"*-1\r\n"),
-            Value::Array(Some(items)) => {
-                encode_header(b'*', items.len(), out);
-                for item in items {
-                    item.encode(out);
+            Value::Array(Some(items)) => encode_items(b'*', items, resp, out),
+            Value::Boolean(b) if v3 => {
+                out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" })
+            }
+            Value::Boolean(b) => out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+            Value::Double(d) if v3 => encode_line(b',', d, out),
+            Value::Double(d) => encode_bulk(d.as_bytes(), out),
+            Value::Map(pairs) => {
+                if v3 {
+                    encode_header(b'%', pairs.len(), out);
+                } else {
+                    encode_header(b'*', pairs.len() * 2, out);
+                }
+                for (k, v) in pairs {
+                    k.encode_resp(resp, out);
+                    v.encode_resp(resp, out);
                 }
             }
+            Value::Set(items) => encode_items(if v3 { b'~' } else { b'*' }, items, resp, out),
+            Value::Push(items) => encode_items(if v3 { b'>' } else { b'*' }, items, resp, out),
         }
     }
 
@@ -182,6 +223,13 @@ fn encode_line(tag: u8, s: &str, out: &mut Vec<u8>) {
             .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
     );
     out.extend_from_slice(b"\r\n");
+}
+
+fn encode_items(tag: u8, items: &[Value], resp: u8, out: &mut Vec<u8>) {
+    encode_header(tag, items.len(), out);
+    for item in items {
+        item.encode_resp(resp, out);
+    }
 }
 
 fn encode_header(tag: u8, len: usize, out: &mut Vec<u8>) {
@@ -314,7 +362,46 @@ fn read_len(buf: &[u8], start: usize, what: &str) -> Result<Option<(i64, usize)>
     }
 }
 
-/// Decodes one value from the front of `buf`.
+/// The kind of aggregate being filled while decoding.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Aggregate {
+    Array,
+    Map,
+    Set,
+    Push,
+}
+
+impl Aggregate {
+    fn of(tag: u8) -> Option<Aggregate> {
+        Some(match tag {
+            b'*' => Aggregate::Array,
+            b'%' => Aggregate::Map,
+            b'~' => Aggregate::Set,
+            b'>' => Aggregate::Push,
+            _ => return None,
+        })
+    }
+
+    fn finish(self, mut items: Vec<Value>) -> Value {
+        match self {
+            Aggregate::Array => Value::Array(Some(items)),
+            Aggregate::Set => Value::Set(items),
+            Aggregate::Push => Value::Push(items),
+            Aggregate::Map => {
+                let mut pairs = Vec::with_capacity(items.len() / 2);
+                let mut it = items.drain(..);
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((k, v));
+                }
+                Value::Map(pairs)
+            }
+        }
+    }
+}
+
+/// Decodes one value from the front of `buf`: RESP2, and the RESP3 types a server sends
+/// after `HELLO 3` (`_ # , ( = ! % ~ >`; big numbers and verbatim strings decode as
+/// bulk strings, blob errors as errors).
 ///
 /// Returns `Ok(None)` when `buf` holds only part of a value (call again with more bytes,
 /// from the same start), or the value and the number of bytes it took. Rejects unknown
@@ -323,29 +410,36 @@ fn read_len(buf: &[u8], start: usize, what: &str) -> Result<Option<(i64, usize)>
 /// [`MAX_DEPTH`]. Never panics.
 pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
     let mut pos = 0;
-    // Arrays being filled: (items so far, expected count). An explicit stack rather than
-    // recursion, so hostile nesting cannot overflow the call stack.
-    let mut stack: Vec<(Vec<Value>, usize)> = Vec::new();
+    // Aggregates being filled: (kind, items so far, expected item count). An explicit
+    // stack rather than recursion, so hostile nesting cannot overflow the call stack.
+    let mut stack: Vec<(Aggregate, Vec<Value>, usize)> = Vec::new();
     loop {
         let Some(&tag) = buf.get(pos) else {
             return Ok(None);
         };
         let mut value = match tag {
-            b'+' | b'-' | b':' => {
+            b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => {
                 let Some((line, next)) = read_line(buf, pos + 1)? else {
                     return Ok(None);
                 };
                 pos = next;
+                let text = || String::from_utf8_lossy(line).into_owned();
                 match tag {
-                    b'+' => Value::Simple(String::from_utf8_lossy(line).into_owned()),
-                    b'-' => Value::Error(String::from_utf8_lossy(line).into_owned()),
-                    _ => match parse_i64(line) {
+                    b'+' => Value::Simple(text()),
+                    b'-' => Value::Error(text()),
+                    b'_' if line.is_empty() => Value::Null,
+                    b'#' if line == b"t" => Value::Boolean(true),
+                    b'#' if line == b"f" => Value::Boolean(false),
+                    b',' => Value::Double(text()),
+                    b'(' => Value::Bulk(Some(line.to_vec())),
+                    b':' => match parse_i64(line) {
                         Some(n) => Value::Integer(n),
                         None => return perr("Protocol error: invalid integer"),
                     },
+                    _ => return perr("Protocol error: invalid RESP3 null or boolean"),
                 }
             }
-            b'$' => {
+            b'$' | b'=' | b'!' => {
                 let Some((len, next)) = read_len(buf, pos + 1, "bulk")? else {
                     return Ok(None);
                 };
@@ -361,24 +455,37 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
                         return perr("Protocol error: expected '\\r\\n' after bulk string");
                     }
                     pos = end + 2;
-                    Value::Bulk(Some(buf[next..end].to_vec()))
+                    let body = &buf[next..end];
+                    match tag {
+                        // A verbatim string starts with its 3-letter format and a colon.
+                        b'=' => Value::Bulk(Some(body.get(4..).unwrap_or_default().to_vec())),
+                        b'!' => Value::Error(String::from_utf8_lossy(body).into_owned()),
+                        _ => Value::Bulk(Some(body.to_vec())),
+                    }
                 }
             }
-            b'*' => {
+            b'*' | b'%' | b'~' | b'>' => {
                 let Some((len, next)) = read_len(buf, pos + 1, "multibulk")? else {
                     return Ok(None);
                 };
                 pos = next;
-                match len {
-                    -1 => Value::Array(None),
-                    0 => Value::Array(Some(Vec::new())),
+                let kind = Aggregate::of(tag).expect("an aggregate tag");
+                let count = if kind == Aggregate::Map {
+                    len.saturating_mul(2)
+                } else {
+                    len
+                };
+                match count {
+                    -1 if kind == Aggregate::Array => Value::Array(None),
+                    n if n < 0 => return perr("Protocol error: invalid multibulk length"),
+                    0 => kind.finish(Vec::new()),
                     n => {
                         if stack.len() >= MAX_DEPTH {
                             return perr("Protocol error: arrays nested too deeply");
                         }
                         // Capacity is capped: the count is untrusted until items arrive.
                         let n = n as usize;
-                        stack.push((Vec::with_capacity(n.min(1024)), n));
+                        stack.push((kind, Vec::with_capacity(n.min(1024)), n));
                         continue;
                     }
                 }
@@ -390,9 +497,9 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
                 ))
             }
         };
-        // Hand the finished value to its enclosing arrays, closing those now full.
+        // Hand the finished value to its enclosing aggregates, closing those now full.
         loop {
-            let Some((items, expected)) = stack.last_mut() else {
+            let Some((_, items, expected)) = stack.last_mut() else {
                 return Ok(Some((value, pos)));
             };
             items.push(value);
@@ -400,7 +507,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
                 break;
             }
             match stack.pop() {
-                Some((items, _)) => value = Value::Array(Some(items)),
+                Some((kind, items, _)) => value = kind.finish(items),
                 None => unreachable!("stack.last_mut() was Some"),
             }
         }

@@ -1,0 +1,118 @@
+//! `locksim live`: one scenario against real redis-server processes on loopback for a
+//! bounded real duration, its history checked as in simulation (see [`crate::live`]).
+
+use super::EXIT_BAD_INPUT;
+use crate::check::Verdict;
+use crate::scenario::{Expect, Scenario};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Parse a duration: `30s`, `1500ms` or a bare number of seconds.
+pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1000)
+    } else {
+        (s, 1000)
+    };
+    match num.trim().parse::<u64>() {
+        Ok(n) if n > 0 && n * scale <= 3_600_000 => Ok(n * scale),
+        _ => Err(format!(
+            "bad --duration `{s}`: expected e.g. 30s or 1500ms, at most 1 h"
+        )),
+    }
+}
+
+/// Run `path` live for `duration_ms` with the faults of `seed`; optionally write the
+/// history (JSONL) to `history`. Exit 0 when every check met the scenario's `expect`,
+/// 1 when not, 2 on bad input or when redis-server cannot be run, 130 when interrupted.
+pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&Path>) -> u8 {
+    let mut scenario = match Scenario::load(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    // The scenario's timeline runs for the live duration (explicit faults past it never
+    // happen; random ones are drawn within it).
+    scenario.duration_ms = duration_ms;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A first signal stops the run (and kills the servers); a second one exits.
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
+        let _ = signal_hook::flag::register(signal, stop.clone());
+    }
+    println!(
+        "live: {} ({}) for {} ms, seed {seed}, real redis-server on 127.0.0.1",
+        scenario.name,
+        scenario.lock.name(),
+        duration_ms
+    );
+    let run = match crate::live::run_live(&scenario, seed, stop) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("locksim: {}: {e}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    for s in &run.skipped {
+        println!("  not applied live: {s}");
+    }
+    if let Some(out) = history {
+        let text = crate::history::to_jsonl(&run.result.history);
+        if let Err(e) = std::fs::write(out, text) {
+            eprintln!("locksim: {}: cannot write: {e}", out.display());
+            return EXIT_BAD_INPUT;
+        }
+    }
+    let reports = crate::check_run(&scenario, &run.result);
+    let mut met = true;
+    for r in &reports {
+        let expect = scenario.expect.get(r.name).copied();
+        let ok = !matches!(
+            (expect, r.verdict),
+            (Some(Expect::Holds), Verdict::Violated) | (Some(Expect::Violated), Verdict::Holds)
+        );
+        met &= ok;
+        let verdict = match r.verdict {
+            Verdict::Holds => "holds".to_string(),
+            Verdict::Violated => format!("violated ({} violations)", r.violations.len()),
+            Verdict::Unknown => "unknown".to_string(),
+        };
+        let exp = match expect {
+            Some(Expect::Holds) => "expect holds",
+            Some(Expect::Violated) => "expect violated",
+            _ => "",
+        };
+        let mark = if expect.is_some_and(|e| e != Expect::Any) {
+            if ok {
+                " met"
+            } else {
+                " NOT met"
+            }
+        } else {
+            ""
+        };
+        println!("  {:<21}{verdict:<28}{exp}{mark}", r.name);
+        if let Some(v) = r.violations.first() {
+            println!("    e.g. {}", v.message);
+        }
+    }
+    println!(
+        "{} events; {}",
+        run.result.history.len(),
+        if met {
+            "expectations met"
+        } else {
+            "expectations NOT met"
+        }
+    );
+    if run.result.error.is_some() {
+        println!("  {}", run.result.error.as_deref().unwrap_or_default());
+        return 130;
+    }
+    u8::from(!met)
+}

@@ -1,0 +1,494 @@
+//! Live mode: a scenario's lock clients, workload, storage and checks against real
+//! `redis-server` processes on 127.0.0.1 that locksim starts and stops itself, for a
+//! bounded real duration.
+//!
+//! The clients and the storage run in this process on a single-threaded tokio runtime,
+//! with the same code as in simulation: their [`NodeCtx`] takes true time from the real
+//! clock and connects over loopback TCP ([`crate::net::Tcp`]). The scenario's faults are
+//! applied for real where that is possible on one machine: a server pause is SIGSTOP then
+//! SIGCONT, a server crash is SIGKILL and a restart on the same port and data folder
+//! (with the configured persistence); client pauses and crashes freeze or kill the
+//! client's tasks as in simulation; partitions cut the in-process nodes' loopback
+//! connections ([`crate::net::LiveStream`]). Clock faults are not applied (they are
+//! listed as skipped). Every process started is killed on the way out, including after
+//! SIGINT/SIGTERM. Supports `algorithm = "redis"` (one server) and `"redlock"` (N
+//! independent servers).
+
+mod process;
+
+pub use process::{redis_server_binary, RedisProcess, Supervisor};
+
+use crate::history::{Event, EventType, Recorder};
+use crate::locks::redis::Persistence;
+use crate::net::LiveNet;
+use crate::scenario::Scenario;
+use crate::sim::{Action, ArmedFault, NodeCtx, NodeRequest, NodeState, RunResult};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the driver applies due faults and serves node requests.
+const DRIVER_TICK: Duration = Duration::from_millis(1);
+
+/// What a live run did: the run (history, schedule) and the faults it could not apply.
+#[derive(Debug)]
+pub struct LiveRun {
+    /// The history and the fault schedule, as a simulated run returns them.
+    pub result: RunResult,
+    /// Faults of the schedule that live mode cannot inflict (partitions, clock faults).
+    pub skipped: Vec<String>,
+}
+
+/// Run `scenario` live for its `duration_ms` with the faults of `seed` (explicit ones and
+/// random draws). `stop` ends the run early (a signal handler sets it). Errors are
+/// messages for exit code 2 (unsupported scenario, redis-server missing or failing).
+pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result<LiveRun, String> {
+    if !["redis", "redlock"].contains(&scenario.lock.name()) {
+        return Err(format!(
+            "live mode runs algorithm = \"redis\" or \"redlock\" only, not \"{}\"",
+            scenario.lock.name()
+        ));
+    }
+    let persistence = persistence_of(scenario)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let local = tokio::task::LocalSet::new();
+    let supervisor = Supervisor::default();
+    let root = std::env::temp_dir().join(format!("locksim-live-{}", std::process::id()));
+    let out = local.block_on(
+        &rt,
+        drive(scenario, seed, persistence, &root, &supervisor, stop),
+    );
+    supervisor.kill_all();
+    let _ = std::fs::remove_dir_all(&root);
+    out
+}
+
+/// `[lock] persistence` of a redis scenario, read again from the file's text.
+fn persistence_of(scenario: &Scenario) -> Result<Persistence, String> {
+    #[derive(serde::Deserialize)]
+    struct Lock {
+        persistence: Option<Persistence>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Text {
+        lock: Option<toml::Value>,
+    }
+    let text = std::fs::read_to_string(&scenario.file)
+        .map_err(|e| format!("{}: {e}", scenario.file.display()))?;
+    let t: Text = toml::from_str(&text).map_err(|e| e.to_string())?;
+    let p = match t.lock {
+        Some(v) => v.try_into::<Lock>().ok().and_then(|l| l.persistence),
+        None => None,
+    };
+    Ok(p.unwrap_or(Persistence::None))
+}
+
+/// One in-process node (storage or client): its state and running task.
+struct Local {
+    state: Rc<NodeState>,
+    main: crate::sim::HostMain,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+struct Driver {
+    recorder: Recorder,
+    net: Rc<LiveNet>,
+    servers: BTreeMap<String, RedisProcess>,
+    locals: BTreeMap<String, Local>,
+    pending: BTreeMap<(u64, u64), Action>,
+    seq: u64,
+    skipped: Vec<String>,
+    all: Vec<String>,
+    /// Live partitions by id: the directed links each cut.
+    partitions: BTreeMap<u64, Vec<(String, String)>>,
+}
+
+async fn drive(
+    scenario: &Scenario,
+    seed: u64,
+    persistence: Persistence,
+    root: &std::path::Path,
+    supervisor: &Supervisor,
+    stop: Arc<AtomicBool>,
+) -> Result<LiveRun, String> {
+    let world = crate::deploy::world(scenario, scenario.fault_plan());
+    let all: Vec<String> = world.hosts.iter().map(|h| h.name.clone()).collect();
+    let server_names = scenario.servers();
+    let mut servers = BTreeMap::new();
+    let mut ports = BTreeMap::new();
+    for name in &server_names {
+        let p = RedisProcess::start(name, root, persistence, supervisor)
+            .map_err(|e| format!("{name}: {e}"))?;
+        // The clients dial the model's port; the address book maps it to the process.
+        ports.insert(name.clone(), p.port);
+        servers.insert(name.clone(), p);
+    }
+    for host in &world.hosts {
+        if !servers.contains_key(&host.name) {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| format!("no free loopback port: {e}"))?
+                .port();
+            ports.insert(host.name.clone(), port);
+        }
+    }
+    let net = Rc::new(LiveNet::new(ports));
+    let recorder = Recorder::new();
+    let mut watchers = Vec::new();
+    let mut d = Driver {
+        recorder: recorder.clone(),
+        net: net.clone(),
+        servers,
+        locals: BTreeMap::new(),
+        pending: BTreeMap::new(),
+        seq: 0,
+        skipped: Vec::new(),
+        all: all.clone(),
+        partitions: BTreeMap::new(),
+    };
+    for name in &server_names {
+        let state = Rc::new(NodeState::new(name, seed));
+        let ctx = NodeCtx::new(state, recorder.clone()).with_live(net.clone());
+        watchers.push(tokio::task::spawn_local(watch_expirations(ctx)));
+    }
+    // Storage first (clients connect to it), as the world starts hosts in order.
+    for host in world.hosts {
+        if d.servers.contains_key(&host.name) {
+            continue;
+        }
+        let state = Rc::new(NodeState::new(&host.name, seed));
+        let mut local = Local {
+            state,
+            main: host.main,
+            task: None,
+        };
+        local.task = Some(d.start(&local));
+        d.locals.insert(host.name, local);
+        tokio::task::yield_now().await;
+    }
+    let schedule = world.faults.schedule(&all, seed);
+    for (t, a) in crate::sim::actions(&schedule) {
+        d.push(t, a);
+    }
+    let end_ns = scenario.duration_ms * 1_000_000;
+    let mut error = None;
+    loop {
+        let now = net.elapsed_ns();
+        if now >= end_ns {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            error = Some(format!("interrupted at {} ms", now / 1_000_000));
+            break;
+        }
+        while let Some(entry) = d.pending.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let action = entry.remove();
+            d.apply(now, action)?;
+        }
+        let requests: Vec<(String, NodeRequest)> = d
+            .locals
+            .iter()
+            .flat_map(|(n, l)| l.state.take_requests().into_iter().map(|r| (n.clone(), r)))
+            .collect();
+        for (node, req) in requests {
+            match req {
+                NodeRequest::ResumeAfter(ns) => d.push(now + ns, Action::Resume { node }),
+                NodeRequest::Crash(down_ns) => d.apply(now, Action::Crash { node, down_ns })?,
+            }
+        }
+        tokio::time::sleep(DRIVER_TICK).await;
+    }
+    for w in watchers {
+        w.abort();
+    }
+    for l in d.locals.values_mut() {
+        if let Some(t) = l.task.take() {
+            t.abort();
+        }
+    }
+    let end_ns = net.elapsed_ns();
+    let mut history = recorder.take();
+    order_expirations(&mut history, EXPIRY_REORDER_NS);
+    Ok(LiveRun {
+        result: RunResult {
+            seed,
+            history,
+            end_ns,
+            error,
+            schedule,
+        },
+        skipped: d.skipped,
+    })
+}
+
+/// How far back a grant read just before an expiry notification is taken to follow it.
+const EXPIRY_REORDER_NS: u64 = 5_000_000;
+
+/// Put each expiry notification before the grants of its lock that were read at most
+/// `window_ns` before it. Redis sends the notification before it runs the command that
+/// found the key expired (and before any command after an active expiry), so a grant
+/// read first only won the race between two sockets: its `SET` came after the expiry.
+/// Indices are renumbered; times stay in order (the expiry takes the grant's time).
+pub fn order_expirations(history: &mut [Event], window_ns: u64) {
+    for i in 0..history.len() {
+        if history[i].f != "expire" || history[i].kind != EventType::Event {
+            continue;
+        }
+        let (key, t) = (history[i].key.clone(), history[i].time_ns);
+        // The earliest grant of this lock in the window, with no release of it after.
+        let mut to = i;
+        for j in (0..i).rev() {
+            let e = &history[j];
+            if t - e.time_ns > window_ns || (e.lock == key && e.f == "release") {
+                break;
+            }
+            if e.lock == key && e.f == "acquire" && e.kind == EventType::Ok {
+                to = j;
+            }
+        }
+        if to < i {
+            let time = history[to].time_ns;
+            history[to..=i].rotate_right(1);
+            history[to].time_ns = time;
+        }
+    }
+    for (n, e) in history.iter_mut().enumerate() {
+        e.index = n as u64;
+    }
+}
+
+/// Record the server's key expirations as `expire` events of its node, as the model's
+/// server does, from Redis's keyspace notifications (`__keyevent@0__:expired`); the
+/// `lock-linearizable` check needs them. Reconnects after a crash. A notification is
+/// read when it arrives, so it may be stamped a little after the expiry itself.
+async fn watch_expirations(ctx: NodeCtx) {
+    use crate::locks::redis::resp::{decode, encode_command, Value};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let port = ctx
+        .live()
+        .and_then(|n| n.port(ctx.name()))
+        .expect("a server port");
+    loop {
+        if let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            let mut out = Vec::new();
+            encode_command(&[b"SUBSCRIBE", b"__keyevent@0__:expired"], &mut out);
+            if s.write_all(&out).await.is_ok() {
+                let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+                while let Ok(n) = s.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Ok(Some((v, used))) = decode(&buf) {
+                        buf.drain(..used);
+                        if let Value::Array(Some(items)) | Value::Push(items) = v {
+                            if let [Value::Bulk(Some(kind)), _, Value::Bulk(Some(key))] = &items[..]
+                            {
+                                if kind == b"message" {
+                                    crate::locks::redis::record_expired(
+                                        &ctx,
+                                        std::slice::from_ref(key),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+impl Driver {
+    fn push(&mut self, t: u64, a: Action) {
+        self.pending.insert((t, self.seq), a);
+        self.seq += 1;
+    }
+
+    /// Start (or restart) an in-process node: a fresh context, its code under its pause
+    /// switch.
+    fn start(&self, local: &Local) -> tokio::task::JoinHandle<()> {
+        let ctx =
+            NodeCtx::new(local.state.clone(), self.recorder.clone()).with_live(self.net.clone());
+        let run = (local.main)(ctx);
+        tokio::task::spawn_local(local.state.pause.wrap(run))
+    }
+
+    fn record(&self, now: u64, f: &str, node: &str, value: serde_json::Value) {
+        let e = Event::new("nemesis", EventType::Event, f)
+            .at(now)
+            .nodes(vec![node.to_string()])
+            .value(value);
+        self.recorder.push(e);
+    }
+
+    fn apply(&mut self, now: u64, action: Action) -> Result<(), String> {
+        tracing::info!("live nemesis at {:.3} ms: {action:?}", now as f64 / 1e6);
+        let io = |node: &str, e: std::io::Error| format!("{node}: {e}");
+        match action {
+            Action::Pause { node, duration_ns } => {
+                if let Some(p) = self.servers.get_mut(&node) {
+                    if !p.is_running() {
+                        return Ok(());
+                    }
+                    p.pause().map_err(|e| io(&node, e))?;
+                } else {
+                    let s = &self.locals[&node].state;
+                    if s.is_crashed() || s.pause.is_paused() {
+                        return Ok(());
+                    }
+                    s.pause.pause();
+                }
+                let ms = duration_ns as f64 / 1e6;
+                self.record(
+                    now,
+                    "pause",
+                    &node,
+                    json!({"duration_ms": ms, "at": "anywhere"}),
+                );
+                self.push(now + duration_ns, Action::Resume { node });
+            }
+            Action::ArmPause {
+                node,
+                duration_ns,
+                point,
+            } => {
+                if let Some(l) = self.locals.get(&node) {
+                    l.state.arm(point, ArmedFault::Pause { duration_ns });
+                }
+            }
+            Action::ArmCrash {
+                node,
+                down_ns,
+                point,
+            } => {
+                if let Some(l) = self.locals.get(&node) {
+                    l.state.arm(point, ArmedFault::Crash { down_ns });
+                }
+            }
+            Action::Resume { node } => {
+                if let Some(p) = self.servers.get_mut(&node) {
+                    if p.is_running() {
+                        p.resume().map_err(|e| io(&node, e))?;
+                        self.record(now, "resume", &node, json!(null));
+                    }
+                } else if self.locals[&node].state.pause.is_paused() {
+                    self.locals[&node].state.pause.resume();
+                    self.record(now, "resume", &node, json!(null));
+                }
+            }
+            Action::Crash { node, down_ns } => {
+                if let Some(p) = self.servers.get_mut(&node) {
+                    if !p.is_running() {
+                        return Ok(());
+                    }
+                    p.crash().map_err(|e| io(&node, e))?;
+                } else {
+                    let l = self.locals.get_mut(&node).expect("a known node");
+                    if l.state.is_crashed() {
+                        return Ok(());
+                    }
+                    if let Some(t) = l.task.take() {
+                        t.abort();
+                    }
+                    l.state.set_crashed(true);
+                    // Jepsen's convention, as in simulation: the outstanding operation
+                    // of a crashed process is indeterminate.
+                    if let Some(last) = self.recorder.last_op_of(&node) {
+                        if last.kind == EventType::Invoke {
+                            let mut info = last.clone();
+                            info.kind = EventType::Info;
+                            info.time_ns = now;
+                            info.reason = Some("crashed".into());
+                            self.recorder.push(info);
+                        }
+                    }
+                }
+                let down = down_ns.map(|d| d as f64 / 1e6);
+                self.record(now, "crash", &node, json!({ "down_ms": down }));
+                if let Some(d) = down_ns {
+                    self.push(now + d, Action::Restart { node });
+                }
+            }
+            Action::Restart { node } => {
+                if let Some(p) = self.servers.get_mut(&node) {
+                    if p.is_running() {
+                        return Ok(());
+                    }
+                    p.restart().map_err(|e| io(&node, e))?;
+                } else {
+                    let l = &self.locals[&node];
+                    if !l.state.is_crashed() {
+                        return Ok(());
+                    }
+                    l.state.set_crashed(false);
+                    let task = self.start(l);
+                    self.locals.get_mut(&node).expect("known").task = Some(task);
+                }
+                self.record(now, "restart", &node, json!(null));
+            }
+            Action::Partition {
+                id,
+                side,
+                peers,
+                oneway,
+            } => {
+                let others: Vec<String> = if peers.is_empty() {
+                    let rest = self.all.iter().filter(|b| !side.contains(b));
+                    rest.cloned().collect()
+                } else {
+                    peers
+                };
+                let mut links = Vec::new();
+                for a in &side {
+                    for b in &others {
+                        links.push((a.clone(), b.clone()));
+                        if !oneway {
+                            links.push((b.clone(), a.clone()));
+                        }
+                    }
+                }
+                for (a, b) in &links {
+                    self.net.set_cut(a, b, true);
+                }
+                self.partitions.insert(id, links);
+                let e = Event::new("nemesis", EventType::Event, "partition")
+                    .at(now)
+                    .nodes(side)
+                    .value(json!({"id": id, "oneway": oneway, "from": others}));
+                self.recorder.push(e);
+            }
+            Action::Heal { id } => {
+                if let Some(links) = self.partitions.remove(&id) {
+                    for (a, b) in &links {
+                        self.net.set_cut(a, b, false);
+                    }
+                    let e = Event::new("nemesis", EventType::Event, "heal").at(now);
+                    self.recorder.push(e.nodes(vec![]).value(json!({"id": id})));
+                }
+            }
+            Action::HealAll => {
+                for (a, b) in std::mem::take(&mut self.partitions).into_values().flatten() {
+                    self.net.set_cut(&a, &b, false);
+                }
+                let e = Event::new("nemesis", EventType::Event, "heal").at(now);
+                self.recorder
+                    .push(e.nodes(vec![]).value(json!({"id": "all"})));
+            }
+            other => self
+                .skipped
+                .push(format!("{:.0} ms: {other:?}", now as f64 / 1e6)),
+        }
+        Ok(())
+    }
+}

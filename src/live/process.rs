@@ -1,0 +1,241 @@
+//! Real `redis-server` processes on loopback for live mode: started on a free
+//! 127.0.0.1 port with the scenario's persistence, paused (SIGSTOP), resumed (SIGCONT),
+//! crashed (SIGKILL) and restarted on the same port and data folder, and always killed
+//! when dropped. Every process started is listed in a [`Supervisor`], which a Ctrl-C
+//! handler can empty.
+
+use crate::locks::redis::Persistence;
+use std::io;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where `redis-server` is: on `PATH`, or in `/usr/bin` or `/usr/local/bin`.
+pub fn redis_server_binary() -> io::Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join("redis-server"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "redis-server not found: install it (e.g. `apt-get install -y redis-server`)",
+            )
+        })
+}
+
+/// The process ids of every live process, so that an interrupt can kill them all.
+#[derive(Debug, Clone, Default)]
+pub struct Supervisor(Arc<Mutex<Vec<u32>>>);
+
+impl Supervisor {
+    fn add(&self, pid: u32) {
+        self.0.lock().expect("not poisoned").push(pid);
+    }
+
+    fn remove(&self, pid: u32) {
+        self.0.lock().expect("not poisoned").retain(|p| *p != pid);
+    }
+
+    /// SIGKILL every process still listed (they may be stopped: SIGKILL ends those too).
+    pub fn kill_all(&self) {
+        for pid in self.0.lock().expect("not poisoned").drain(..) {
+            let _ = signal(pid, "KILL");
+        }
+    }
+}
+
+/// Send `sig` (a name: STOP, CONT, KILL) to `pid` with kill(1).
+fn signal(pid: u32, sig: &str) -> io::Result<()> {
+    let status = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("kill -{sig} {pid} failed")))
+    }
+}
+
+/// One `redis-server` on 127.0.0.1.
+#[derive(Debug)]
+pub struct RedisProcess {
+    /// The node name it stands for (`redis-0`).
+    pub name: String,
+    /// Its loopback port.
+    pub port: u16,
+    dir: PathBuf,
+    persistence: Persistence,
+    child: Option<Child>,
+    paused: bool,
+    supervisor: Supervisor,
+}
+
+impl RedisProcess {
+    /// Start `name` on a free loopback port with its data in a new folder under `root`;
+    /// returns once it accepts connections (or fails after 10 s).
+    pub fn start(
+        name: &str,
+        root: &Path,
+        persistence: Persistence,
+        supervisor: &Supervisor,
+    ) -> io::Result<RedisProcess> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let dir = root.join(format!("{name}-{port}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut p = RedisProcess {
+            name: name.to_string(),
+            port,
+            dir,
+            persistence,
+            child: None,
+            paused: false,
+            supervisor: supervisor.clone(),
+        };
+        p.spawn()?;
+        Ok(p)
+    }
+
+    fn spawn(&mut self) -> io::Result<()> {
+        let (aof, fsync) = match self.persistence {
+            Persistence::None => ("no", "everysec"),
+            Persistence::Everysec => ("yes", "everysec"),
+            Persistence::Always => ("yes", "always"),
+        };
+        let child = Command::new(redis_server_binary()?)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", aof, "--appendfsync", fsync])
+            .args(["--daemonize", "no", "--protected-mode", "yes"])
+            // Expirations as pub/sub events: live mode records them as the model does.
+            .args(["--notify-keyspace-events", "Ex"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        self.supervisor.add(child.id());
+        self.child = Some(child);
+        self.paused = false;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if Instant::now() >= deadline {
+                return Err(io::Error::other(format!(
+                    "{}: redis-server did not listen on 127.0.0.1:{} within 10 s",
+                    self.name, self.port
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
+    fn pid(&self) -> io::Result<u32> {
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .ok_or_else(|| io::Error::other(format!("{} is not running", self.name)))
+    }
+
+    /// Freeze the process (SIGSTOP): it keeps its sockets and answers nothing.
+    pub fn pause(&mut self) -> io::Result<()> {
+        signal(self.pid()?, "STOP")?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// Thaw it (SIGCONT).
+    pub fn resume(&mut self) -> io::Result<()> {
+        signal(self.pid()?, "CONT")?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// Whether it is running (started and not crashed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Kill it (SIGKILL): what the AOF had fsynced is all a restart gets back.
+    pub fn crash(&mut self) -> io::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            self.supervisor.remove(child.id());
+            child.kill()?;
+            child.wait()?;
+        }
+        self.paused = false;
+        Ok(())
+    }
+
+    /// Start it again on the same port and data folder (after [`Self::crash`]).
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.crash()?;
+        self.spawn()
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        let _ = self.crash();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn ping(port: u16) -> io::Result<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_millis(300)))?;
+        s.write_all(b"*1\r\n$4\r\nPING\r\n")?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf)?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    fn set_get(port: u16, set: bool) -> io::Result<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_millis(1000)))?;
+        let cmd: &[u8] = if set {
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+        } else {
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+        };
+        s.write_all(cmd)?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf)?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    #[test]
+    fn pause_resume_crash_restart_and_kill_on_drop() {
+        let root = std::env::temp_dir().join(format!("locksim-live-test-{}", std::process::id()));
+        let sup = Supervisor::default();
+        let mut p = RedisProcess::start("redis-0", &root, Persistence::Always, &sup)
+            .expect("redis-server starts (install it: apt-get install -y redis-server)");
+        assert_eq!(ping(p.port).unwrap(), "+PONG\r\n");
+        p.pause().unwrap();
+        assert!(ping(p.port).is_err(), "a stopped server answers nothing");
+        p.resume().unwrap();
+        assert_eq!(ping(p.port).unwrap(), "+PONG\r\n");
+        assert_eq!(set_get(p.port, true).unwrap(), "+OK\r\n");
+        // appendfsync always: the write survives SIGKILL and a restart.
+        p.crash().unwrap();
+        assert!(ping(p.port).is_err());
+        p.restart().unwrap();
+        assert_eq!(set_get(p.port, false).unwrap(), "$1\r\nv\r\n");
+        let (port, pid) = (p.port, p.pid().unwrap());
+        assert_eq!(sup.0.lock().unwrap().as_slice(), &[pid]);
+        p.pause().unwrap();
+        drop(p); // killed although stopped
+        assert!(ping(port).is_err());
+        assert!(sup.0.lock().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -1,0 +1,218 @@
+//! Live mode's transport: real TCP on 127.0.0.1. [`LiveNet`] maps node names to loopback
+//! ports; [`Tcp`] connects through turmoil in a simulation and over real loopback TCP in
+//! a live run, so the same client code runs in both. Partitions between in-process
+//! nodes (clients, storage) and the servers are applied here: a cut link refuses
+//! connects and drops what is written over it and what arrives on it.
+
+use super::connector::Connector;
+use super::tcp::{self, SimStream};
+use crate::sim::{Elapsed, LocalBoxFuture, NodeCtx};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A live run's address book and clock: node name to 127.0.0.1 port, and the instant
+/// the run began (its true time zero).
+#[derive(Debug)]
+pub struct LiveNet {
+    ports: BTreeMap<String, u16>,
+    start: tokio::time::Instant,
+    /// Directed links cut, with how many partitions cut each.
+    cuts: RefCell<BTreeMap<(String, String), u32>>,
+}
+
+impl LiveNet {
+    /// An address book starting the run's clock now.
+    pub fn new(ports: BTreeMap<String, u16>) -> LiveNet {
+        LiveNet {
+            ports,
+            start: tokio::time::Instant::now(),
+            cuts: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// Cut (`true`) or restore one directed link; overlapping partitions count.
+    pub fn set_cut(&self, from: &str, to: &str, cut: bool) {
+        let mut cuts = self.cuts.borrow_mut();
+        let key = (from.to_string(), to.to_string());
+        let n = cuts.entry(key.clone()).or_insert(0);
+        if cut {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                cuts.remove(&key);
+            }
+        }
+    }
+
+    /// Whether the link `from` → `to` is cut.
+    pub fn is_cut(&self, from: &str, to: &str) -> bool {
+        self.cuts
+            .borrow()
+            .contains_key(&(from.to_string(), to.to_string()))
+    }
+
+    /// The loopback port of `host`.
+    pub fn port(&self, host: &str) -> Option<u16> {
+        self.ports.get(host).copied()
+    }
+
+    /// Real time since the run began, ns.
+    pub fn elapsed_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+}
+
+/// A connected stream: simulated or real.
+pub enum NetStream {
+    /// turmoil's TCP.
+    Sim(SimStream),
+    /// Real loopback TCP.
+    Live(LiveStream),
+}
+
+/// A loopback connection from node `from` to node `to`, subject to the run's cuts.
+pub struct LiveStream {
+    stream: tokio::net::TcpStream,
+    net: Rc<LiveNet>,
+    from: String,
+    to: String,
+}
+
+impl AsyncRead for LiveStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let out = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if matches!(out, Poll::Ready(Ok(()))) && this.net.is_cut(&this.to, &this.from) {
+            // Lost on the cut link. Nothing wakes this read again: the caller's request
+            // deadline does, as when a partition swallows a reply in simulation.
+            buf.set_filled(before);
+            return Poll::Pending;
+        }
+        out
+    }
+}
+
+impl AsyncWrite for LiveStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.net.is_cut(&this.from, &this.to) {
+            return Poll::Ready(Ok(buf.len()));
+        }
+        Pin::new(&mut this.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+macro_rules! delegate {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self.get_mut() {
+            NetStream::Sim($s) => {
+                let $s = Pin::new($s);
+                $e
+            }
+            NetStream::Live($s) => {
+                let $s = Pin::new($s);
+                $e
+            }
+        }
+    };
+}
+
+impl AsyncRead for NetStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        delegate!(self, s => s.poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for NetStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, s => s.poll_write(cx, buf))
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => s.poll_flush(cx))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => s.poll_shutdown(cx))
+    }
+}
+
+/// Simulated TCP in a simulation (exactly [`super::SimTcp`]), real loopback TCP in a
+/// live run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tcp;
+
+impl Connector for Tcp {
+    type Stream = NetStream;
+
+    fn connect<'a>(
+        &'a self,
+        ctx: &'a NodeCtx,
+        host: &'a str,
+        port: u16,
+        deadline: Duration,
+    ) -> LocalBoxFuture<'a, Result<io::Result<NetStream>, Elapsed>> {
+        Box::pin(async move {
+            let Some(net) = ctx.live() else {
+                let s = tcp::connect(ctx, host, port, deadline).await?;
+                return Ok(s.map(NetStream::Sim));
+            };
+            let Some(real) = net.port(host) else {
+                return Ok(Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("live mode has no process for {host}"),
+                )));
+            };
+            if net.is_cut(ctx.name(), host) {
+                // As in simulation: the SYN is dropped on the cut link, refused at once.
+                return Ok(Err(io::Error::new(
+                    io::ErrorKind::ConnectionRefused,
+                    format!("{host}: link cut"),
+                )));
+            }
+            let s = ctx
+                .timeout(
+                    deadline,
+                    tokio::net::TcpStream::connect(("127.0.0.1", real)),
+                )
+                .await?;
+            Ok(s.and_then(|stream| {
+                stream.set_nodelay(true)?;
+                Ok(NetStream::Live(LiveStream {
+                    stream,
+                    net: net.clone(),
+                    from: ctx.name().to_string(),
+                    to: host.to_string(),
+                }))
+            }))
+        })
+    }
+}

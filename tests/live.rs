@@ -1,0 +1,179 @@
+//! Live mode against real redis-server processes on loopback (a few seconds each): row 1
+//! finds its `mutex` violation for real, server faults are inflicted with real signals,
+//! and no process is left behind. Needs `redis-server` (CI's `.ci/run` installs it).
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_locksim");
+
+fn live(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(BIN)
+        .arg("live")
+        .args(args)
+        .output()
+        .expect("locksim runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn history(path: &std::path::Path) -> Vec<locksim::Event> {
+    locksim::history::from_jsonl(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn row_1_live_violates_mutex_and_meets_its_expectations() {
+    let h = std::env::temp_dir().join(format!("locksim-live-row1-{}.jsonl", std::process::id()));
+    let (code, out, err) = live(&[
+        "sims/redis-01-pause-past-lease.toml",
+        "--duration",
+        "4s",
+        "--history",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("expectations met"), "{out}");
+    let events = history(&h);
+    assert!(events
+        .iter()
+        .any(|e| e.f == "pause" && e.process == "nemesis"));
+    // Real Redis's expirations are recorded, as the model records its own.
+    assert!(events
+        .iter()
+        .any(|e| e.f == "expire" && e.process == "redis-0"));
+    let _ = std::fs::remove_file(&h);
+}
+
+#[test]
+fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
+    let h = std::env::temp_dir().join(format!("locksim-live-srv-{}.jsonl", std::process::id()));
+    let (code, out, err) = live(&[
+        "tests/fixtures/live/server-faults.toml",
+        "--duration",
+        "5s",
+        "--history",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("not applied live") && out.contains("ClockJump"),
+        "{out}"
+    );
+    let events = history(&h);
+    assert!(events.iter().any(|e| e.f == "partition") && events.iter().any(|e| e.f == "heal"));
+    // client-0 was cut off from 4000 to 4300 ms: none of its requests completed ok then.
+    let cut_off_ok = events.iter().any(|e| {
+        e.process == "client-0"
+            && e.kind == locksim::EventType::Ok
+            && (4_010_000_000..4_290_000_000).contains(&e.time_ns)
+    });
+    assert!(!cut_off_ok, "client-0 got a reply over a cut link");
+    for f in ["pause", "resume", "crash", "restart"] {
+        assert!(
+            events.iter().any(|e| e.f == f
+                && e.nodes
+                    .as_ref()
+                    .is_some_and(|n| n.contains(&"redis-0".to_string()))),
+            "no {f} of redis-0"
+        );
+    }
+    // While redis-0 was stopped (1000..2000 ms) no lock request completed.
+    let done_in_pause = events.iter().any(|e| {
+        e.process.starts_with("client-")
+            && e.kind != locksim::EventType::Invoke
+            && (e.f == "acquire" || e.f == "release")
+            && (1_050_000_000..1_950_000_000).contains(&e.time_ns)
+            && e.reason.as_deref().is_none_or(|r| !r.contains("timeout"))
+    });
+    assert!(!done_in_pause, "a stopped server answered");
+    let _ = std::fs::remove_file(&h);
+}
+
+#[test]
+#[ignore = "real timing decides whether a second majority forms: run on a quiet machine"]
+fn row_8_live_redlock_restarted_node_gives_a_second_majority() {
+    // Real partitions of the in-process clients, a real SIGKILL and restart of redis-2
+    // without persistence; timing is real, so look over a few seeds (in simulation 48
+    // of 100 seeds violate; live, seeds 1 and 3 of 0..4 did when this was written).
+    let violated = (0..8).any(|seed| {
+        let seed = seed.to_string();
+        let (code, out, err) = live(&[
+            "sims/redlock-08-fast-restart.toml",
+            "--duration",
+            "3s",
+            "--seed",
+            &seed,
+        ]);
+        assert!(code == 0 || code == 1, "{out}\n{err}");
+        out.contains("mutex                violated")
+    });
+    assert!(violated, "no live seed of row 8 violated mutex");
+}
+
+#[test]
+fn live_rejects_other_algorithms_and_bad_durations() {
+    let (code, _, err) = live(&["sims/raft-baseline.toml", "--duration", "1s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("live mode runs algorithm = \"redis\" or \"redlock\" only"),
+        "{err}"
+    );
+    let (code, _, err) = live(&["sims/redis-01-pause-past-lease.toml", "--duration", "soon"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad --duration"), "{err}");
+}
+
+#[test]
+fn an_interrupted_run_kills_its_servers() {
+    let mut child = Command::new(BIN)
+        .args([
+            "live",
+            "tests/fixtures/live/server-faults.toml",
+            "--duration",
+            "30s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("locksim starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Every redis-server locksim starts is its child: note them, interrupt, and none
+    // may be alive afterwards.
+    let pid = child.id().to_string();
+    let out = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
+    let servers: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert!(
+        !servers.is_empty(),
+        "redis-server runs as a child of locksim"
+    );
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    // A watchdog, so a run that ignores the signal fails the test instead of hanging CI.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("locksim live did not end within 30 s of SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    for s in servers {
+        let alive = Command::new("kill")
+            .args(["-0", &s])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(!alive, "redis-server {s} survived the interrupt");
+    }
+}

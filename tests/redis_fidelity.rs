@@ -1,0 +1,1124 @@
+//! Differential fidelity: the same command sequences go to locksim's Redis model and to a
+//! real `redis-server` (started here on a free loopback port, killed at the end), and the
+//! replies are compared value for value — TTLs and absolute expiry times within a timing
+//! tolerance. Covers every command the model implements, their error replies, and the
+//! lock scripts of redis-py, node-redlock and Redisson (`tests/fixtures/lock_scripts/`,
+//! `sims/scripts/`).
+//!
+//! Without the `redis-server` binary the test fails and says how to install it: it never
+//! skips silently. Deliberate differences are listed in [`DELIBERATE`]-tagged steps and
+//! reported separately; every other mismatch fails the test.
+
+use locksim::locks::redis::model::{Client, RedisServer, ServerConfig};
+use locksim::locks::redis::resp::{decode, encode_command, Value};
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A real redis-server process, killed when dropped.
+struct RealServer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for RealServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn redis_server_binary() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join("redis-server"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "redis-server not found on PATH: this test compares the model with a real \
+                 Redis 7 server and does not skip. Install it with `apt-get install -y \
+                 redis-server` (CI's .ci/run does this)."
+            )
+        })
+}
+
+fn start_server(extra: &[&str]) -> RealServer {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let dir = std::env::temp_dir().join(format!("locksim-fidelity-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let port_s = port.to_string();
+    let mut args = vec![
+        "--port",
+        &port_s,
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--dir",
+    ];
+    let dir_s = dir.to_string_lossy().into_owned();
+    args.push(&dir_s);
+    args.extend_from_slice(extra);
+    let child = Command::new(redis_server_binary())
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let server = RealServer { child, port, dir };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "redis-server did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64
+}
+
+/// A connection to the real server.
+struct RealConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RealConn {
+    fn open(port: u16) -> RealConn {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(1500)))
+            .expect("timeout");
+        RealConn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, args: &[Vec<u8>]) {
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let mut out = Vec::new();
+        encode_command(&refs, &mut out);
+        self.stream.write_all(&out).expect("send");
+    }
+
+    /// The next value, or None if none arrives in time (or the connection closed).
+    fn recv(&mut self) -> Option<Value> {
+        loop {
+            if let Ok(Some((v, n))) = decode(&self.buf) {
+                self.buf.drain(..n);
+                return Some(v);
+            }
+            let mut chunk = [0u8; 65536];
+            match self.stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+/// A connection to the model: its client state and the pub/sub messages it has received.
+struct ModelConn {
+    client: Client,
+    inbox: VecDeque<Value>,
+}
+
+/// How to compare one reply.
+#[derive(Clone, Copy)]
+enum Cmp {
+    /// Value for value.
+    Exact,
+    /// Integers within this tolerance (both negative: equal).
+    Near(i64),
+    /// The same RESP type (ids, which depend on the connections made so far).
+    Kind,
+    /// INFO: these `field:value` lines agree.
+    Info(&'static [&'static str]),
+    /// HELLO: every field but `id`.
+    Hello,
+    /// A deliberate difference (the reason); compared and reported, not failed.
+    Deliberate(&'static str),
+}
+
+#[derive(Default)]
+struct Stats {
+    compared: usize,
+    mismatches: Vec<String>,
+    deliberate: Vec<String>,
+}
+
+struct Harness {
+    real: RealServer,
+    model: RedisServer,
+    conns: Vec<(RealConn, ModelConn)>,
+    stats: Stats,
+    section: String,
+    step: usize,
+}
+
+/// Splits a command line on spaces (for commands without spaces in their arguments).
+fn words(line: &str) -> Vec<Vec<u8>> {
+    line.split(' ').map(|w| w.as_bytes().to_vec()).collect()
+}
+
+fn show(args: &[Vec<u8>]) -> String {
+    let s: Vec<String> = args
+        .iter()
+        .map(|a| {
+            let t = String::from_utf8_lossy(a).replace('\n', "\\n");
+            if t.len() > 40 {
+                format!(
+                    "{}…",
+                    &t[..t.char_indices().nth(40).map_or(t.len(), |(i, _)| i)]
+                )
+            } else {
+                t
+            }
+        })
+        .collect();
+    s.join(" ")
+}
+
+fn same_kind(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+fn info_fields(v: &Value) -> Vec<(String, String)> {
+    let text = v.as_bulk().map(|b| String::from_utf8_lossy(b).into_owned());
+    text.unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn agree(cmp: Cmp, model: &Value, real: &Value) -> bool {
+    match cmp {
+        Cmp::Exact | Cmp::Deliberate(_) => model == real,
+        Cmp::Near(tol) => match (model, real) {
+            (Value::Integer(a), Value::Integer(b)) if *a < 0 || *b < 0 => a == b,
+            (Value::Integer(a), Value::Integer(b)) => (a - b).abs() <= tol,
+            _ => model == real,
+        },
+        Cmp::Kind => same_kind(model, real),
+        Cmp::Info(fields) => {
+            let (m, r) = (info_fields(model), info_fields(real));
+            fields.iter().all(|f| {
+                let get = |v: &[(String, String)]| {
+                    v.iter().find(|(k, _)| k == f).map(|(_, x)| {
+                        // A keyspace line: compare keys= and expires= only.
+                        x.split(',')
+                            .filter(|p| !p.starts_with("avg_ttl"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                };
+                get(&m) == get(&r)
+            })
+        }
+        Cmp::Hello => {
+            let mask = |v: &Value| match v {
+                Value::Map(pairs) => Value::Map(
+                    pairs
+                        .iter()
+                        .map(|(k, x)| {
+                            let id = k.as_bulk() == Some(b"id");
+                            (k.clone(), if id { Value::int(0) } else { x.clone() })
+                        })
+                        .collect(),
+                ),
+                Value::Array(Some(items)) => Value::array(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            let id = i > 0 && items[i - 1].as_bulk() == Some(b"id");
+                            if id {
+                                Value::int(0)
+                            } else {
+                                x.clone()
+                            }
+                        })
+                        .collect(),
+                ),
+                other => other.clone(),
+            };
+            mask(model) == mask(real)
+        }
+    }
+}
+
+impl Harness {
+    fn new(requirepass: Option<&str>) -> Harness {
+        let real = match requirepass {
+            Some(p) => start_server(&["--requirepass", p]),
+            None => start_server(&[]),
+        };
+        let model = RedisServer::with_config(ServerConfig {
+            requirepass: requirepass.map(str::to_string),
+        });
+        Harness {
+            real,
+            model,
+            conns: Vec::new(),
+            stats: Stats::default(),
+            section: String::new(),
+            step: 0,
+        }
+    }
+
+    /// Start a named sequence on `n` fresh connections (after emptying both servers).
+    fn section(&mut self, name: &str, n: usize) {
+        self.close_all();
+        self.section = name.to_string();
+        self.step = 0;
+        self.open(n);
+        if self.model_needs_auth() {
+            return;
+        }
+        for cmd in ["FLUSHALL", "SCRIPT FLUSH"] {
+            self.run(0, words(cmd), Cmp::Exact);
+        }
+    }
+
+    fn model_needs_auth(&self) -> bool {
+        self.conns
+            .first()
+            .is_some_and(|(_, m)| !m.client.authenticated)
+    }
+
+    fn open(&mut self, n: usize) {
+        for _ in 0..n {
+            let real = RealConn::open(self.real.port);
+            let client = self.model.connect();
+            self.conns.push((
+                real,
+                ModelConn {
+                    client,
+                    inbox: VecDeque::new(),
+                },
+            ));
+        }
+    }
+
+    fn close_all(&mut self) {
+        for (_, mut m) in std::mem::take(&mut self.conns) {
+            self.model.disconnect(&mut m.client);
+        }
+    }
+
+    /// Send `args` on connection `conn` of both; compare every reply.
+    fn run(&mut self, conn: usize, args: Vec<Vec<u8>>, cmp: Cmp) -> Value {
+        self.step += 1;
+        let now = now_ms();
+        let out = {
+            let m = &mut self.conns[conn].1;
+            self.model.execute_as(&mut m.client, now, &args)
+        };
+        for (id, msg) in out.deliveries {
+            if let Some((_, m)) = self.conns.iter_mut().find(|(_, m)| m.client.id == id) {
+                m.inbox.push_back(msg);
+            }
+        }
+        let resp = self.conns[conn].1.client.resp;
+        let mut replies = vec![out.reply];
+        replies.extend(out.more);
+        self.conns[conn].0.send(&args);
+        let mut first = None;
+        for model in replies {
+            let real_reply = self.conns[conn].0.recv();
+            // The model's reply as it reaches a client of this protocol.
+            let wire = model.clone();
+            let mut bytes = Vec::new();
+            wire.encode_resp(resp, &mut bytes);
+            let model = decode(&bytes).expect("decodes").expect("whole").0;
+            self.compare(&args, cmp, &model, real_reply.as_ref());
+            first.get_or_insert(model);
+        }
+        first.unwrap_or(Value::nil())
+    }
+
+    fn ex(&mut self, conn: usize, line: &str) -> Value {
+        self.run(conn, words(line), Cmp::Exact)
+    }
+
+    fn exa(&mut self, conn: usize, args: &[&str]) -> Value {
+        let args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        self.run(conn, args, Cmp::Exact)
+    }
+
+    fn near(&mut self, conn: usize, line: &str, tol: i64) {
+        self.run(conn, words(line), Cmp::Near(tol));
+    }
+
+    /// A pushed message: the next one each side delivered to `conn`.
+    fn recv(&mut self, conn: usize) {
+        self.step += 1;
+        let model = self.conns[conn].1.inbox.pop_front();
+        let resp = self.conns[conn].1.client.resp;
+        let model = model.map(|v| {
+            let mut bytes = Vec::new();
+            v.encode_resp(resp, &mut bytes);
+            decode(&bytes).expect("decodes").expect("whole").0
+        });
+        let real = self.conns[conn].0.recv();
+        self.stats.compared += 1;
+        if model != real {
+            self.stats.mismatches.push(format!(
+                "[{} #{}] (pushed message on connection {conn})\n    model: {model:?}\n    real:  {real:?}",
+                self.section, self.step
+            ));
+        }
+    }
+
+    fn compare(&mut self, args: &[Vec<u8>], cmp: Cmp, model: &Value, real: Option<&Value>) {
+        self.stats.compared += 1;
+        let ok = real.is_some_and(|r| agree(cmp, model, r));
+        if ok {
+            return;
+        }
+        let line = format!(
+            "[{} #{}] {}\n    model: {model:?}\n    real:  {real:?}",
+            self.section,
+            self.step,
+            show(args)
+        );
+        match cmp {
+            Cmp::Deliberate(why) => self
+                .stats
+                .deliberate
+                .push(format!("{line}\n    why:   {why}")),
+            _ => self.stats.mismatches.push(line),
+        }
+    }
+}
+
+fn script(name: &str) -> String {
+    let path = if name.starts_with("redisson") {
+        format!("sims/scripts/{name}.lua")
+    } else {
+        format!("tests/fixtures/lock_scripts/{name}.lua")
+    };
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn sleep(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+const DELIBERATE_COMMAND: &str = "COMMAND describes only the commands the model implements, \
+     with empty ACL categories, tips and key specs";
+
+fn strings(h: &mut Harness) {
+    h.section("strings", 1);
+    for line in [
+        "SET k v",
+        "GET k",
+        "GET nokey",
+        "SET k w NX",
+        "SET k w XX",
+        "SET nk w XX",
+        "SET k x GET",
+        "SET k2 y NX GET",
+        "SET k v NX XX",
+        "SET k v PX 0",
+        "SET k v EX -5",
+        "SET k v PX abc",
+        "SET k v BOGUS",
+        "SET k v EX 10 PX 10",
+        "SET k v KEEPTTL PX 10",
+        "SET k",
+        "SETNX k z",
+        "SETNX k3 z",
+        "SETNX k3",
+        "SETEX k4 100 v",
+        "SETEX k4 0 v",
+        "SETEX k4 abc v",
+        "SETEX k4 100",
+        "PSETEX k5 100000 v",
+        "PSETEX k5 -1 v",
+        "GETDEL k5",
+        "GETDEL k5",
+        "GETEX k",
+        "GETEX k PERSIST",
+        "GETEX k EX",
+        "GETEX k EX 0",
+        "GETEX k FOO",
+        "GETEX nokey EX 10",
+        "INCR n",
+        "INCRBY n 41",
+        "DECR n",
+        "DECRBY n 50",
+        "INCRBY n x",
+        "INCR k",
+        "SET big 9223372036854775807",
+        "INCR big",
+        "DECRBY n -9223372036854775808",
+        "GET n",
+        "INCR",
+        "ECHO hello",
+        "PING",
+        "PING hi",
+        "PING a b",
+        "DBSIZE",
+        "TYPE k",
+        "TYPE nokey",
+        "EXISTS k k nokey",
+        "DEL k k3 nokey",
+        "UNLINK k2",
+        "DEL",
+        "FOO bar baz",
+        "FLUSHDB",
+        "DBSIZE",
+        "FLUSHALL SYNC",
+        "FLUSHALL NOW",
+    ] {
+        h.ex(0, line);
+    }
+    h.ex(0, "GETEX k4 PX 50000");
+    h.near(0, "PTTL k4", 50);
+    h.near(0, "TTL k4", 1);
+}
+
+fn expiry(h: &mut Harness) {
+    h.section("expiry", 1);
+    h.ex(0, "SET k v PX 100");
+    h.near(0, "PTTL k", 30);
+    h.near(0, "TTL k", 1);
+    h.near(0, "PEXPIRETIME k", 30);
+    h.near(0, "EXPIRETIME k", 1);
+    h.ex(0, "PEXPIRETIME nokey");
+    h.ex(0, "SET p v");
+    h.ex(0, "PTTL p");
+    h.ex(0, "TTL p");
+    h.ex(0, "EXPIRETIME p");
+    h.ex(0, "PERSIST p");
+    for line in [
+        "PEXPIRE p 100000 XX",
+        "PEXPIRE p 100000 GT",
+        "PEXPIRE p 100000 NX",
+        "PEXPIRE p 200000 NX",
+        "PEXPIRE p 50000 GT",
+        "PEXPIRE p 300000 GT",
+        "PEXPIRE p 400000 LT",
+        "PEXPIRE p 150000 LT",
+        "PEXPIRE p 10 NX XX",
+        "PEXPIRE p 10 GT LT",
+        "PEXPIRE p 10 FOO",
+        "PEXPIRE p abc",
+        "EXPIRE p 9223372036854775807",
+        "PEXPIRE p 9223372036854775807",
+        "PEXPIRE nokey 100",
+        "EXPIRE p",
+        "PERSIST p",
+        "PERSIST p",
+        "EXPIREAT p 1",
+        "EXISTS p",
+    ] {
+        h.ex(0, line);
+    }
+    h.ex(0, "SET q v");
+    let at = (now_ms() / 1000 + 100).to_string();
+    h.exa(0, &["EXPIREAT", "q", &at]);
+    h.near(0, "TTL q", 1);
+    let pat = (now_ms() + 100_000).to_string();
+    h.exa(0, &["PEXPIREAT", "q", &pat]);
+    h.near(0, "PTTL q", 50);
+    h.ex(0, "PEXPIRE q 0");
+    h.ex(0, "EXISTS q");
+    sleep(150);
+    h.ex(0, "GET k");
+    h.ex(0, "PTTL k");
+    h.ex(0, "SET k2 v EX 1");
+    h.ex(0, "SET k2 w KEEPTTL");
+    h.near(0, "PTTL k2", 50);
+    h.ex(0, "SET k2 x");
+    h.ex(0, "PTTL k2");
+}
+
+fn types(h: &mut Harness) {
+    h.section("hashes, lists, WRONGTYPE", 1);
+    for line in [
+        "HSET h f1 v1 f2 v2",
+        "HSET h f1 w1",
+        "HSET h f1",
+        "HMSET h f3 v3",
+        "HSETNX h f3 x",
+        "HSETNX h f4 x",
+        "HGET h f1",
+        "HGET h nope",
+        "HGET nokey f",
+        "HEXISTS h f2",
+        "HEXISTS h nope",
+        "HLEN h",
+        "HLEN nokey",
+        "HGETALL h",
+        "HGETALL nokey",
+        "HINCRBY h c 5",
+        "HINCRBY h c -7",
+        "HINCRBY h f1 1",
+        "HINCRBY h c x",
+        "HSET h m 9223372036854775807",
+        "HINCRBY h m 1",
+        "HDEL h f1 nope",
+        "HDEL h f2 f3 f4 c m",
+        "EXISTS h",
+        "HDEL nokey f",
+        "HDEL h",
+        "TYPE h",
+        "RPUSH l a b c",
+        "LPUSH l z",
+        "LRANGE l 0 -1",
+        "LRANGE l 1 2",
+        "LRANGE l -2 -1",
+        "LRANGE l 5 10",
+        "LRANGE l 0 x",
+        "LRANGE nokey 0 -1",
+        "LLEN l",
+        "LLEN nokey",
+        "LPOP l",
+        "RPOP l",
+        "LPOP l 5",
+        "LPOP l",
+        "LPOP nokey 2",
+        "LPOP l -1",
+        "RPUSH l",
+        "TYPE l",
+        "SET s str",
+        "HSET hh f v",
+        "RPUSH ll a",
+        "GET hh",
+        "GET ll",
+        "INCR hh",
+        "HGET s f",
+        "HSET s f v",
+        "HINCRBY ll f 1",
+        "LPUSH s x",
+        "LPUSH hh x",
+        "LRANGE s 0 -1",
+        "LLEN hh",
+        "HLEN ll",
+        "GETDEL hh",
+        "SET hh x GET",
+        "TYPE s",
+        "TYPE hh",
+        "TYPE ll",
+        "SET hh now-a-string",
+        "TYPE hh",
+        "EXPIRE ll 100",
+        "DEL s hh ll",
+    ] {
+        h.ex(0, line);
+    }
+}
+
+fn connection(h: &mut Harness) {
+    h.section("connection", 2);
+    h.run(0, words("HELLO"), Cmp::Hello);
+    h.run(0, words("HELLO 2"), Cmp::Hello);
+    for line in [
+        "HELLO 4",
+        "HELLO x",
+        "HELLO 2 FOO",
+        "HELLO 2 AUTH default",
+        "AUTH secret",
+        "AUTH default anything",
+        "AUTH someone pass",
+        "AUTH a b c",
+        "SELECT 1",
+        "SET k in-db-1",
+        "DBSIZE",
+        "SELECT 16",
+        "SELECT -1",
+        "SELECT x",
+        "SELECT 0",
+        "GET k",
+        "CLIENT GETNAME",
+        "CLIENT SETNAME app-1",
+        "CLIENT GETNAME",
+        "CLIENT SETNAME bad name",
+        "CLIENT SETNAME",
+        "CLIENT",
+        "CLIENT FOO",
+        "CLIENT SETINFO LIB-NAME redis-py",
+    ] {
+        h.ex(0, line);
+    }
+    h.run(0, words("HELLO 2 AUTH default wrong"), Cmp::Hello);
+    h.run(0, words("CLIENT ID"), Cmp::Kind);
+    h.run(
+        0,
+        words("INFO"),
+        Cmp::Info(&[
+            "redis_version",
+            "redis_mode",
+            "role",
+            "connected_slaves",
+            "db1",
+        ]),
+    );
+    h.run(0, words("INFO replication"), Cmp::Info(&["role"]));
+    h.run(
+        0,
+        words("INFO server"),
+        Cmp::Info(&["redis_version", "arch_bits"]),
+    );
+    h.run(
+        0,
+        words("COMMAND COUNT"),
+        Cmp::Deliberate(DELIBERATE_COMMAND),
+    );
+    h.run(
+        0,
+        words("COMMAND INFO get"),
+        Cmp::Deliberate(DELIBERATE_COMMAND),
+    );
+    h.ex(0, "COMMAND FOO");
+    h.ex(1, "SELECT 1");
+    h.ex(1, "GET k");
+    h.ex(1, "RESET");
+    h.ex(1, "GET k");
+    h.ex(1, "CLIENT GETNAME");
+    h.ex(1, "QUIT");
+    // RESP3: maps, nulls and pushes on the wire.
+    h.section("resp3", 2);
+    h.run(0, words("HELLO 3"), Cmp::Hello);
+    h.ex(0, "GET nokey");
+    h.ex(0, "HSET h a 1 b 2");
+    h.ex(0, "HGETALL h");
+    h.ex(0, "HGETALL nokey");
+    h.ex(0, "LPOP nokey 2");
+    h.ex(0, "SUBSCRIBE ch");
+    h.ex(0, "GET nokey");
+    h.ex(1, "PUBLISH ch hi");
+    h.recv(0);
+    h.ex(0, "PING");
+    h.run(0, words("HELLO 2"), Cmp::Hello);
+}
+
+fn auth(h: &mut Harness) {
+    h.section("auth", 2);
+    for line in [
+        "GET k",
+        "PING",
+        "HELLO 2",
+        "AUTH wrong",
+        "AUTH default wrong",
+        "GET k",
+        "AUTH secret",
+        "SET k v",
+        "GET k",
+    ] {
+        h.ex(0, line);
+    }
+    h.run(1, words("HELLO 3 AUTH default secret"), Cmp::Hello);
+    h.ex(1, "GET k");
+    h.ex(1, "RESET");
+    h.ex(1, "GET k");
+    h.ex(1, "QUIT");
+}
+
+fn transactions(h: &mut Harness) {
+    h.section("transactions", 2);
+    for line in [
+        "EXEC",
+        "DISCARD",
+        "MULTI",
+        "MULTI",
+        "SET a 1",
+        "INCR a",
+        "GET a",
+        "WATCH a",
+        "EXEC",
+        "MULTI",
+        "SET a 1",
+        "DISCARD",
+        "GET a",
+        "MULTI",
+        "SET a 2",
+        "NOSUCH cmd",
+        "GET",
+        "EXEC",
+        "GET a",
+        "MULTI",
+        "SET s str",
+        "INCR s",
+        "LPUSH s x",
+        "EXEC",
+        "GET s",
+    ] {
+        h.ex(0, line);
+    }
+    // WATCH: a write by another connection aborts EXEC with a nil array.
+    h.ex(0, "WATCH w");
+    h.ex(1, "SET w changed");
+    h.ex(0, "MULTI");
+    h.ex(0, "SET w mine");
+    h.ex(0, "EXEC");
+    h.ex(0, "GET w");
+    // Unchanged: EXEC runs.
+    h.ex(0, "WATCH w");
+    h.ex(1, "GET w");
+    h.ex(0, "MULTI");
+    h.ex(0, "SET w mine");
+    h.ex(0, "EXEC");
+    // UNWATCH forgets the watch.
+    h.ex(0, "WATCH w");
+    h.ex(1, "SET w again");
+    h.ex(0, "UNWATCH");
+    h.ex(0, "MULTI");
+    h.ex(0, "GET w");
+    h.ex(0, "EXEC");
+    // A watched key that expires makes EXEC fail.
+    h.ex(0, "SET e v PX 50");
+    h.ex(0, "WATCH e");
+    sleep(100);
+    h.ex(0, "MULTI");
+    h.ex(0, "PING");
+    h.ex(0, "EXEC");
+    // Watching a missing key: creating it counts as a change.
+    h.ex(0, "WATCH m");
+    h.ex(1, "HSET m f v");
+    h.ex(0, "MULTI");
+    h.ex(0, "PING");
+    h.ex(0, "EXEC");
+    h.ex(0, "MULTI");
+    h.ex(0, "WATCH x");
+    h.ex(0, "DISCARD");
+}
+
+fn pubsub(h: &mut Harness) {
+    h.section("pub/sub", 3);
+    h.ex(0, "SUBSCRIBE ch1 ch2");
+    h.ex(0, "GET k");
+    h.ex(0, "PING");
+    h.ex(0, "PING hi");
+    h.ex(2, "PSUBSCRIBE ch* news.[ab]");
+    h.ex(1, "PUBLISH ch1 hello");
+    h.recv(0);
+    h.recv(2);
+    h.ex(1, "PUBLISH news.a flash");
+    h.recv(2);
+    h.ex(1, "PUBLISH nobody x");
+    h.ex(0, "UNSUBSCRIBE ch1");
+    h.ex(1, "PUBLISH ch1 again");
+    h.recv(2);
+    h.ex(0, "UNSUBSCRIBE");
+    h.ex(0, "UNSUBSCRIBE");
+    h.ex(0, "GET k");
+    h.ex(2, "PUNSUBSCRIBE");
+    h.ex(2, "PUNSUBSCRIBE");
+    h.ex(1, "SUBSCRIBE");
+    h.ex(1, "PUBLISH ch");
+    h.ex(1, "MULTI");
+    h.ex(1, "PUBLISH ch1 queued");
+    h.ex(1, "EXEC");
+}
+
+fn scripting(h: &mut Harness) {
+    h.section("scripting", 1);
+    let cases: &[&[&str]] = &[
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "return {1, 2, nil, 3}", "0"],
+        &["EVAL", "return 3.99", "0"],
+        &["EVAL", "return -3.99", "0"],
+        &["EVAL", "return 1e20", "0"],
+        &["EVAL", "return true", "0"],
+        &["EVAL", "return false", "0"],
+        &["EVAL", "return nil", "0"],
+        &["EVAL", "return 'str'", "0"],
+        &[
+            "EVAL",
+            "return {1.5, 'a', true, false, {ok='x'}, {err='E y'}}",
+            "0",
+        ],
+        &["EVAL", "return {ok='fine'}", "0"],
+        &["EVAL", "return {err='MY boom'}", "0"],
+        &["EVAL", "return redis.error_reply('bad')", "0"],
+        &["EVAL", "return redis.error_reply('-CODE bad')", "0"],
+        &["EVAL", "return redis.error_reply()", "0"],
+        &["EVAL", "return redis.status_reply('yo')", "0"],
+        &["EVAL", "return redis.status_reply(1)", "0"],
+        &["EVAL", "return {double=3.5}", "0"],
+        &["EVAL", "return KEYS[1] .. ARGV[1]", "1", "a", "b"],
+        &["EVAL", "return #ARGV", "0"],
+        &["EVAL", "return table.concat(ARGV, ',')", "0", "a", "b", "c"],
+        &["EVAL", "return redis.call('ping')", "0"],
+        &[
+            "EVAL",
+            "local x = redis.call('ping'); return type(x) .. tostring(x.ok)",
+            "0",
+        ],
+        &["EVAL", "return redis.call('get', 'nokey')", "0"],
+        &["EVAL", "return type(redis.call('get', 'nokey'))", "0"],
+        &["EVAL", "return redis.call('set', KEYS[1], 1.5)", "1", "f"],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "f"],
+        &["EVAL", "return redis.call('set', KEYS[1], 0.1)", "1", "f"],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "f"],
+        &[
+            "EVAL",
+            "return redis.call('incrby', KEYS[1], 2^53)",
+            "1",
+            "n",
+        ],
+        &["EVAL", "return redis.call('nosuch')", "0"],
+        &["EVAL", "return redis.call()", "0"],
+        &["EVAL", "return redis.call('get')", "0"],
+        &["EVAL", "return redis.call('get', {})", "0"],
+        &["EVAL", "return redis.call('multi')", "0"],
+        &["EVAL", "return redis.call('eval', 'return 1', '0')", "0"],
+        &["EVAL", "return redis.call('subscribe', 'x')", "0"],
+        &["EVAL", "return redis.call('client', 'foo')", "0"],
+        &["EVAL", "return redis.sha1hex('')", "0"],
+        &["EVAL", "return redis.sha1hex('abc')", "0"],
+        &["EVAL", "return redis.REDIS_VERSION", "0"],
+        &[
+            "EVAL",
+            "redis.log(redis.LOG_WARNING, 'hello'); return 1",
+            "0",
+        ],
+        &["EVAL", "redis.log(redis.LOG_WARNING); return 1", "0"],
+        &["EVAL", "return math.random(100)", "0"],
+        &["EVAL", "return {math.random(100), math.random(1, 6)}", "0"],
+        &["EVAL", "return tostring(math.random())", "0"],
+        &["EVAL", "math.randomseed(5); return math.random(100)", "0"],
+        &["EVAL", "return math.random(0)", "0"],
+        &["EVAL", "return foo()", "0"],
+        &["EVAL", "return x", "0"],
+        &["EVAL", "x = 1", "0"],
+        &["EVAL", "return 1 +", "0"],
+        &["EVAL", "error('boom')", "0"],
+        &["EVAL", "error({err='MY boom'})", "0"],
+        &["EVAL", "local t = nil\nreturn t.x", "0"],
+        &["EVAL", "return os.time()", "0"],
+        &["EVAL", "return loadfile", "0"],
+        &["EVAL", "return print", "0"],
+        &["EVAL", "return dofile('x')", "0"],
+        &["EVAL", "return type(loadstring)", "0"],
+        &["EVAL", "return string.format('%d-%s', 3, 'x')", "0"],
+        &["EVAL", "return {pcall(error, 'e')}", "0"],
+        &["EVAL", "return redis.pcall('incr', KEYS[1])", "1", "s"],
+        &["EVAL", "return 1", "x"],
+        &["EVAL", "return 1", "2", "a"],
+        &["EVAL", "return 1", "-1"],
+        &["EVAL", "return 1"],
+        &["EVALSHA", "abc", "0"],
+        &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+        &["SCRIPT", "LOAD", "return 1 +"],
+        &["SCRIPT", "LOAD"],
+        &["SCRIPT", "FLUSH", "LAZY"],
+        &["SCRIPT", "KILL2"],
+        &["SCRIPT"],
+    ];
+    h.ex(0, "SET s notanumber");
+    for args in cases {
+        h.exa(0, args);
+    }
+    // A script keeps the writes it made before failing (no rollback).
+    h.exa(
+        0,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'before')\nredis.call('incr', KEYS[2])\nredis.call('set', KEYS[1], 'after')",
+            "2",
+            "partial",
+            "s",
+        ],
+    );
+    h.ex(0, "GET partial");
+    // pcall catches redis.call's error and gets its text.
+    h.exa(
+        0,
+        &[
+            "EVAL",
+            "local ok, e = pcall(redis.call, 'incr', KEYS[1])\nreturn {tostring(ok), e}",
+            "1",
+            "s",
+        ],
+    );
+    h.exa(
+        0,
+        &[
+            "EVAL",
+            "local t = redis.pcall('incr', KEYS[1])\nreturn t['err']",
+            "1",
+            "s",
+        ],
+    );
+    // SELECT inside a script stays inside it.
+    h.exa(
+        0,
+        &[
+            "EVAL",
+            "redis.call('select', 3)\nredis.call('set', 'in3', 'x')\nreturn redis.call('dbsize')",
+            "0",
+        ],
+    );
+    h.ex(0, "EXISTS in3");
+    let sha = h.exa(0, &["SCRIPT", "LOAD", "return ARGV[1]"]);
+    let sha = String::from_utf8_lossy(sha.as_bulk().unwrap_or_default()).into_owned();
+    h.exa(0, &["EVALSHA", &sha, "0", "via-sha"]);
+    h.exa(0, &["EVALSHA", &sha.to_uppercase(), "0", "upper"]);
+    h.exa(
+        0,
+        &[
+            "SCRIPT",
+            "EXISTS",
+            &sha,
+            "0000000000000000000000000000000000000000",
+        ],
+    );
+    h.ex(0, "SCRIPT FLUSH ASYNC");
+    h.exa(0, &["EVALSHA", &sha, "0", "gone"]);
+    h.exa(0, &["SCRIPT", "EXISTS", &sha]);
+    h.exa(0, &["EVAL", "return redis.call('type', KEYS[1])", "1", "s"]);
+}
+
+fn lock_libraries(h: &mut Harness) {
+    h.section("redis-py Lock", 1);
+    let (release, extend, reacquire) = (
+        script("redis-py-release"),
+        script("redis-py-extend"),
+        script("redis-py-reacquire"),
+    );
+    h.ex(0, "SET lk tok NX PX 10000");
+    h.ex(0, "SET lk other NX PX 10000");
+    h.exa(0, &["EVAL", &release, "1", "lk", "other"]);
+    h.exa(0, &["EVAL", &extend, "1", "lk", "tok", "5000", "0"]);
+    h.near(0, "PTTL lk", 50);
+    h.exa(0, &["EVAL", &extend, "1", "lk", "tok", "20000", "1"]);
+    h.near(0, "PTTL lk", 50);
+    h.exa(0, &["EVAL", &extend, "1", "lk", "other", "1000", "1"]);
+    h.exa(0, &["EVAL", &reacquire, "1", "lk", "tok", "3000"]);
+    h.near(0, "PTTL lk", 50);
+    h.exa(0, &["EVAL", &reacquire, "1", "lk", "other", "3000"]);
+    h.exa(0, &["EVAL", &release, "1", "lk", "tok"]);
+    h.exa(0, &["EVAL", &release, "1", "lk", "tok"]);
+    h.exa(0, &["EVAL", &extend, "1", "lk", "tok", "1000", "0"]);
+    h.ex(0, "SET nottl tok");
+    h.exa(0, &["EVAL", &extend, "1", "nottl", "tok", "1000", "0"]);
+    h.ex(0, "HSET hl f v");
+    h.exa(0, &["EVAL", &release, "1", "hl", "tok"]);
+
+    h.section("node-redlock", 1);
+    let (acquire, extend, release, v4) = (
+        script("node-redlock-acquire"),
+        script("node-redlock-extend"),
+        script("node-redlock-release"),
+        script("node-redlock-v4-unlock"),
+    );
+    h.exa(0, &["EVAL", &acquire, "2", "r1", "r2", "val", "10000"]);
+    h.exa(0, &["EVAL", &acquire, "2", "r1", "r2", "other", "10000"]);
+    h.exa(0, &["EVAL", &acquire, "1", "r3", "other", "10000"]);
+    h.exa(0, &["EVAL", &extend, "2", "r1", "r2", "val", "20000"]);
+    h.near(0, "PTTL r2", 50);
+    h.exa(0, &["EVAL", &extend, "2", "r1", "r3", "val", "20000"]);
+    h.exa(0, &["EVAL", &release, "3", "r1", "r2", "r3", "val"]);
+    h.ex(0, "EXISTS r1 r2 r3");
+    h.ex(0, "SET r4 val PX 10000");
+    h.exa(0, &["EVAL", &v4, "1", "r4", "nope"]);
+    h.exa(0, &["EVAL", &v4, "1", "r4", "val"]);
+    h.exa(0, &["EVAL", &v4, "1", "r4", "val"]);
+    h.ex(0, "HSET r5 f v");
+    h.exa(0, &["EVAL", &release, "1", "r5", "val"]);
+
+    h.section("Redisson RLock", 2);
+    let (lock, unlock, renew) = (
+        script("redisson-lock"),
+        script("redisson-unlock"),
+        script("redisson-renew"),
+    );
+    let chan = "redisson_lock__channel:{L}";
+    h.exa(1, &["SUBSCRIBE", chan]);
+    h.exa(0, &["EVAL", &lock, "1", "L", "30000", "uuid:1"]);
+    h.exa(0, &["EVAL", &lock, "1", "L", "30000", "uuid:1"]);
+    h.exa(0, &["HGET", "L", "uuid:1"]);
+    let busy = ["EVAL", &lock, "1", "L", "30000", "uuid:2"];
+    h.run(
+        0,
+        busy.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        Cmp::Near(50),
+    );
+    h.exa(0, &["EVAL", &renew, "1", "L", "60000", "uuid:1"]);
+    h.near(0, "PTTL L", 50);
+    h.exa(0, &["EVAL", &renew, "1", "L", "60000", "uuid:2"]);
+    let unlock_as = |owner: &str, latch: &str| -> Vec<Vec<u8>> {
+        [
+            "EVAL", &unlock, "3", "L", chan, latch, "0", "30000", owner, "publish", "13000",
+        ]
+        .iter()
+        .map(|a| a.as_bytes().to_vec())
+        .collect()
+    };
+    h.run(0, unlock_as("uuid:2", "latch:a"), Cmp::Exact);
+    h.run(0, unlock_as("uuid:1", "latch:b"), Cmp::Exact);
+    // The same unlock again answers from its latch: idempotent.
+    h.run(0, unlock_as("uuid:1", "latch:b"), Cmp::Exact);
+    h.run(0, unlock_as("uuid:1", "latch:c"), Cmp::Exact);
+    h.recv(1);
+    h.ex(0, "EXISTS L");
+    h.exa(0, &["EVAL", &renew, "1", "L", "60000", "uuid:1"]);
+    h.ex(0, "SET L str");
+    h.exa(0, &["EVAL", &lock, "1", "L", "30000", "uuid:1"]);
+}
+
+#[test]
+fn model_replies_like_redis_server() {
+    let mut h = Harness::new(None);
+    strings(&mut h);
+    expiry(&mut h);
+    types(&mut h);
+    connection(&mut h);
+    transactions(&mut h);
+    pubsub(&mut h);
+    scripting(&mut h);
+    lock_libraries(&mut h);
+    h.close_all();
+    let mut stats = std::mem::take(&mut h.stats);
+    drop(h);
+    let mut a = Harness::new(Some("secret"));
+    auth(&mut a);
+    a.close_all();
+    stats.compared += a.stats.compared;
+    stats.mismatches.append(&mut a.stats.mismatches);
+    stats.deliberate.append(&mut a.stats.deliberate);
+    println!(
+        "redis fidelity: {} replies compared, {} mismatches, {} deliberate differences",
+        stats.compared,
+        stats.mismatches.len(),
+        stats.deliberate.len()
+    );
+    for d in &stats.deliberate {
+        println!("deliberate: {d}");
+    }
+    for m in &stats.mismatches {
+        println!("MISMATCH: {m}");
+    }
+    assert!(
+        stats.mismatches.is_empty(),
+        "{} of {} replies differ from redis-server (see above)",
+        stats.mismatches.len(),
+        stats.compared
+    );
+}
