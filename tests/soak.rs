@@ -1,9 +1,9 @@
 //! Long runs must not leak sockets. turmoil 0.7.2 keeps the socket of every connect
 //! that fails (partition, no listener, host down) or is cancelled, and a server never
-//! learns of a client connection whose FIN a partition dropped; over a long run the first exhausts a client's 16,384
-//! ephemeral ports (`ports exhausted`) and the second makes a server's `accept` panic
-//! when a client's port counter wraps around (`already connected`). See
-//! `src/locks/redis/conn.rs` for the fix.
+//! learns of a client connection whose FIN a partition dropped; over a long run the
+//! first exhausts a client's 16,384 ephemeral ports (`ports exhausted`) and the second
+//! makes a server's `accept` panic when a client's port counter wraps around (`already
+//! connected`). See `src/net/tcp.rs` for the fix.
 //!
 //! The fast tests reproduce each leak in seconds; the `#[ignore]`d soaks run one hour of
 //! simulated time under partitions for every algorithm family:
