@@ -173,12 +173,14 @@ fn bad_command_lines_are_rejected() {
 /// flat, and SIGTERM ends it with the summary of the finished seeds and exit 143.
 #[test]
 fn an_endless_sweep_streams_and_stops_cleanly_on_sigterm() {
-    // `timeout -s KILL 60` is the watchdog: this test must never hang CI.
+    // `timeout -s KILL 60` is the watchdog: this test must never hang CI. `--foreground`
+    // makes it forward our TERM to locksim once (without it, it signals its process group
+    // too, and a second TERM ends the run before its summary).
     let mut child = Command::new("bash")
         .args([
             "-c",
             &format!(
-                "ulimit -v 1048576; exec timeout -s KILL 60 {BIN} run sims/redis-01-pause-past-lease.toml --seeds 0..18446744073709551615 --jobs 1 --json - --quiet"
+                "ulimit -v 1048576; exec timeout --foreground -s KILL 60 {BIN} run sims/redis-01-pause-past-lease.toml --seeds 0..18446744073709551615 --jobs 1 --json - --quiet"
             ),
         ])
         .stdout(Stdio::piped())

@@ -96,7 +96,7 @@ fn allowed_faults(file: &Path) -> usize {
 
 #[test]
 #[ignore = "shrinks every random scenario: minutes"]
-fn every_random_scenario_shrinks_to_at_most_three_faults() {
+fn every_random_scenario_shrinks_to_at_most_three_faults_but_row_19() {
     let mut worst = Vec::new();
     for f in random_scenarios() {
         if let Some((_, after, _, _)) = shrink_first(&f) {

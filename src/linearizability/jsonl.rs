@@ -91,7 +91,7 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
     }
 }
 
-/// Read a locksim JSONL history into operations. Lines must be [`Event`]s (one JSON
+/// Read a locksim JSONL history into operations. Lines must be [`crate::history::Event`]s (one JSON
 /// object per line, no key twice); fields the checker does not use are ignored.
 pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
     let mut names = Interner::default();

@@ -8,7 +8,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// A fixed, fast, non-cryptographic hasher (FxHash's multiply-rotate); never seeded
 /// randomly, so the search is repeatable.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
+pub(super) struct FxHasher(u64);
 
 const FX_K: u64 = 0x517c_c1b7_2722_0a95;
 
@@ -96,10 +96,10 @@ pub(super) enum Memo {
 
 /// Lowe's memo: every configuration (linearized set, state) explored so far. The set of
 /// determinate operations is `{0..top} \ U` with `U` sorted; indeterminate operations
-/// are counted per class (see [`search`]). Entries with equal hashes are chained.
+/// are counted per class (see [`super::search::search`]). Entries with equal hashes are chained.
 ///
 /// A configuration is skipped when a seen one has the same determinate set, a state that
-/// subsumes its state ([`Model::subsumes`]), and has used no more of any indeterminate
+/// subsumes its state ([`super::model::Model::subsumes`]), and has used no more of any indeterminate
 /// class: that one can do everything this one can
 /// (its unused class members were invoked no later), so if a linearization exists from
 /// here, one at least as short exists from there. Among the configurations seen that can
