@@ -201,7 +201,12 @@ pub type History = Vec<Event>;
 #[derive(Clone, Default)]
 pub struct Recorder {
     events: Rc<RefCell<Vec<Event>>>,
+    /// Where events go instead, if set (a live client process streams them to locksim).
+    sink: Option<Sink>,
 }
+
+/// Where a forwarding [`Recorder`] hands its events.
+type Sink = Rc<dyn Fn(&Event)>;
 
 impl Recorder {
     /// An empty recorder.
@@ -209,8 +214,19 @@ impl Recorder {
         Recorder::default()
     }
 
+    /// A recorder that keeps nothing and hands every event to `sink` as it is pushed.
+    pub fn forwarding(sink: impl Fn(&Event) + 'static) -> Recorder {
+        Recorder {
+            events: Rc::default(),
+            sink: Some(Rc::new(sink)),
+        }
+    }
+
     /// Append `event`, assigning its index. `time_ns` must already be set.
     pub fn push(&self, mut event: Event) {
+        if let Some(sink) = &self.sink {
+            return sink(&event);
+        }
         let mut events = self.events.borrow_mut();
         event.index = events.len() as u64;
         events.push(event);

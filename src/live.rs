@@ -2,21 +2,32 @@
 //! `redis-server` processes on 127.0.0.1 that locksim starts and stops itself, for a
 //! bounded real duration.
 //!
-//! The clients and the storage run in this process on a single-threaded tokio runtime,
-//! with the same code as in simulation: their [`NodeCtx`] takes true time from the real
-//! clock and connects over loopback TCP ([`crate::net::Tcp`]). The scenario's faults are
-//! applied for real where that is possible on one machine: a server pause is SIGSTOP then
-//! SIGCONT, a server crash is SIGKILL and a restart on the same port and data folder
-//! (with the configured persistence); client pauses and crashes freeze or kill the
-//! client's tasks as in simulation; partitions cut the in-process nodes' loopback
-//! connections ([`crate::net::LiveStream`]). Clock faults are not applied (they are
-//! listed as skipped). Every process started is killed on the way out, including after
-//! SIGINT/SIGTERM. Supports `algorithm = "redis"` (one server) and `"redlock"` (N
+//! Each client runs the simulation's code in its own process (`locksim live-node`, see
+//! [`live_node_main`]): its [`NodeCtx`] takes true time from the machine's monotonic clock,
+//! which every process shares, and connects over loopback TCP ([`crate::net::Tcp`]); it
+//! streams its events to locksim, which merges them into one history by time. The
+//! storage runs in locksim's process. The scenario's faults are applied for real where
+//! that is possible on one machine: a pause of a server or a client is SIGSTOP then
+//! SIGCONT of its process (a client reaching an armed pause point stops itself), a crash
+//! is SIGKILL and a restart (a server on the same port and data folder with the
+//! configured persistence; a client as a new process, its next incarnation); partitions
+//! cut the clients' and the storage's loopback connections ([`crate::net::LiveStream`]).
+//! Clock faults are not applied (they are listed as skipped). Every process started is
+//! killed on the way out, including after SIGINT/SIGTERM, and by the kernel if locksim
+//! itself is killed. Supports `algorithm = "redis"` (one server) and `"redlock"` (N
 //! independent servers).
 
+mod messages;
+mod node_main;
+mod node_process;
 mod process;
 
+pub use messages::{FromNode, NodeSpec, ToNode};
+pub use node_main::live_node_main;
+pub use node_process::locksim_binary;
 pub use process::{redis_server_binary, RedisProcess, Supervisor};
+
+use node_process::{Inbox, NodeProcess, Note};
 
 use crate::history::{Event, EventType, Recorder};
 use crate::locks::redis::Persistence;
@@ -96,11 +107,24 @@ struct Local {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// A client node: its running process, if up, and its incarnation.
+struct Client {
+    process: Option<NodeProcess>,
+    incarnation: u32,
+}
+
 struct Driver {
     recorder: Recorder,
     net: Rc<LiveNet>,
     servers: BTreeMap<String, RedisProcess>,
     locals: BTreeMap<String, Local>,
+    clients: BTreeMap<String, Client>,
+    /// What client processes report.
+    inbox: Inbox,
+    /// The spec every client process starts from (node, incarnation and cuts vary).
+    spec: NodeSpec,
+    exe: std::path::PathBuf,
+    supervisor: Supervisor,
     pending: BTreeMap<(u64, u64), Action>,
     seq: u64,
     skipped: Vec<String>,
@@ -141,11 +165,27 @@ async fn drive(
     let net = Rc::new(LiveNet::new(ports));
     let recorder = Recorder::new();
     let mut watchers = Vec::new();
+    let exe = locksim_binary().map_err(|e| format!("cannot find locksim's executable: {e}"))?;
+    let spec = NodeSpec {
+        scenario: scenario.file.clone(),
+        duration_ms: scenario.duration_ms,
+        seed,
+        node: String::new(),
+        incarnation: 0,
+        epoch_ns: net.epoch_ns(),
+        ports: net.ports().clone(),
+        cuts: Vec::new(),
+    };
     let mut d = Driver {
         recorder: recorder.clone(),
         net: net.clone(),
         servers,
         locals: BTreeMap::new(),
+        clients: BTreeMap::new(),
+        inbox: Inbox::default(),
+        spec,
+        exe,
+        supervisor: supervisor.clone(),
         pending: BTreeMap::new(),
         seq: 0,
         skipped: Vec::new(),
@@ -157,9 +197,20 @@ async fn drive(
         let ctx = NodeCtx::new(state, recorder.clone()).with_live(net.clone());
         watchers.push(tokio::task::spawn_local(watch_expirations(ctx)));
     }
-    // Storage first (clients connect to it), as the world starts hosts in order.
+    // Storage first (clients connect to it), as the world starts hosts in order. The
+    // storage runs in this process; each client in its own (`locksim live-node`).
+    let clients = scenario.clients();
     for host in world.hosts {
         if d.servers.contains_key(&host.name) {
+            continue;
+        }
+        if clients.contains(&host.name) {
+            let process = d.spawn_client(&host.name, 0)?;
+            let client = Client {
+                process: Some(process),
+                incarnation: 0,
+            };
+            d.clients.insert(host.name, client);
             continue;
         }
         let state = Rc::new(NodeState::new(&host.name, seed));
@@ -205,6 +256,24 @@ async fn drive(
                 NodeRequest::Crash(down_ns) => d.apply(now, Action::Crash { node, down_ns })?,
             }
         }
+        let notes = std::mem::take(&mut *d.inbox.borrow_mut());
+        for (node, note) in notes {
+            match note {
+                Note::Stopping(ns) => {
+                    if let Some(p) = d.process_mut(&node) {
+                        p.stopped_itself();
+                    }
+                    d.push(now + ns, Action::Resume { node });
+                }
+                Note::Crash(down_ns) => d.apply(now, Action::Crash { node, down_ns })?,
+                Note::Died => {
+                    return Err(format!(
+                        "{node}'s process ended by itself at {} ms (see its error above)",
+                        now / 1_000_000
+                    ))
+                }
+            }
+        }
         tokio::time::sleep(DRIVER_TICK).await;
     }
     for w in watchers {
@@ -216,7 +285,15 @@ async fn drive(
         }
     }
     let end_ns = net.elapsed_ns();
+    for c in d.clients.values_mut() {
+        if let Some(mut p) = c.process.take() {
+            p.kill(end_ns);
+        }
+    }
     let mut history = recorder.take();
+    // Client processes' events arrive a little after they happened, through pipes: the
+    // run's shared clock orders them.
+    history.sort_by_key(|e| e.time_ns);
     order_expirations(&mut history, EXPIRY_REORDER_NS);
     Ok(LiveRun {
         result: RunResult {
@@ -310,6 +387,42 @@ async fn watch_expirations(ctx: NodeCtx) {
 }
 
 impl Driver {
+    /// Start incarnation `incarnation` of client `node` in its own process, with the
+    /// links cut now.
+    fn spawn_client(&self, node: &str, incarnation: u32) -> Result<NodeProcess, String> {
+        let spec = NodeSpec {
+            node: node.to_string(),
+            incarnation,
+            cuts: self.net.cut_links(),
+            ..self.spec.clone()
+        };
+        NodeProcess::spawn(
+            &self.exe,
+            spec,
+            self.recorder.clone(),
+            self.inbox.clone(),
+            &self.supervisor,
+        )
+        .map_err(|e| format!("{node}: cannot start its process: {e}"))
+    }
+
+    /// The running process of client `node`, if it is a client and up.
+    fn process_mut(&mut self, node: &str) -> Option<&mut NodeProcess> {
+        self.clients.get_mut(node).and_then(|c| c.process.as_mut())
+    }
+
+    /// Cut or restore a link here and in every client process.
+    fn set_cut(&self, from: &str, to: &str, cut: bool) {
+        self.net.set_cut(from, to, cut);
+        for p in self.clients.values().filter_map(|c| c.process.as_ref()) {
+            p.order(ToNode::Cut {
+                from: from.to_string(),
+                to: to.to_string(),
+                cut,
+            });
+        }
+    }
+
     fn push(&mut self, t: u64, a: Action) {
         self.pending.insert((t, self.seq), a);
         self.seq += 1;
@@ -342,6 +455,11 @@ impl Driver {
                         return Ok(());
                     }
                     p.pause().map_err(|e| io(&node, e))?;
+                } else if let Some(c) = self.clients.get_mut(&node) {
+                    match c.process.as_mut() {
+                        Some(p) if !p.is_stopped() => p.stop().map_err(|e| io(&node, e))?,
+                        _ => return Ok(()),
+                    }
                 } else {
                     let s = &self.locals[&node].state;
                     if s.is_crashed() || s.pause.is_paused() {
@@ -350,12 +468,13 @@ impl Driver {
                     s.pause.pause();
                 }
                 let ms = duration_ns as f64 / 1e6;
-                self.record(
-                    now,
-                    "pause",
-                    &node,
-                    json!({"duration_ms": ms, "at": "anywhere"}),
-                );
+                // Servers and client processes are stopped with a signal; the storage
+                // (in this process) is frozen as in simulation.
+                let mut value = json!({"duration_ms": ms, "at": "anywhere"});
+                if !self.locals.contains_key(&node) {
+                    value["signal"] = json!("SIGSTOP");
+                }
+                self.record(now, "pause", &node, value);
                 self.push(now + duration_ns, Action::Resume { node });
             }
             Action::ArmPause {
@@ -363,8 +482,11 @@ impl Driver {
                 duration_ns,
                 point,
             } => {
+                let fault = ArmedFault::Pause { duration_ns };
                 if let Some(l) = self.locals.get(&node) {
-                    l.state.arm(point, ArmedFault::Pause { duration_ns });
+                    l.state.arm(point, fault);
+                } else if let Some(p) = self.process_mut(&node) {
+                    p.order(ToNode::Arm { point, fault });
                 }
             }
             Action::ArmCrash {
@@ -372,15 +494,29 @@ impl Driver {
                 down_ns,
                 point,
             } => {
+                let fault = ArmedFault::Crash { down_ns };
                 if let Some(l) = self.locals.get(&node) {
-                    l.state.arm(point, ArmedFault::Crash { down_ns });
+                    l.state.arm(point, fault);
+                } else if let Some(p) = self.process_mut(&node) {
+                    p.order(ToNode::Arm { point, fault });
                 }
             }
             Action::Resume { node } => {
                 if let Some(p) = self.servers.get_mut(&node) {
                     if p.is_running() {
                         p.resume().map_err(|e| io(&node, e))?;
-                        self.record(now, "resume", &node, json!(null));
+                        self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
+                    }
+                } else if let Some(c) = self.clients.get_mut(&node) {
+                    let Some(p) = c.process.as_mut().filter(|p| p.is_stopped()) else {
+                        return Ok(());
+                    };
+                    if p.resume().map_err(|e| io(&node, e))? {
+                        // The kernel showed the process stopped before this SIGCONT.
+                        self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
+                    } else {
+                        // It has not reached its own SIGSTOP yet: try again shortly.
+                        self.push(now + 1_000_000, Action::Resume { node });
                     }
                 } else if self.locals[&node].state.pause.is_paused() {
                     self.locals[&node].state.pause.resume();
@@ -393,6 +529,12 @@ impl Driver {
                         return Ok(());
                     }
                     p.crash().map_err(|e| io(&node, e))?;
+                } else if let Some(c) = self.clients.get_mut(&node) {
+                    // Its reader closes its outstanding operation once the pipe ends.
+                    let Some(mut p) = c.process.take() else {
+                        return Ok(());
+                    };
+                    p.kill(now);
                 } else {
                     let l = self.locals.get_mut(&node).expect("a known node");
                     if l.state.is_crashed() {
@@ -426,6 +568,14 @@ impl Driver {
                         return Ok(());
                     }
                     p.restart().map_err(|e| io(&node, e))?;
+                } else if let Some(c) = self.clients.get(&node) {
+                    if c.process.is_some() {
+                        return Ok(());
+                    }
+                    let incarnation = c.incarnation + 1;
+                    let p = self.spawn_client(&node, incarnation)?;
+                    let c = self.clients.get_mut(&node).expect("known");
+                    (c.process, c.incarnation) = (Some(p), incarnation);
                 } else {
                     let l = &self.locals[&node];
                     if !l.state.is_crashed() {
@@ -459,7 +609,7 @@ impl Driver {
                     }
                 }
                 for (a, b) in &links {
-                    self.net.set_cut(a, b, true);
+                    self.set_cut(a, b, true);
                 }
                 self.partitions.insert(id, links);
                 let e = Event::new("nemesis", EventType::Event, "partition")
@@ -471,7 +621,7 @@ impl Driver {
             Action::Heal { id } => {
                 if let Some(links) = self.partitions.remove(&id) {
                     for (a, b) in &links {
-                        self.net.set_cut(a, b, false);
+                        self.set_cut(a, b, false);
                     }
                     let e = Event::new("nemesis", EventType::Event, "heal").at(now);
                     self.recorder.push(e.nodes(vec![]).value(json!({"id": id})));
@@ -479,7 +629,7 @@ impl Driver {
             }
             Action::HealAll => {
                 for (a, b) in std::mem::take(&mut self.partitions).into_values().flatten() {
-                    self.net.set_cut(&a, &b, false);
+                    self.set_cut(&a, &b, false);
                 }
                 let e = Event::new("nemesis", EventType::Event, "heal").at(now);
                 self.recorder

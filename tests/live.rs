@@ -42,6 +42,14 @@ fn row_1_live_violates_mutex_and_meets_its_expectations() {
     assert!(events
         .iter()
         .any(|e| e.f == "pause" && e.process == "nemesis"));
+    // client-0 ran in its own process and stopped itself with SIGSTOP at the armed
+    // point; locksim sent SIGCONT only once the kernel showed it stopped.
+    assert!(
+        events.iter().any(|e| e.f == "resume"
+            && e.nodes.as_deref() == Some(&["client-0".to_string()][..])
+            && e.value == Some(serde_json::json!({"signal": "SIGCONT"}))),
+        "no SIGCONT of client-0"
+    );
     // Real Redis's expirations are recorded, as the model records its own.
     assert!(events
         .iter()
@@ -92,6 +100,111 @@ fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
     });
     assert!(!done_in_pause, "a stopped server answered");
     let _ = std::fs::remove_file(&h);
+}
+
+#[test]
+fn client_pause_and_crash_are_real_signals_to_client_processes() {
+    let h = std::env::temp_dir().join(format!("locksim-live-cli-{}.jsonl", std::process::id()));
+    let (code, out, err) = live(&[
+        "tests/fixtures/live/client-faults.toml",
+        "--duration",
+        "5s",
+        "--history",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let events = history(&h);
+    let of = |e: &locksim::Event, node: &str| e.nodes.as_deref() == Some(&[node.to_string()][..]);
+    assert!(events.iter().any(|e| e.f == "pause"
+        && of(e, "client-1")
+        && e.value.as_ref().is_some_and(|v| v["signal"] == "SIGSTOP")));
+    assert!(events.iter().any(|e| e.f == "resume" && of(e, "client-1")));
+    // A stopped process records nothing: client-1 is silent for its 800 ms pause.
+    let (from, to) = (1_000_000_000, 1_800_000_000);
+    let stopped = |e: &&locksim::Event| {
+        (e.time_ns > from + 5_000_000 && e.time_ns < to - 5_000_000) || e.f == "resume"
+    };
+    let resume = events
+        .iter()
+        .find(|e| e.f == "resume" && of(e, "client-1"))
+        .unwrap();
+    assert!(resume.time_ns >= to, "resumed early at {}", resume.time_ns);
+    let spoke = events
+        .iter()
+        .filter(stopped)
+        .find(|e| e.process == "client-1" && e.time_ns < resume.time_ns);
+    assert!(spoke.is_none(), "client-1 acted while stopped: {spoke:?}");
+    // client-2 was SIGKILLed at 2500 ms: its open operation is indeterminate, and its
+    // next process (restarted at 2800 ms) takes part again.
+    assert!(events.iter().any(|e| e.f == "crash" && of(e, "client-2")));
+    let restart = events
+        .iter()
+        .find(|e| e.f == "restart" && of(e, "client-2"))
+        .expect("client-2 restarted");
+    assert!(events
+        .iter()
+        .any(|e| e.process == "client-2" && e.time_ns > restart.time_ns));
+    let silent_while_down = events.iter().all(|e| {
+        e.process != "client-2"
+            || e.kind == locksim::EventType::Info
+            || !(2_510_000_000..2_790_000_000).contains(&e.time_ns)
+    });
+    assert!(silent_while_down, "client-2 acted while killed");
+    let _ = std::fs::remove_file(&h);
+}
+
+#[test]
+fn killing_locksim_itself_takes_its_processes_with_it() {
+    // No chance to clean up: the kernel ends the servers and client processes
+    // (PR_SET_PDEATHSIG), so nothing outlives a SIGKILLed locksim.
+    let mut child = Command::new(BIN)
+        .args([
+            "live",
+            "tests/fixtures/live/client-faults.toml",
+            "--duration",
+            "30s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("locksim starts");
+    let pid = child.id().to_string();
+    let started = std::time::Instant::now();
+    let children: Vec<String> = loop {
+        let out = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
+        let found: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        // One redis-server and three clients.
+        if found.len() >= 4 {
+            break found;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("locksim did not start its 4 processes within 10 s: {found:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let alive = |p: &String| {
+        Command::new("kill")
+            .args(["-0", p])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while children.iter().any(alive) {
+        if std::time::Instant::now() > deadline {
+            for p in &children {
+                let _ = Command::new("kill").args(["-KILL", p]).status();
+            }
+            panic!("processes outlived a SIGKILLed locksim: {children:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[test]

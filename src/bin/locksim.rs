@@ -131,9 +131,16 @@ enum Command {
     },
     /// List algorithms, their parameters, fault kinds, checks and the scenarios in sims/.
     List,
+    /// One client node of a live run, in its own process (started by `locksim live`).
+    #[command(hide = true)]
+    LiveNode {
+        /// The node's spec (JSON).
+        spec: String,
+    },
     /// Run a scenario against real redis-server processes on 127.0.0.1 (started, paused
     /// with SIGSTOP, crashed with SIGKILL and restarted by locksim; all killed on exit)
-    /// and check its history. Exit 0: expectations met; 1: not; 2: bad input.
+    /// with each client in its own process (paused with SIGSTOP too), and check its
+    /// history. Exit 0: expectations met; 1: not; 2: bad input.
     Live {
         /// Scenario file (TOML), algorithm = "redis".
         scenario: std::path::PathBuf,
@@ -241,6 +248,7 @@ fn main() -> ExitCode {
             cli::shrink_command(&scenario, seed, &opts, out.as_deref(), bar)
         }
         Command::List => cli::list_command(),
+        Command::LiveNode { spec } => locksim::live::live_node_main(&spec),
         Command::Live {
             scenario,
             duration,

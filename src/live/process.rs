@@ -7,6 +7,7 @@
 use crate::locks::redis::Persistence;
 use std::io;
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -32,33 +33,38 @@ pub fn redis_server_binary() -> io::Result<PathBuf> {
 pub struct Supervisor(Arc<Mutex<Vec<u32>>>);
 
 impl Supervisor {
-    fn add(&self, pid: u32) {
+    pub(crate) fn add(&self, pid: u32) {
         self.0.lock().expect("not poisoned").push(pid);
     }
 
-    fn remove(&self, pid: u32) {
+    pub(crate) fn remove(&self, pid: u32) {
         self.0.lock().expect("not poisoned").retain(|p| *p != pid);
     }
 
     /// SIGKILL every process still listed (they may be stopped: SIGKILL ends those too).
     pub fn kill_all(&self) {
         for pid in self.0.lock().expect("not poisoned").drain(..) {
-            let _ = signal(pid, "KILL");
+            let _ = signal(pid, libc::SIGKILL);
         }
     }
 }
 
-/// Send `sig` (a name: STOP, CONT, KILL) to `pid` with kill(1).
-fn signal(pid: u32, sig: &str) -> io::Result<()> {
-    let status = Command::new("kill")
-        .args([&format!("-{sig}"), &pid.to_string()])
-        .stderr(Stdio::null())
-        .status()?;
-    if status.success() {
+/// Send signal `sig` (`libc::SIGSTOP`, `SIGCONT`, `SIGKILL`) to `pid`.
+pub(crate) fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill(2) with a pid of a child this process started and a valid signal.
+    if unsafe { libc::kill(pid as libc::pid_t, sig) } == 0 {
         Ok(())
     } else {
-        Err(io::Error::other(format!("kill -{sig} {pid} failed")))
+        Err(io::Error::last_os_error())
     }
+}
+
+/// For `pre_exec` of every process live mode starts: the kernel SIGKILLs it when locksim
+/// ends, even when locksim itself is SIGKILLed and cannot clean up.
+pub(crate) fn die_with_locksim() -> io::Result<()> {
+    // SAFETY: prctl(2) is async-signal-safe, as code between fork and exec must be.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    Ok(())
 }
 
 /// One `redis-server` on 127.0.0.1.
@@ -106,7 +112,10 @@ impl RedisProcess {
             Persistence::Everysec => ("yes", "everysec"),
             Persistence::Always => ("yes", "always"),
         };
-        let child = Command::new(redis_server_binary()?)
+        let mut cmd = Command::new(redis_server_binary()?);
+        // SAFETY: die_with_locksim only calls prctl(2).
+        unsafe { cmd.pre_exec(die_with_locksim) };
+        let child = cmd
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", aof, "--appendfsync", fsync])
             .args(["--daemonize", "no", "--protected-mode", "yes"])
@@ -143,14 +152,14 @@ impl RedisProcess {
 
     /// Freeze the process (SIGSTOP): it keeps its sockets and answers nothing.
     pub fn pause(&mut self) -> io::Result<()> {
-        signal(self.pid()?, "STOP")?;
+        signal(self.pid()?, libc::SIGSTOP)?;
         self.paused = true;
         Ok(())
     }
 
     /// Thaw it (SIGCONT).
     pub fn resume(&mut self) -> io::Result<()> {
-        signal(self.pid()?, "CONT")?;
+        signal(self.pid()?, libc::SIGCONT)?;
         self.paused = false;
         Ok(())
     }

@@ -17,11 +17,12 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A live run's address book and clock: node name to 127.0.0.1 port, and the instant
-/// the run began (its true time zero).
+/// the run began (its true time zero) on the machine's monotonic clock, which every
+/// process of the run (locksim and its client processes) shares.
 #[derive(Debug)]
 pub struct LiveNet {
     ports: BTreeMap<String, u16>,
-    start: tokio::time::Instant,
+    epoch_ns: u64,
     /// Directed links cut, with how many partitions cut each.
     cuts: RefCell<BTreeMap<(String, String), u32>>,
 }
@@ -29,11 +30,35 @@ pub struct LiveNet {
 impl LiveNet {
     /// An address book starting the run's clock now.
     pub fn new(ports: BTreeMap<String, u16>) -> LiveNet {
+        LiveNet::with_epoch(ports, monotonic_ns())
+    }
+
+    /// An address book whose time zero is `epoch_ns` on the machine's monotonic clock
+    /// (the [`Self::epoch_ns`] of the run a client process belongs to).
+    pub fn with_epoch(ports: BTreeMap<String, u16>, epoch_ns: u64) -> LiveNet {
         LiveNet {
             ports,
-            start: tokio::time::Instant::now(),
+            epoch_ns,
             cuts: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// The run's time zero on the machine's monotonic clock, ns.
+    pub fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
+    }
+
+    /// The whole address book.
+    pub fn ports(&self) -> &BTreeMap<String, u16> {
+        &self.ports
+    }
+
+    /// Every directed link cut now.
+    pub fn cut_links(&self) -> Vec<(String, String)> {
+        let cuts = self.cuts.borrow();
+        cuts.iter()
+            .flat_map(|(link, n)| std::iter::repeat_n(link.clone(), *n as usize))
+            .collect()
     }
 
     /// Cut (`true`) or restore one directed link; overlapping partitions count.
@@ -65,8 +90,20 @@ impl LiveNet {
 
     /// Real time since the run began, ns.
     pub fn elapsed_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
+        monotonic_ns().saturating_sub(self.epoch_ns)
     }
+}
+
+/// The machine's monotonic clock (`CLOCK_MONOTONIC`, as `std::time::Instant` reads it),
+/// ns: the same in every process, so client processes stamp events on locksim's scale.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A connected stream: simulated or real.

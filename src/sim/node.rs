@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// A fault waiting for the node to reach a [`FaultPoint`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ArmedFault {
     /// Pause the node for this many true ns.
     Pause {
@@ -72,6 +72,20 @@ impl NodeState {
             crashed: Cell::new(false),
             starts: Cell::new(0),
         }
+    }
+
+    /// State for incarnation `incarnation` of node `name` started in a fresh process (live
+    /// mode restarts a crashed client as a new process): its next context is that
+    /// incarnation, and its RNG is drawn for it, so a restarted client does not repeat
+    /// the owner values of the one before.
+    pub fn restarted(name: &str, seed: u64, incarnation: u32) -> NodeState {
+        let state = NodeState::new(name, seed);
+        if incarnation > 0 {
+            let salt = u64::from(incarnation).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            *state.rng.borrow_mut() = node_rng(seed ^ salt, name);
+        }
+        state.starts.set(incarnation);
+        state
     }
 
     /// The node's name.

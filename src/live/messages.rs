@@ -1,0 +1,73 @@
+//! What locksim and a live client process tell each other, one JSON object per line:
+//! locksim starts the process with a [`NodeSpec`] and writes [`ToNode`] lines to its
+//! stdin; the process writes [`FromNode`] lines to its stdout.
+
+use crate::history::Event;
+use crate::sim::{ArmedFault, FaultPoint};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Everything a client process needs to run its node: the scenario (loaded again from
+/// its file, with the live duration), which node and incarnation it is, and the run's
+/// clock and address book.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The live duration, ms (replaces the file's `duration_ms`, as for locksim itself).
+    pub duration_ms: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The node this process runs (`client-0`).
+    pub node: String,
+    /// How many times the node was restarted before this process.
+    pub incarnation: u32,
+    /// The run's time zero on the machine's monotonic clock, ns.
+    pub epoch_ns: u64,
+    /// Node name to 127.0.0.1 port.
+    pub ports: BTreeMap<String, u16>,
+    /// The directed links cut when the process starts (a link cut twice is listed twice).
+    pub cuts: Vec<(String, String)>,
+}
+
+/// From locksim to a client process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToNode {
+    /// Arm `fault` for when the node next reaches `point`.
+    Arm {
+        /// Where.
+        point: FaultPoint,
+        /// What.
+        fault: ArmedFault,
+    },
+    /// Cut (`cut = true`) or restore the directed link `from` → `to`.
+    Cut {
+        /// Sender side.
+        from: String,
+        /// Receiver side.
+        to: String,
+        /// Cut or restore.
+        cut: bool,
+    },
+}
+
+/// From a client process to locksim.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FromNode {
+    /// An event of the history, stamped on the run's clock.
+    Event(Box<Event>),
+    /// The node reached an armed pause: it stops itself (SIGSTOP) right after this line;
+    /// send SIGCONT after `ns`.
+    Stopping {
+        /// Pause length, ns.
+        ns: u64,
+    },
+    /// The node reached an armed crash point: kill it now (restart after `down_ns`).
+    Crash {
+        /// Down time, ns, if it restarts.
+        down_ns: Option<u64>,
+    },
+}

@@ -1,0 +1,110 @@
+//! The client side of live mode: `locksim live-node SPEC` runs one client node of a live
+//! run in its own process, so that a pause is a real SIGSTOP of the process (timers,
+//! sockets and all) and a crash a real SIGKILL. The node's code is the simulation's, on
+//! a single-threaded runtime; its events go to stdout as they are recorded, and
+//! locksim's orders (armed faults, cut links) come in on stdin.
+
+use super::messages::{FromNode, NodeSpec, ToNode};
+use crate::history::Recorder;
+use crate::net::LiveNet;
+use crate::scenario::Scenario;
+use crate::sim::{NodeCtx, NodeRequest, NodeState};
+use std::io::Write;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+/// Write one line to stdout now: locksim may SIGKILL this process at any moment, and
+/// what was recorded before must reach it.
+fn send(msg: &FromNode) {
+    let mut line = serde_json::to_string(msg).expect("messages serialise");
+    line.push('\n');
+    let mut out = std::io::stdout().lock();
+    // locksim gone: nothing to report to; stdin's end stops the process.
+    let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Run the node `spec` describes (JSON) until locksim kills it or closes its stdin.
+/// Returns the exit code: 2 for a bad spec or scenario.
+pub fn live_node_main(spec: &str) -> u8 {
+    let spec: NodeSpec = match serde_json::from_str(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksim live-node: bad spec: {e}");
+            return 2;
+        }
+    };
+    let mut scenario = match Scenario::load(&spec.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksim live-node: {e}");
+            return 2;
+        }
+    };
+    scenario.duration_ms = spec.duration_ms;
+    let world = crate::deploy::world(&scenario, scenario.fault_plan());
+    let Some(host) = world.hosts.into_iter().find(|h| h.name == spec.node) else {
+        eprintln!("locksim live-node: no node {} in the scenario", spec.node);
+        return 2;
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("locksim live-node: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    let net = Rc::new(LiveNet::with_epoch(spec.ports.clone(), spec.epoch_ns));
+    for (from, to) in &spec.cuts {
+        net.set_cut(from, to, true);
+    }
+    let state = Rc::new(NodeState::restarted(
+        &spec.node,
+        spec.seed,
+        spec.incarnation,
+    ));
+    let recorder = Recorder::forwarding(|e| send(&FromNode::Event(Box::new(e.clone()))));
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let ctx = NodeCtx::new(state.clone(), recorder).with_live(net.clone());
+        let run = (host.main)(ctx);
+        tokio::task::spawn_local(state.pause.wrap(run));
+        let orders = tokio::task::spawn_local(obey(state.clone(), net));
+        // The node's own requests, from its fault points.
+        while !orders.is_finished() {
+            for req in state.take_requests() {
+                match req {
+                    NodeRequest::ResumeAfter(ns) => {
+                        // The node is already frozen in-process (the fault point flipped
+                        // its pause switch); now the whole process stops for real.
+                        send(&FromNode::Stopping { ns });
+                        // SAFETY: raise(3) with a valid signal number.
+                        unsafe { libc::raise(libc::SIGSTOP) };
+                        state.pause.resume();
+                    }
+                    NodeRequest::Crash(down_ns) => send(&FromNode::Crash { down_ns }),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    0
+}
+
+/// Apply locksim's orders from stdin until it closes it (then the process ends).
+async fn obey(state: Rc<NodeState>, net: Rc<LiveNet>) {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        match serde_json::from_str::<ToNode>(&line) {
+            Ok(ToNode::Arm { point, fault }) => state.arm(point, fault),
+            Ok(ToNode::Cut { from, to, cut }) => net.set_cut(&from, &to, cut),
+            Err(e) => eprintln!(
+                "locksim live-node {}: bad order {line:?}: {e}",
+                state.name()
+            ),
+        }
+    }
+}
