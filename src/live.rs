@@ -12,7 +12,8 @@
 //! is SIGKILL and a restart (a server on the same port and data folder with the
 //! configured persistence; a client as a new process, its next incarnation); partitions
 //! cut the clients' and the storage's loopback connections ([`crate::net::LiveStream`]).
-//! Clock faults are not applied (they are listed as skipped). Every process started is
+//! Clock faults of clients and the storage change their `Clock` as in simulation; those
+//! of the servers are not applied (they are listed as skipped). Every process started is
 //! killed on the way out, including after SIGINT/SIGTERM, and by the kernel if locksim
 //! itself is killed. Supports `algorithm = "redis"` (one server) and `"redlock"` (N
 //! independent servers).
@@ -49,7 +50,7 @@ const DRIVER_TICK: Duration = Duration::from_millis(1);
 pub struct LiveRun {
     /// The history and the fault schedule, as a simulated run returns them.
     pub result: RunResult,
-    /// Faults of the schedule that live mode cannot inflict (partitions, clock faults).
+    /// Faults of the schedule that live mode cannot inflict (servers' clock faults, …).
     pub skipped: Vec<String>,
 }
 
@@ -107,10 +108,12 @@ struct Local {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// A client node: its running process, if up, and its incarnation.
+/// A client node: its running process, if up, its incarnation, and its clock (kept
+/// here too: a new process starts from it, and the history records its readings).
 struct Client {
     process: Option<NodeProcess>,
     incarnation: u32,
+    clock: crate::sim::Clock,
 }
 
 struct Driver {
@@ -175,6 +178,7 @@ async fn drive(
         epoch_ns: net.epoch_ns(),
         ports: net.ports().clone(),
         cuts: Vec::new(),
+        clock: crate::sim::Clock::default(),
     };
     let mut d = Driver {
         recorder: recorder.clone(),
@@ -209,6 +213,7 @@ async fn drive(
             let client = Client {
                 process: Some(process),
                 incarnation: 0,
+                clock: crate::sim::Clock::default(),
             };
             d.clients.insert(host.name, client);
             continue;
@@ -394,6 +399,11 @@ impl Driver {
             node: node.to_string(),
             incarnation,
             cuts: self.net.cut_links(),
+            clock: self
+                .clients
+                .get(node)
+                .map(|c| c.clock.clone())
+                .unwrap_or_default(),
             ..self.spec.clone()
         };
         NodeProcess::spawn(
@@ -634,6 +644,24 @@ impl Driver {
                 let e = Event::new("nemesis", EventType::Event, "heal").at(now);
                 self.recorder
                     .push(e.nodes(vec![]).value(json!({"id": "all"})));
+            }
+            a @ (Action::ClockJump { .. } | Action::Skew { .. } | Action::Drift { .. })
+                if !self
+                    .servers
+                    .contains_key(a.clock_change().expect("a clock action").0) =>
+            {
+                // The clients' and the storage's clocks are the simulation's (node code
+                // reads them); the servers' are the machine's, which stays true.
+                let (node, change) = a.clock_change().expect("a clock action");
+                let (f, value) = if let Some(c) = self.clients.get_mut(node) {
+                    if let Some(p) = &c.process {
+                        p.order(ToNode::Clock { at_ns: now, change });
+                    }
+                    change.apply(&mut c.clock, now)
+                } else {
+                    change.apply(&mut self.locals[node].state.clock.borrow_mut(), now)
+                };
+                self.record(now, f, node, value);
             }
             other => self
                 .skipped

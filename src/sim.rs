@@ -19,7 +19,7 @@ mod node;
 mod pause;
 mod world;
 
-pub use clock::{Clock, EPOCH_NS};
+pub use clock::{Clock, ClockChange, EPOCH_NS};
 pub use disk::Disk;
 pub use fault::{
     actions, Action, Fault, FaultError, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS,

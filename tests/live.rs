@@ -69,7 +69,7 @@ fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        out.contains("not applied live") && out.contains("ClockJump"),
+        out.contains("not applied live") && out.contains("ClockJump { node: \"redis-0\""),
         "{out}"
     );
     let events = history(&h);
@@ -150,6 +150,30 @@ fn client_pause_and_crash_are_real_signals_to_client_processes() {
             || !(2_510_000_000..2_790_000_000).contains(&e.time_ns)
     });
     assert!(silent_while_down, "client-2 acted while killed");
+    // client-1's wall clock stepped 100 s forward at 3800 ms, in its own process: the
+    // events it records afterwards carry the stepped reading.
+    let epoch_ms = locksim::sim::EPOCH_NS / 1_000_000;
+    let ahead = |e: &locksim::Event| {
+        e.wall_ms
+            .map(|w| w - epoch_ms - (e.time_ns / 1_000_000) as i64)
+    };
+    // (The order reaches the process through a pipe: skip the first 50 ms.)
+    let (before, after): (Vec<_>, Vec<_>) = events
+        .iter()
+        .filter(|e| e.process == "client-1" && e.wall_ms.is_some())
+        .filter(|e| !(3_800_000_000..3_850_000_000).contains(&e.time_ns))
+        .partition(|e| e.time_ns < 3_800_000_000);
+    assert!(
+        before.iter().all(|e| ahead(e).unwrap().abs() <= 1),
+        "{before:?}"
+    );
+    assert!(
+        !after.is_empty()
+            && after
+                .iter()
+                .all(|e| (ahead(e).unwrap() - 100_000).abs() <= 5),
+        "{after:?}"
+    );
     let _ = std::fs::remove_file(&h);
 }
 

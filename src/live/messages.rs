@@ -3,7 +3,7 @@
 //! stdin; the process writes [`FromNode`] lines to its stdout.
 
 use crate::history::Event;
-use crate::sim::{ArmedFault, FaultPoint};
+use crate::sim::{ArmedFault, Clock, ClockChange, FaultPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,6 +29,8 @@ pub struct NodeSpec {
     pub ports: BTreeMap<String, u16>,
     /// The directed links cut when the process starts (a link cut twice is listed twice).
     pub cuts: Vec<(String, String)>,
+    /// The node's clock, with the clock faults so far (a clock outlives a crash).
+    pub clock: Clock,
 }
 
 /// From locksim to a client process.
@@ -41,6 +43,13 @@ pub enum ToNode {
         point: FaultPoint,
         /// What.
         fault: ArmedFault,
+    },
+    /// Change the node's clock as of true time `at_ns`.
+    Clock {
+        /// When (true ns).
+        at_ns: u64,
+        /// What.
+        change: ClockChange,
     },
     /// Cut (`cut = true`) or restore the directed link `from` → `to`.
     Cut {

@@ -66,6 +66,7 @@ pub fn live_node_main(spec: &str) -> u8 {
         spec.seed,
         spec.incarnation,
     ));
+    *state.clock.borrow_mut() = spec.clock.clone();
     let recorder = Recorder::forwarding(|e| send(&FromNode::Event(Box::new(e.clone()))));
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
@@ -101,6 +102,9 @@ async fn obey(state: Rc<NodeState>, net: Rc<LiveNet>) {
         match serde_json::from_str::<ToNode>(&line) {
             Ok(ToNode::Arm { point, fault }) => state.arm(point, fault),
             Ok(ToNode::Cut { from, to, cut }) => net.set_cut(&from, &to, cut),
+            Ok(ToNode::Clock { at_ns, change }) => {
+                change.apply(&mut state.clock.borrow_mut(), at_ns);
+            }
             Err(e) => eprintln!(
                 "locksim live-node {}: bad order {line:?}: {e}",
                 state.name()

@@ -18,7 +18,7 @@
 pub const EPOCH_NS: i64 = 1_767_225_600_000_000_000;
 
 /// One node's clock. All readings are functions of the simulator's true time.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Clock {
     /// True time (ns since run start) of the start of the current drift segment.
     base_true_ns: u64,
@@ -104,6 +104,52 @@ impl Clock {
     pub fn true_duration_ns(&self, local_ns: u64) -> u64 {
         let rate = (1_000_000 + self.drift_ppm) as u128;
         ((local_ns as u128 * 1_000_000).div_ceil(rate)) as u64
+    }
+}
+
+/// A clock fault as it strikes one node: the nemesis's `clock-jump`, `skew` and `drift`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockChange {
+    /// Step the wall clock.
+    Jump {
+        /// Step, ns.
+        delta_ns: i64,
+    },
+    /// Set the wall clock this far from true time.
+    Skew {
+        /// Offset, ns.
+        skew_ns: i64,
+    },
+    /// Set the drift.
+    Drift {
+        /// Drift, ppm.
+        ppm: i64,
+    },
+}
+
+impl ClockChange {
+    /// Apply it to `clock` at true time `true_ns`; returns the history event's `f` and
+    /// `value`.
+    pub fn apply(self, clock: &mut Clock, true_ns: u64) -> (&'static str, serde_json::Value) {
+        use serde_json::json;
+        match self {
+            ClockChange::Jump { delta_ns } => {
+                clock.jump(delta_ns);
+                let err = clock.wall_error_ns(true_ns);
+                let value =
+                    json!({"delta_ms": delta_ns as f64 / 1e6, "wall_error_ms": err as f64 / 1e6});
+                ("clock-jump", value)
+            }
+            ClockChange::Skew { skew_ns } => {
+                clock.skew(true_ns, skew_ns);
+                ("skew", json!({"skew_ms": skew_ns as f64 / 1e6}))
+            }
+            ClockChange::Drift { ppm } => {
+                clock.set_drift(true_ns, ppm);
+                ("drift", json!({"drift_ppm": ppm}))
+            }
+        }
     }
 }
 

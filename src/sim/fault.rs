@@ -6,6 +6,7 @@
 //! its line in [`Fault::KINDS`], its expansion in [`Fault::actions`], and how the world
 //! applies the resulting [`Action`].
 
+use super::clock::ClockChange;
 use serde::{Deserialize, Serialize};
 
 const MS: u64 = 1_000_000;
@@ -524,6 +525,23 @@ pub enum Action {
         /// Node.
         node: String,
     },
+}
+
+impl Action {
+    /// The node and clock change of a clock action (`ClockJump`, `Skew`, `Drift`).
+    pub fn clock_change(&self) -> Option<(&str, ClockChange)> {
+        match self {
+            Action::ClockJump { node, delta_ns } => Some((
+                node,
+                ClockChange::Jump {
+                    delta_ns: *delta_ns,
+                },
+            )),
+            Action::Skew { node, skew_ns } => Some((node, ClockChange::Skew { skew_ns: *skew_ns })),
+            Action::Drift { node, ppm } => Some((node, ClockChange::Drift { ppm: *ppm })),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -348,29 +348,11 @@ impl Driver {
                 self.uncut(sim, links);
                 self.record(now, "heal", vec![], json!({"id": "all"}));
             }
-            Action::ClockJump { node, delta_ns } => {
-                let s = &self.nodes[&node];
-                s.clock.borrow_mut().jump(delta_ns);
-                let err = s.clock.borrow().wall_error_ns(now);
-                self.record(
-                    now,
-                    "clock-jump",
-                    vec![node],
-                    json!({"delta_ms": delta_ns as f64 / 1e6, "wall_error_ms": err as f64 / 1e6}),
-                );
-            }
-            Action::Skew { node, skew_ns } => {
-                self.nodes[&node].clock.borrow_mut().skew(now, skew_ns);
-                self.record(
-                    now,
-                    "skew",
-                    vec![node],
-                    json!({"skew_ms": skew_ns as f64 / 1e6}),
-                );
-            }
-            Action::Drift { node, ppm } => {
-                self.nodes[&node].clock.borrow_mut().set_drift(now, ppm);
-                self.record(now, "drift", vec![node], json!({"drift_ppm": ppm}));
+            Action::ClockJump { .. } | Action::Skew { .. } | Action::Drift { .. } => {
+                let (node, change) = action.clock_change().expect("a clock action");
+                let clock = &self.nodes[node].clock;
+                let (f, value) = change.apply(&mut clock.borrow_mut(), now);
+                self.record(now, f, vec![node.to_string()], value);
             }
             Action::Crash { node, down_ns } => {
                 let s = self.nodes[&node].clone();
