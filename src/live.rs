@@ -271,12 +271,14 @@ async fn drive(
                     d.push(now + ns, Action::Resume { node });
                 }
                 Note::Crash(down_ns) => d.apply(now, Action::Crash { node, down_ns })?,
-                Note::Died => {
+                Note::Died if !stop.load(Ordering::Relaxed) => {
                     return Err(format!(
                         "{node}'s process ended by itself at {} ms (see its error above)",
                         now / 1_000_000
                     ))
                 }
+                // Interrupted: the loop ends at its next turn.
+                Note::Died => {}
             }
         }
         tokio::time::sleep(DRIVER_TICK).await;

@@ -267,6 +267,8 @@ fn live_rejects_other_algorithms_and_bad_durations() {
 
 #[test]
 fn an_interrupted_run_kills_its_servers() {
+    // In its own process group, which gets the SIGINT, as a terminal's Ctrl-C does.
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new(BIN)
         .args([
             "live",
@@ -275,6 +277,7 @@ fn an_interrupted_run_kills_its_servers() {
             "30s",
         ])
         .stdout(std::process::Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("locksim starts");
     std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -297,7 +300,10 @@ fn an_interrupted_run_kills_its_servers() {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    Command::new("kill")
+        .args(["-INT", "--", &format!("-{pid}")])
+        .status()
+        .unwrap();
     // A watchdog, so a run that ignores the signal fails the test instead of hanging CI.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let status = loop {

@@ -63,6 +63,9 @@ impl NodeProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            // Its own process group: a Ctrl-C at the terminal reaches locksim only,
+            // which then ends the run and kills its processes itself.
+            .process_group(0)
             .kill_on_drop(true);
         // SAFETY: die_with_locksim only calls prctl(2).
         unsafe { cmd.pre_exec(die_with_locksim) };

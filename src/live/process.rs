@@ -115,6 +115,8 @@ impl RedisProcess {
         let mut cmd = Command::new(redis_server_binary()?);
         // SAFETY: die_with_locksim only calls prctl(2).
         unsafe { cmd.pre_exec(die_with_locksim) };
+        // Its own process group, so a terminal's Ctrl-C reaches locksim only.
+        cmd.process_group(0);
         let child = cmd
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", aof, "--appendfsync", fsync])
