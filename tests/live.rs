@@ -21,24 +21,31 @@ fn live(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn history(path: &std::path::Path) -> Vec<locksim::Event> {
-    locksim::history::from_jsonl(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// `locksim live SCENARIO --duration D --history <temp file>`: exit code, stdout, stderr
+/// and the history it wrote (empty if none).
+fn live_history(scenario: &str, duration: &str) -> (i32, String, String, Vec<locksim::Event>) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let h = std::env::temp_dir().join(format!("locksim-live-{}-{n}.jsonl", std::process::id()));
+    let args = [
+        scenario,
+        "--duration",
+        duration,
+        "--history",
+        h.to_str().unwrap(),
+    ];
+    let (code, out, err) = live(&args);
+    let text = std::fs::read_to_string(&h).unwrap_or_default();
+    let events = locksim::history::from_jsonl(&text).unwrap();
+    (code, out, err, events)
 }
 
 #[test]
 fn row_1_live_violates_mutex_and_meets_its_expectations() {
-    let h = std::env::temp_dir().join(format!("locksim-live-row1-{}.jsonl", std::process::id()));
-    let (code, out, err) = live(&[
-        "sims/redis-01-pause-past-lease.toml",
-        "--duration",
-        "4s",
-        "--history",
-        h.to_str().unwrap(),
-    ]);
+    let (code, out, err, events) = live_history("sims/redis-01-pause-past-lease.toml", "4s");
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("mutex                violated"), "{out}");
     assert!(out.contains("expectations met"), "{out}");
-    let events = history(&h);
     assert!(events
         .iter()
         .any(|e| e.f == "pause" && e.process == "nemesis"));
@@ -54,25 +61,16 @@ fn row_1_live_violates_mutex_and_meets_its_expectations() {
     assert!(events
         .iter()
         .any(|e| e.f == "expire" && e.process == "redis-0"));
-    let _ = std::fs::remove_file(&h);
 }
 
 #[test]
 fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
-    let h = std::env::temp_dir().join(format!("locksim-live-srv-{}.jsonl", std::process::id()));
-    let (code, out, err) = live(&[
-        "tests/fixtures/live/server-faults.toml",
-        "--duration",
-        "5s",
-        "--history",
-        h.to_str().unwrap(),
-    ]);
+    let (code, out, err, events) = live_history("tests/fixtures/live/server-faults.toml", "5s");
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
         out.contains("not applied live") && out.contains("ClockJump { node: \"redis-0\""),
         "{out}"
     );
-    let events = history(&h);
     assert!(events.iter().any(|e| e.f == "partition") && events.iter().any(|e| e.f == "heal"));
     // client-0 was cut off from 4000 to 4300 ms: none of its requests completed ok then.
     let cut_off_ok = events.iter().any(|e| {
@@ -99,21 +97,12 @@ fn server_pause_and_crash_are_real_signals_and_nothing_is_left_running() {
             && e.reason.as_deref().is_none_or(|r| !r.contains("timeout"))
     });
     assert!(!done_in_pause, "a stopped server answered");
-    let _ = std::fs::remove_file(&h);
 }
 
 #[test]
 fn client_pause_and_crash_are_real_signals_to_client_processes() {
-    let h = std::env::temp_dir().join(format!("locksim-live-cli-{}.jsonl", std::process::id()));
-    let (code, out, err) = live(&[
-        "tests/fixtures/live/client-faults.toml",
-        "--duration",
-        "5s",
-        "--history",
-        h.to_str().unwrap(),
-    ]);
+    let (code, out, err, events) = live_history("tests/fixtures/live/client-faults.toml", "5s");
     assert_eq!(code, 0, "{out}\n{err}");
-    let events = history(&h);
     let of = |e: &locksim::Event, node: &str| e.nodes.as_deref() == Some(&[node.to_string()][..]);
     assert!(events.iter().any(|e| e.f == "pause"
         && of(e, "client-1")
@@ -174,7 +163,6 @@ fn client_pause_and_crash_are_real_signals_to_client_processes() {
                 .all(|e| (ahead(e).unwrap() - 100_000).abs() <= 5),
         "{after:?}"
     );
-    let _ = std::fs::remove_file(&h);
 }
 
 #[test]
