@@ -15,23 +15,25 @@
 //! Clock faults of clients and the storage change their `Clock` as in simulation; those
 //! of the servers are not applied (they are listed as skipped). Every process started is
 //! killed on the way out, including after SIGINT/SIGTERM, and by the kernel if locksim
-//! itself is killed. Supports `algorithm = "redis"` (one server) and `"redlock"` (N
-//! independent servers).
+//! itself is killed. Supports `algorithm = "redis"` (one server), `"redlock"` (N
+//! independent servers) and `"redis-replicated"` (a primary, its replicas and real
+//! Sentinels: [`start_servers`]); links between two servers cannot be cut.
 
 mod messages;
 mod node_main;
 mod node_process;
 mod process;
+mod servers;
 
 pub use messages::{FromNode, NodeSpec, ToNode};
 pub use node_main::live_node_main;
 pub use node_process::locksim_binary;
-pub use process::{redis_server_binary, RedisProcess, Supervisor};
+pub use process::{redis_server_binary, RedisProcess, Role, Supervisor};
+pub use servers::{start_servers, ServerConfig};
 
 use node_process::{Inbox, NodeProcess, Note};
 
 use crate::history::{Event, EventType, Recorder};
-use crate::locks::redis::Persistence;
 use crate::net::LiveNet;
 use crate::scenario::Scenario;
 use crate::sim::{Action, ArmedFault, NodeCtx, NodeRequest, NodeState, RunResult};
@@ -58,13 +60,14 @@ pub struct LiveRun {
 /// random draws). `stop` ends the run early (a signal handler sets it). Errors are
 /// messages for exit code 2 (unsupported scenario, redis-server missing or failing).
 pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result<LiveRun, String> {
-    if !["redis", "redlock"].contains(&scenario.lock.name()) {
+    if !["redis", "redis-replicated", "redlock"].contains(&scenario.lock.name()) {
         return Err(format!(
-            "live mode runs algorithm = \"redis\" or \"redlock\" only, not \"{}\"",
+            "live mode runs algorithm = \"redis\", \"redis-replicated\" or \"redlock\" \
+             only, not \"{}\"",
             scenario.lock.name()
         ));
     }
-    let persistence = persistence_of(scenario)?;
+    let config = ServerConfig::of(scenario)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -72,33 +75,10 @@ pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result
     let local = tokio::task::LocalSet::new();
     let supervisor = Supervisor::default();
     let root = std::env::temp_dir().join(format!("locksim-live-{}", std::process::id()));
-    let out = local.block_on(
-        &rt,
-        drive(scenario, seed, persistence, &root, &supervisor, stop),
-    );
+    let out = local.block_on(&rt, drive(scenario, seed, config, &root, &supervisor, stop));
     supervisor.kill_all();
     let _ = std::fs::remove_dir_all(&root);
     out
-}
-
-/// `[lock] persistence` of a redis scenario, read again from the file's text.
-fn persistence_of(scenario: &Scenario) -> Result<Persistence, String> {
-    #[derive(serde::Deserialize)]
-    struct Lock {
-        persistence: Option<Persistence>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Text {
-        lock: Option<toml::Value>,
-    }
-    let text = std::fs::read_to_string(&scenario.file)
-        .map_err(|e| format!("{}: {e}", scenario.file.display()))?;
-    let t: Text = toml::from_str(&text).map_err(|e| e.to_string())?;
-    let p = match t.lock {
-        Some(v) => v.try_into::<Lock>().ok().and_then(|l| l.persistence),
-        None => None,
-    };
-    Ok(p.unwrap_or(Persistence::None))
 }
 
 /// One in-process node (storage or client): its state and running task.
@@ -139,23 +119,17 @@ struct Driver {
 async fn drive(
     scenario: &Scenario,
     seed: u64,
-    persistence: Persistence,
+    config: ServerConfig,
     root: &std::path::Path,
     supervisor: &Supervisor,
     stop: Arc<AtomicBool>,
 ) -> Result<LiveRun, String> {
     let world = crate::deploy::world(scenario, scenario.fault_plan());
     let all: Vec<String> = world.hosts.iter().map(|h| h.name.clone()).collect();
-    let server_names = scenario.servers();
-    let mut servers = BTreeMap::new();
-    let mut ports = BTreeMap::new();
-    for name in &server_names {
-        let p = RedisProcess::start(name, root, persistence, supervisor)
-            .map_err(|e| format!("{name}: {e}"))?;
-        // The clients dial the model's port; the address book maps it to the process.
-        ports.insert(name.clone(), p.port);
-        servers.insert(name.clone(), p);
-    }
+    let servers = start_servers(scenario, config, root, supervisor)?;
+    // The clients dial the model's ports; the address book maps names to the processes.
+    let mut ports: BTreeMap<String, u16> =
+        servers.iter().map(|(n, p)| (n.clone(), p.port)).collect();
     for host in &world.hosts {
         if !servers.contains_key(&host.name) {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -192,12 +166,17 @@ async fn drive(
         supervisor: supervisor.clone(),
         pending: BTreeMap::new(),
         seq: 0,
-        skipped: Vec::new(),
+        skipped: if config.lag_set {
+            vec!["replication_lag_ms (real replication on loopback is not delayed)".into()]
+        } else {
+            Vec::new()
+        },
         all: all.clone(),
         partitions: BTreeMap::new(),
     };
-    for name in &server_names {
-        let state = Rc::new(NodeState::new(name, seed));
+    // Sentinels keep no keys: only the redis servers' expirations are watched.
+    for name in servers_named(&d, "redis-") {
+        let state = Rc::new(NodeState::new(&name, seed));
         let ctx = NodeCtx::new(state, recorder.clone()).with_live(net.clone());
         watchers.push(tokio::task::spawn_local(watch_expirations(ctx)));
     }
@@ -312,6 +291,15 @@ async fn drive(
         },
         skipped: d.skipped,
     })
+}
+
+/// The names of the running servers that start with `prefix`.
+fn servers_named(d: &Driver, prefix: &str) -> Vec<String> {
+    d.servers
+        .keys()
+        .filter(|n| n.starts_with(prefix))
+        .cloned()
+        .collect()
 }
 
 /// How far back a grant read just before an expiry notification is taken to follow it.
@@ -619,6 +607,19 @@ impl Driver {
                             links.push((b.clone(), a.clone()));
                         }
                     }
+                }
+                // Links between two real servers (replication, Sentinel) cannot be cut.
+                let between: Vec<String> = links
+                    .iter()
+                    .filter(|(a, b)| self.servers.contains_key(a) && self.servers.contains_key(b))
+                    .map(|(a, b)| format!("{a}→{b}"))
+                    .collect();
+                if !between.is_empty() {
+                    self.skipped.push(format!(
+                        "{:.0} ms: partition {id}'s links between servers: {}",
+                        now as f64 / 1e6,
+                        between.join(" ")
+                    ));
                 }
                 for (a, b) in &links {
                     self.set_cut(a, b, true);

@@ -166,6 +166,24 @@ fn client_pause_and_crash_are_real_signals_to_client_processes() {
 }
 
 #[test]
+fn replicated_live_fails_over_with_real_sentinels() {
+    let (code, out, err, events) =
+        live_history("tests/fixtures/live/replicated-failover.toml", "8s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(events.iter().any(|e| e.f == "crash"));
+    assert!(
+        !events.iter().any(|e| e.f == "restart"),
+        "redis-0 stays down"
+    );
+    // redis-0 crashed at 1500 ms for good: grants after it came from a replica the
+    // sentinels promoted.
+    let after = events.iter().filter(|e| {
+        e.f == "acquire" && e.kind == locksim::EventType::Ok && e.time_ns > 1_600_000_000
+    });
+    assert!(after.count() >= 3, "no failover: {out}");
+}
+
+#[test]
 fn killing_locksim_itself_takes_its_processes_with_it() {
     // No chance to clean up: the kernel ends the servers and client processes
     // (PR_SET_PDEATHSIG), so nothing outlives a SIGKILLed locksim.
@@ -245,7 +263,9 @@ fn live_rejects_other_algorithms_and_bad_durations() {
     let (code, _, err) = live(&["sims/raft-baseline.toml", "--duration", "1s"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("live mode runs algorithm = \"redis\" or \"redlock\" only"),
+        err.contains(
+            "live mode runs algorithm = \"redis\", \"redis-replicated\" or \"redlock\" only"
+        ),
         "{err}"
     );
     let (code, _, err) = live(&["sims/redis-01-pause-past-lease.toml", "--duration", "soon"]);

@@ -142,7 +142,7 @@ enum Command {
     /// with each client in its own process (paused with SIGSTOP too), and check its
     /// history. Exit 0: expectations met; 1: not; 2: bad input.
     Live {
-        /// Scenario file (TOML), algorithm = "redis".
+        /// Scenario file (TOML): algorithm = "redis", "redis-replicated" or "redlock".
         scenario: std::path::PathBuf,
         /// How long to run, real time (`30s`, `1500ms`).
         #[arg(long, default_value = "30s")]

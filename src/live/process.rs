@@ -4,6 +4,7 @@
 //! when dropped. Every process started is listed in a [`Supervisor`], which a Ctrl-C
 //! handler can empty.
 
+use crate::locks::redis::resp::{decode, encode_command, Value};
 use crate::locks::redis::Persistence;
 use std::io;
 use std::net::{TcpListener, TcpStream};
@@ -67,7 +68,30 @@ pub(crate) fn die_with_locksim() -> io::Result<()> {
     Ok(())
 }
 
-/// One `redis-server` on 127.0.0.1.
+/// What a process is started as (again, after a crash: a restarted primary comes back
+/// as a primary, and the sentinels demote it, as they would a real one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A redis-server that starts as a primary.
+    Primary,
+    /// A redis-server that starts as a replica of the primary on this port.
+    Replica {
+        /// The initial primary's port.
+        primary_port: u16,
+    },
+    /// A Sentinel (`redis-server sentinel.conf --sentinel`) monitoring the primary on
+    /// this port as `mymaster`.
+    Sentinel {
+        /// The initial primary's port.
+        primary_port: u16,
+        /// Sentinels that must agree the primary is down (a majority, as in the model).
+        quorum: u32,
+        /// `down-after-milliseconds`; the failover timeout is twice that, as in the model.
+        down_after_ms: u64,
+    },
+}
+
+/// One `redis-server` (or Sentinel) on 127.0.0.1.
 #[derive(Debug)]
 pub struct RedisProcess {
     /// The node name it stands for (`redis-0`).
@@ -76,18 +100,20 @@ pub struct RedisProcess {
     pub port: u16,
     dir: PathBuf,
     persistence: Persistence,
+    role: Role,
     child: Option<Child>,
     paused: bool,
     supervisor: Supervisor,
 }
 
 impl RedisProcess {
-    /// Start `name` on a free loopback port with its data in a new folder under `root`;
-    /// returns once it accepts connections (or fails after 10 s).
+    /// Start `name` as `role` on a free loopback port with its data in a new folder
+    /// under `root`; returns once it accepts connections (or fails after 10 s).
     pub fn start(
         name: &str,
         root: &Path,
         persistence: Persistence,
+        role: Role,
         supervisor: &Supervisor,
     ) -> io::Result<RedisProcess> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -98,6 +124,7 @@ impl RedisProcess {
             port,
             dir,
             persistence,
+            role,
             child: None,
             paused: false,
             supervisor: supervisor.clone(),
@@ -117,14 +144,46 @@ impl RedisProcess {
         unsafe { cmd.pre_exec(die_with_locksim) };
         // Its own process group, so a terminal's Ctrl-C reaches locksim only.
         cmd.process_group(0);
+        let port = self.port.to_string();
+        match self.role {
+            Role::Sentinel {
+                primary_port,
+                quorum,
+                down_after_ms,
+            } => {
+                // Sentinel rewrites its file as it learns (epochs, peers, the primary):
+                // written once, so a restarted sentinel resumes from what it knew.
+                let conf = self.dir.join("sentinel.conf");
+                if !conf.exists() {
+                    let text = format!(
+                        "port {port}\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\n\
+                         dir {dir}\n\
+                         sentinel monitor mymaster 127.0.0.1 {primary_port} {quorum}\n\
+                         sentinel down-after-milliseconds mymaster {down_after_ms}\n\
+                         sentinel failover-timeout mymaster {timeout}\n\
+                         sentinel parallel-syncs mymaster 1\n",
+                        dir = self.dir.display(),
+                        timeout = 2 * down_after_ms,
+                    );
+                    std::fs::write(&conf, text)?;
+                }
+                cmd.arg(&conf).arg("--sentinel");
+            }
+            Role::Primary | Role::Replica { .. } => {
+                cmd.args(["--port", &port, "--bind", "127.0.0.1"])
+                    .args(["--save", "", "--appendonly", aof, "--appendfsync", fsync])
+                    .args(["--daemonize", "no", "--protected-mode", "yes"])
+                    // Expirations as pub/sub events: live mode records them as the model
+                    // does.
+                    .args(["--notify-keyspace-events", "Ex"])
+                    .arg("--dir")
+                    .arg(&self.dir);
+                if let Role::Replica { primary_port } = self.role {
+                    cmd.args(["--replicaof", "127.0.0.1", &primary_port.to_string()]);
+                }
+            }
+        }
         let child = cmd
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", aof, "--appendfsync", fsync])
-            .args(["--daemonize", "no", "--protected-mode", "yes"])
-            // Expirations as pub/sub events: live mode records them as the model does.
-            .args(["--notify-keyspace-events", "Ex"])
-            .arg("--dir")
-            .arg(&self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -189,6 +248,29 @@ impl RedisProcess {
     }
 }
 
+/// Send one command to the process on `port` and read its reply (blocking, 1 s deadline).
+pub fn ask(port: u16, args: &[&[u8]]) -> io::Result<Value> {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let mut out = Vec::new();
+    encode_command(args, &mut out);
+    s.write_all(&out)?;
+    let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+    loop {
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            return Err(io::Error::other("connection closed before a reply"));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        match decode(&buf) {
+            Ok(Some((v, _))) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => return Err(io::Error::other(format!("bad reply: {e:?}"))),
+        }
+    }
+}
+
 impl Drop for RedisProcess {
     fn drop(&mut self) {
         let _ = self.crash();
@@ -228,7 +310,7 @@ mod tests {
     fn pause_resume_crash_restart_and_kill_on_drop() {
         let root = std::env::temp_dir().join(format!("locksim-live-test-{}", std::process::id()));
         let sup = Supervisor::default();
-        let mut p = RedisProcess::start("redis-0", &root, Persistence::Always, &sup)
+        let mut p = RedisProcess::start("redis-0", &root, Persistence::Always, Role::Primary, &sup)
             .expect("redis-server starts (install it: apt-get install -y redis-server)");
         assert_eq!(ping(p.port).unwrap(), "+PONG\r\n");
         p.pause().unwrap();

@@ -48,6 +48,15 @@ impl LiveNet {
         self.epoch_ns
     }
 
+    /// The node listening on loopback port `port` (a real Sentinel names the primary by
+    /// address: `127.0.0.1` and its port).
+    pub fn host_of_port(&self, port: u16) -> Option<&str> {
+        self.ports
+            .iter()
+            .find(|(_, p)| **p == port)
+            .map(|(n, _)| n.as_str())
+    }
+
     /// The whole address book.
     pub fn ports(&self) -> &BTreeMap<String, u16> {
         &self.ports

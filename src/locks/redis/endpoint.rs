@@ -91,7 +91,16 @@ impl Endpoint {
             if let Ok(Value::Array(Some(v))) = Call::call(&mut link, ctx, &args).await {
                 if let Some(host) = v.first().and_then(Value::as_bulk) {
                     self.next_sentinel = (self.next_sentinel + i) % sentinels.len();
-                    let host = String::from_utf8_lossy(host).into_owned();
+                    let mut host = String::from_utf8_lossy(host).into_owned();
+                    // Live mode: a real Sentinel answers 127.0.0.1 and the primary's
+                    // port, which names the node.
+                    let port = v.get(1).and_then(Value::as_bulk);
+                    let port = port.and_then(|p| std::str::from_utf8(p).ok()?.parse().ok());
+                    if let Some(net) = ctx.live() {
+                        if let Some(node) = port.and_then(|p| net.host_of_port(p)) {
+                            host = node.to_string();
+                        }
+                    }
                     return Ok(redis_remote(&host, super::REDIS_PORT, self.timeout));
                 }
             }
