@@ -175,8 +175,8 @@ async fn drive(
         partitions: BTreeMap::new(),
     };
     // Sentinels keep no keys: only the redis servers' expirations are watched.
-    for name in servers_named(&d, "redis-") {
-        let state = Rc::new(NodeState::new(&name, seed));
+    for name in d.servers.keys().filter(|n| n.starts_with("redis-")) {
+        let state = Rc::new(NodeState::new(name, seed));
         let ctx = NodeCtx::new(state, recorder.clone()).with_live(net.clone());
         watchers.push(tokio::task::spawn_local(watch_expirations(ctx)));
     }
@@ -291,15 +291,6 @@ async fn drive(
         },
         skipped: d.skipped,
     })
-}
-
-/// The names of the running servers that start with `prefix`.
-fn servers_named(d: &Driver, prefix: &str) -> Vec<String> {
-    d.servers
-        .keys()
-        .filter(|n| n.starts_with(prefix))
-        .cloned()
-        .collect()
 }
 
 /// How far back a grant read just before an expiry notification is taken to follow it.
