@@ -173,6 +173,8 @@ impl RedisProcess {
                 cmd.args(["--port", &port, "--bind", "127.0.0.1"])
                     .args(["--save", "", "--appendonly", aof, "--appendfsync", fsync])
                     .args(["--daemonize", "no", "--protected-mode", "yes"])
+                    // A replica's first sync starts at once, not after Redis's 5 s wait.
+                    .args(["--repl-diskless-sync-delay", "0"])
                     // Expirations as pub/sub events: live mode records them as the model
                     // does.
                     .args(["--notify-keyspace-events", "Ex"])
