@@ -69,21 +69,13 @@ fn is_lin(v: &LinVerdict) -> bool {
 
 // ---------------------------------------------------------------- knossos data
 
-fn shared_dir() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    for cand in [root.join("../shared"), root.join("shared")] {
-        if cand.join("data/knossos").is_dir() {
-            return cand;
-        }
-    }
-    panic!(
-        "test data missing: expected shared/data/knossos beside or inside {}",
-        root.display()
-    );
+/// The vendored Knossos histories (`tests/data/README.md` gives their provenance).
+fn knossos_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/knossos/cas-register")
 }
 
 fn knossos_files(kind: &str) -> Vec<PathBuf> {
-    let dir = shared_dir().join("data/knossos/cas-register").join(kind);
+    let dir = knossos_dir().join(kind);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -136,7 +128,7 @@ fn knossos_bad_histories_are_not_linearizable() {
 
 #[test]
 fn knossos_bad_analysis_explanation() {
-    let f = shared_dir().join("data/knossos/cas-register/bad/bad-analysis.edn");
+    let f = knossos_dir().join("bad/bad-analysis.edn");
     let out = check_file(&f, "cas-register", None, None).unwrap();
     let LinVerdict::NotLinearizable(e) = &out.verdict else {
         panic!("{:?}", out.verdict)
