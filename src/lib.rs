@@ -43,11 +43,13 @@
 pub mod check;
 pub mod cli;
 pub mod deploy;
+pub mod did_you_mean;
 pub mod history;
 pub mod linearizability;
 pub mod live;
 pub mod locks;
 pub mod net;
+pub mod plural;
 pub mod report;
 pub mod resource;
 pub mod scenario;

@@ -771,6 +771,9 @@ fn toml_message(e: &toml::de::Error, text: &str) -> String {
         // toml says nothing when a value is missing, e.g. `clients =` at the end.
         msg = "expected a value".into();
     }
+    if let Some(hint) = crate::did_you_mean::hint_for_unknown_field(&msg) {
+        msg.push_str(&hint);
+    }
     let Some(span) = e.span() else {
         return shorten(&msg);
     };

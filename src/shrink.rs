@@ -18,6 +18,7 @@
 use crate::check::{check_all, CheckParams, Verdict};
 use crate::scenario::Scenario;
 use crate::sim::{Fault, Schedule, TimedFault};
+use std::path::{Path, PathBuf};
 
 /// What to shrink and how hard.
 #[derive(Debug, Clone)]
@@ -294,15 +295,19 @@ pub fn shrink(
     })
 }
 
-/// A scenario file (TOML) for `shrunk`: the original scenario's text with its random
-/// faults removed, the shrunk schedule as `[[faults.at]]`, and `[expect]` naming the
-/// check as violated.
+/// A scenario file (TOML) for `shrunk`, to be written into `out_dir`: the original
+/// scenario's text with its random faults removed, the shrunk schedule as
+/// `[[faults.at]]`, `[expect]` naming the check as violated, and relative file paths
+/// rewritten to name the same files from `out_dir`.
 pub fn scenario_text(
     original: &str,
     scenario: &Scenario,
     shrunk: &Shrunk,
+    out_dir: &Path,
 ) -> Result<String, String> {
     let mut table: toml::Table = toml::from_str(original).map_err(|e| e.to_string())?;
+    let from_dir = scenario.file.parent().unwrap_or(Path::new(""));
+    rebase_script_paths(&mut table, from_dir, out_dir);
     table.insert(
         "name".into(),
         format!("{}-shrunk-seed-{}", scenario.name, shrunk.seed).into(),
@@ -334,4 +339,56 @@ pub fn scenario_text(
     expect.insert(shrunk.check.into(), "violated".into());
     table.insert("expect".into(), toml::Value::Table(expect));
     toml::to_string(&table).map_err(|e| e.to_string())
+}
+
+/// Rewrite the relative paths under `[lock.scripts]` (the only keys that name files,
+/// relative to the scenario's folder) so that, read from `to_dir`, they name the files
+/// they named from `from_dir`.
+fn rebase_script_paths(table: &mut toml::Table, from_dir: &Path, to_dir: &Path) {
+    let Some(toml::Value::Table(scripts)) = table
+        .get_mut("lock")
+        .and_then(|l| l.as_table_mut())
+        .and_then(|l| l.get_mut("scripts"))
+    else {
+        return;
+    };
+    for (_, value) in scripts.iter_mut() {
+        if let toml::Value::String(rel) = value {
+            if Path::new(rel.as_str()).is_relative() {
+                let rebased = relative_path(&from_dir.join(rel.as_str()), to_dir);
+                *rel = rebased.display().to_string();
+            }
+        }
+    }
+}
+
+/// `file` as seen from `dir`: relative when both folders resolve, absolute otherwise.
+fn relative_path(file: &Path, dir: &Path) -> PathBuf {
+    let resolve = |p: &Path| {
+        let p = if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        };
+        p.canonicalize()
+    };
+    let (Some(name), Ok(file_dir), Ok(dir)) = (
+        file.file_name(),
+        resolve(file.parent().unwrap_or(Path::new(""))),
+        resolve(dir),
+    ) else {
+        return std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    };
+    let common = file_dir
+        .components()
+        .zip(dir.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in dir.components().skip(common) {
+        out.push("..");
+    }
+    out.extend(file_dir.components().skip(common));
+    out.push(name);
+    out
 }

@@ -15,6 +15,30 @@ fn locksim(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `locksim` run from `dir`, as a user outside the checkout would.
+fn locksim_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code().expect("exited normally, not by a signal"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh empty folder for one test.
+fn empty_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("locksim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const SIMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sims");
+
 fn scenario_file(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("locksim-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -183,6 +207,57 @@ fn list_names_algorithms_faults_and_scenarios() {
 }
 
 #[test]
+fn list_outside_a_checkout_says_where_it_looked_and_how_to_look_elsewhere() {
+    let dir = empty_dir("list");
+    let (code, out, _) = locksim_in(&dir, &["list"]);
+    assert_eq!(code, 0);
+    let sims = dir.join("sims");
+    assert!(
+        out.contains(&format!("scenarios in {}", sims.display())),
+        "{out}"
+    );
+    assert!(out.contains("--sims"), "{out}");
+    let (code, out, _) = locksim_in(&dir, &["list", "--sims", SIMS]);
+    assert_eq!(code, 0);
+    assert!(out.contains("redis-01-pause-past-lease.toml"), "{out}");
+}
+
+#[test]
+fn shrink_writes_into_the_current_folder_with_script_paths_that_still_resolve() {
+    let dir = empty_dir("shrink");
+    let scenario = format!("{SIMS}/redis-12-redisson-watchdog.toml");
+    let (code, out, err) = locksim_in(
+        &dir,
+        &["shrink", &scenario, "--seed", "0", "--budget", "20"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let written = dir.join("redis-12-redisson-watchdog-shrunk-seed-0.toml");
+    let text = std::fs::read_to_string(&written).expect("written in the current folder");
+    assert!(text.contains("../"), "script paths rebased: {text}");
+    assert!(
+        !std::path::Path::new(SIMS)
+            .join("redis-12-redisson-watchdog-shrunk-seed-0.toml")
+            .exists(),
+        "nothing written into sims/"
+    );
+    // The Lua scripts load from the new place, and the violation reproduces.
+    let (code, out, err) = locksim_in(&dir, &["run", written.to_str().unwrap(), "--seed", "0"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("mutex") && out.contains("violated"), "{out}");
+}
+
+#[test]
+fn one_seed_one_thread_in_the_words() {
+    let (_, out, _) = locksim(&[
+        "run",
+        &format!("{SIMS}/redis-01-pause-past-lease.toml"),
+        "--seed",
+        "0",
+    ]);
+    assert!(out.contains(": 1 seed on 1 thread\n"), "{out}");
+}
+
+#[test]
 fn replay_trace_logs_every_node_in_simulated_time() {
     let (_, _, err) = locksim(&[
         "replay",
@@ -204,7 +279,10 @@ fn replay_trace_logs_every_node_in_simulated_time() {
 
 #[test]
 fn check_exit_codes_on_knossos_and_bad_input() {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/knossos/cas-register");
+    let data = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/knossos/cas-register"
+    );
     let (code, out, _) = locksim(&[
         "check",
         &format!("{data}/good/memstress3-4.edn"),

@@ -232,8 +232,9 @@ fn lock_keys_are_checked() {
         e.contains("`lock.token`") && e.contains("\"version\" or \"none\""),
         "{e}"
     );
+    // No standby yet: the key is unknown, not accepted and ignored.
     let e = err("standby = true\n");
-    assert!(e.contains("not implemented"), "{e}");
+    assert!(e.contains("unknown field `standby`"), "{e}");
     let e = err("schema = \"unique-row\"\n");
     assert!(e.contains("unknown field `schema`"), "{e}");
     // The nodes: db-0, and the cleaner only with a timeout.

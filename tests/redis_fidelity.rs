@@ -42,8 +42,8 @@ fn redis_server_binary() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "redis-server not found on PATH: this test compares the model with a real \
-                 Redis 7 server and does not skip. Install it with `apt-get install -y \
-                 redis-server` (CI's .ci/run does this)."
+                 Redis 7 server and does not skip. Run the tests with scripts/test, which \
+                 installs it, or install it with `apt-get install -y redis-server`."
             )
         })
 }

@@ -36,7 +36,13 @@ fn shrink_first(file: &Path) -> Option<(usize, usize, u64, u64)> {
     };
     let shrunk = shrink(&s, seed, &opts, &mut |_, _| {}).unwrap();
     // The written scenario reproduces the violation on its own.
-    let text = scenario_text(&std::fs::read_to_string(file).unwrap(), &s, &shrunk).unwrap();
+    let text = scenario_text(
+        &std::fs::read_to_string(file).unwrap(),
+        &s,
+        &shrunk,
+        Path::new(""),
+    )
+    .unwrap();
     let again =
         Scenario::parse(Path::new("shrunk.toml"), &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(!again.faults.any_random());

@@ -43,6 +43,10 @@ enum Command {
         quiet: bool,
     },
     /// Re-run one seed and explain its violations in true and local time.
+    ///
+    /// Exit code: 0 when the seed violates no check, 1 when it violates one (whatever the
+    /// scenario's `expect` says: replay reports the seed, not the sweep) or the seed could
+    /// not run (a harness error), 2 on bad input or an output file that cannot be written.
     Replay {
         /// Scenario file (TOML).
         scenario: PathBuf,
@@ -122,15 +126,21 @@ enum Command {
         /// The check to keep violated [the first one the seed violates].
         #[arg(long)]
         check: Option<String>,
-        /// Where to write the shrunk scenario [<scenario>-shrunk-seed-N.toml beside it].
+        /// Where to write the shrunk scenario [<scenario>-shrunk-seed-N.toml in the current
+        /// folder]. Paths inside it (Lua scripts) are rewritten to stay valid from there.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// At most this many candidate runs, 1 to 100000 [400].
+        /// At most this many candidate runs, 1 to 100000.
         #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         budget: u64,
     },
-    /// List algorithms, their parameters, fault kinds, checks and the scenarios in sims/.
-    List,
+    /// List algorithms, their parameters, fault kinds, checks and the scenarios in a
+    /// folder (the catalogue: sims/ of a locksim checkout).
+    List {
+        /// The folder of scenario files to list.
+        #[arg(long, default_value = "sims", value_name = "DIR")]
+        sims: PathBuf,
+    },
     /// One client node of a live run, in its own process (started by `locksim live`).
     #[command(hide = true)]
     LiveNode {
@@ -156,7 +166,7 @@ enum Command {
     },
     /// Measure harness speed: seeds/s, simulated seconds per wall second, checker ops/s.
     Bench {
-        /// Seeds to run per measurement, 1 to 10000 [20].
+        /// Seeds to run per measurement, 1 to 10000.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000), allow_negative_numbers = true)]
         seeds: u64,
     },
@@ -247,7 +257,7 @@ fn main() -> ExitCode {
             let bar = std::io::stderr().is_terminal();
             cli::shrink_command(&scenario, seed, &opts, out.as_deref(), bar)
         }
-        Command::List => cli::list_command(),
+        Command::List { sims } => cli::list_command(&sims),
         Command::LiveNode { spec } => locksim::live::live_node_main(&spec),
         Command::Live {
             scenario,

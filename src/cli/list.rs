@@ -1,14 +1,16 @@
 //! `locksim list`: every algorithm with its `[lock]` keys and checks, the fault kinds, the
-//! checks, and the scenarios in `sims/` — all from the lists the code runs on, so the
+//! checks, and the scenarios in a folder (`./sims` by default) — all from the lists the code runs on, so the
 //! listing cannot drift from what exists.
 
 use crate::check::STANDARD;
 use crate::locks::ALGORITHMS;
 use crate::scenario::Scenario;
 use crate::sim::Fault;
+use std::path::Path;
 
-/// Print algorithms, parameters, fault kinds, checks and the scenarios in `sims/`.
-pub fn list_command() -> u8 {
+/// Print algorithms, parameters, fault kinds, checks and the scenarios in `sims` (the
+/// catalogue's folder, `./sims` when run in a checkout).
+pub fn list_command(sims: &Path) -> u8 {
     println!("algorithms ([lock] keys with defaults; checks defined):");
     for family in ALGORITHMS {
         println!("\n  {:<17} {}", family.name, family.about);
@@ -37,18 +39,37 @@ pub fn list_command() -> u8 {
     for c in STANDARD {
         println!("  {:<21} {}", c.name, c.about);
     }
-    println!("\nscenarios in sims/:");
-    let mut files: Vec<_> = std::fs::read_dir("sims")
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect()
-        })
-        .unwrap_or_default();
+    list_scenarios(sims);
+    0
+}
+
+/// The scenarios in `sims`, each with its description, or where they were looked for and
+/// how to look elsewhere.
+fn list_scenarios(sims: &Path) {
+    let shown = std::path::absolute(sims).unwrap_or_else(|_| sims.to_path_buf());
+    println!(
+        "\nscenarios in {} (list another folder with --sims DIR):",
+        shown.display()
+    );
+    let entries = match std::fs::read_dir(sims) {
+        Ok(d) => d,
+        Err(e) => {
+            println!(
+                "  (cannot read {}: {e}; the catalogue's scenarios are in the sims/ folder of a \
+                 locksim checkout: run `locksim list` there, or `locksim list --sims PATH/sims`)",
+                shown.display()
+            );
+            return;
+        }
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     files.sort();
     if files.is_empty() {
-        println!("  (none found in ./sims)");
+        println!("  (no .toml scenario files there)");
     }
     for f in files {
         match Scenario::load(&f) {
@@ -56,5 +77,4 @@ pub fn list_command() -> u8 {
             Err(e) => println!("  {:<40} INVALID: {}", f.display(), e.message),
         }
     }
-    0
 }

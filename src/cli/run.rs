@@ -4,6 +4,7 @@
 
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;
+use crate::plural::plural;
 use crate::scenario::{Expect, Scenario};
 use crate::sweep::{self, Live, SeedOutcome, SeedSet, Summary, Tally};
 use std::io::Write;
@@ -74,9 +75,16 @@ pub fn run_command(
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} seeds [{bar:30}] {per_sec} eta {eta} {msg}",
+                "{spinner} {pos}/{len} seeds [{bar:30}] {rate} eta {eta} {msg}",
             )
             .expect("valid template")
+            // indicatif's {per_sec} prints four decimals; a rate this coarse needs one.
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.1} seeds/s", state.per_sec());
+                },
+            )
             .progress_chars("=> "),
         );
         bar
@@ -86,34 +94,30 @@ pub fn run_command(
     let start = Instant::now();
     let mut last_line = Instant::now();
     let duration_ms = scenario.duration_ms.max(1);
+    // Seeds that violated some check so far; the sink counts, the progress line shows.
+    let violating = std::cell::Cell::new(0u64);
     let mut on_tick = |live: &Live| {
         if sigint.load(Ordering::Relaxed) || sigterm.load(Ordering::Relaxed) {
             stop.store(true, Ordering::Relaxed);
         }
-        let running: Vec<String> = live
-            .running
-            .iter()
-            .map(|(seed, ms)| format!("seed {seed} {}%", ms * 100 / duration_ms))
-            .collect();
+        let status = progress_status(live, violating.get(), duration_ms);
         if let Some(bar) = &bar {
             bar.set_position(live.done);
-            bar.set_message(running.join(" "));
+            bar.set_message(status);
         } else if !quiet && last_line.elapsed() >= PLAIN_PROGRESS_EVERY {
             last_line = Instant::now();
             eprintln!(
-                "locksim: {}/{} seeds done after {:.0} s; running: {}",
+                "locksim: {}/{} seeds done after {:.0} s; {status}",
                 live.done,
                 live.total,
                 start.elapsed().as_secs_f64(),
-                if running.is_empty() {
-                    "-".to_string()
-                } else {
-                    running.join(", ")
-                }
             );
         }
     };
     let mut sink = |o: SeedOutcome| {
+        if o.any_violation() {
+            violating.set(violating.get() + 1);
+        }
         tally.add(&o);
         if let (Some(out), None) = (json_out.as_mut(), &json_error) {
             let line = serde_json::to_writer(&mut *out, &o)
@@ -158,6 +162,25 @@ pub fn run_command(
     }
 }
 
+/// The progress line's words: how many finished seeds violated a check, and how far
+/// (in simulated time) each running seed has got.
+fn progress_status(live: &Live, violating: u64, duration_ms: u64) -> String {
+    let running: Vec<String> = live
+        .running
+        .iter()
+        .map(|(seed, ms)| format!("seed {seed} ({}% simulated)", ms * 100 / duration_ms))
+        .collect();
+    format!(
+        "{} violating; running: {}",
+        plural(violating, "seed"),
+        if running.is_empty() {
+            "-".to_string()
+        } else {
+            running.join(", ")
+        }
+    )
+}
+
 /// The human summary: one line per check, harness errors, the first violation and how to
 /// replay it, and the speed.
 fn report(
@@ -172,10 +195,11 @@ fn report(
     let n = summary.seeds;
     if !quiet {
         text.push_str(&format!(
-            "scenario {} ({}): {n} seeds on {} threads\n",
+            "scenario {} ({}): {} on {}\n",
             scenario.name,
             scenario.algorithm(),
-            jobs.min(total.max(1) as usize)
+            plural(n, "seed"),
+            plural(jobs.min(total.max(1) as usize) as u64, "thread")
         ));
         for name in scenario.checks().iter().map(|c| c.name) {
             let Some(t) = summary.checks.get(name) else {
@@ -233,11 +257,12 @@ fn report(
             text.push_str(&format!("  e.g. {}\n", v.message));
         }
     } else {
-        text.push_str(&format!("no violation in {n} seeds\n"));
+        text.push_str(&format!("no violation in {}\n", plural(n, "seed")));
     }
     if summary.interrupted {
         text.push_str(&format!(
-            "INTERRUPTED after {n} of {total} seeds: the totals above cover those seeds only\n"
+            "INTERRUPTED after {n} of {}: the totals above cover those seeds only\n",
+            plural(total, "seed")
         ));
     }
     let wall_s = summary.wall_s;

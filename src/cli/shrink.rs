@@ -2,6 +2,7 @@
 //! and write it as a scenario that reproduces the violation.
 
 use super::EXIT_BAD_INPUT;
+use crate::plural::plural;
 use crate::scenario::Scenario;
 use crate::shrink::{fault_time_ms, scenario_text, shrink, ShrinkOptions};
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ pub fn shrink_command(
     let mut on_candidate = |runs: usize, faults: usize| {
         if let Some(p) = &progress {
             p.set_position(runs as u64);
-            p.set_message(format!("trying {faults} faults"));
+            p.set_message(format!("trying {}", plural(faults as u64, "fault")));
         }
     };
     let result = shrink(&scenario, seed, opts, &mut on_candidate);
@@ -68,32 +69,34 @@ pub fn shrink_command(
             return 1;
         }
     };
-    let toml = match scenario_text(&text, &scenario, &shrunk) {
+    // By default into the current folder, never into the catalogue's `sims/`.
+    let out: PathBuf = out.map(Path::to_path_buf).unwrap_or_else(|| {
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        PathBuf::from(format!("{stem}-shrunk-seed-{seed}.toml"))
+    });
+    let out_dir = out.parent().unwrap_or(Path::new(""));
+    let toml = match scenario_text(&text, &scenario, &shrunk, out_dir) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("locksim: cannot write the shrunk scenario: {e}");
             return 1;
         }
     };
-    let out: PathBuf = out.map(Path::to_path_buf).unwrap_or_else(|| {
-        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-        path.with_file_name(format!("{stem}-shrunk-seed-{seed}.toml"))
-    });
     if let Err(e) = std::fs::write(&out, toml) {
         eprintln!("locksim: {}: cannot write: {e}", out.display());
         return EXIT_BAD_INPUT;
     }
     println!("{} seed {seed}: `{}` violated", scenario.name, shrunk.check);
     println!(
-        "  before: {} faults, {} ms of fault time",
-        shrunk.original.len(),
+        "  before: {}, {} ms of fault time",
+        plural(shrunk.original.len() as u64, "fault"),
         fault_time_ms(&shrunk.original)
     );
     println!(
-        "  after:  {} faults, {} ms of fault time ({} candidate runs{})",
-        shrunk.schedule.len(),
+        "  after:  {}, {} ms of fault time ({}{})",
+        plural(shrunk.schedule.len() as u64, "fault"),
         fault_time_ms(&shrunk.schedule),
-        shrunk.candidates,
+        plural(shrunk.candidates as u64, "candidate run"),
         if shrunk.budget_spent {
             "; budget spent, a smaller schedule may exist"
         } else {

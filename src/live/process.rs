@@ -313,7 +313,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("locksim-live-test-{}", std::process::id()));
         let sup = Supervisor::default();
         let mut p = RedisProcess::start("redis-0", &root, Persistence::Always, Role::Primary, &sup)
-            .expect("redis-server starts (install it: apt-get install -y redis-server)");
+            .expect("redis-server starts (scripts/test installs it; or apt-get install -y redis-server)");
         assert_eq!(ping(p.port).unwrap(), "+PONG\r\n");
         p.pause().unwrap();
         assert!(ping(p.port).is_err(), "a stopped server answers nothing");

@@ -34,8 +34,8 @@
 //! row lock vanishes with the server's memory without an event (as does a commit lost
 //! with `fsync = "none"`), and the check then fails — truthfully, the lock was lost.
 //!
-//! The `standby` key (a replica with failover, the articles' "two databases") is
-//! reserved and rejected: not implemented.
+//! There is no replicated standby (DESIGN's `standby` key, the articles' "two databases"):
+//! one server, so the key is unknown rather than accepted and ignored.
 
 pub mod cleaner;
 mod client;

@@ -345,7 +345,11 @@ impl Fault {
         let quoted = |m: &str| m.split('`').nth(1).map(str::to_string).unwrap_or_default();
         if msg.starts_with("unknown field") {
             let field = quoted(&msg);
-            FaultError::new(&field, format!("not used by kind = \"{kind}\" (remove it)"))
+            let advice = match crate::did_you_mean::hint_for_unknown_field(&msg) {
+                Some(hint) => hint.trim().to_string(),
+                None => "(remove it)".to_string(),
+            };
+            FaultError::new(&field, format!("not used by kind = \"{kind}\" {advice}"))
         } else if msg.starts_with("missing field") {
             let field = quoted(&msg);
             FaultError::new(&field, format!("required for kind = \"{kind}\""))

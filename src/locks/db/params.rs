@@ -86,9 +86,6 @@ pub struct DbParams {
     /// Redo log flushing [always].
     #[serde(default = "default_fsync")]
     pub fsync: Fsync,
-    /// A standby with asynchronous replication and failover [false]: not implemented.
-    #[serde(default)]
-    pub standby: bool,
     /// The fencing token [the scheme's sound one: id, sequence, version].
     pub token: Option<Token>,
     /// The lease the client believes it holds, for the workload's validity check
@@ -159,12 +156,6 @@ impl DbParams {
 
     /// Check values serde cannot.
     pub fn validate(&self) -> Result<(), ParamError> {
-        if self.standby {
-            return Err(ParamError::new(
-                "standby",
-                "a standby with replication and failover is not implemented yet; expected false",
-            ));
-        }
         if let Some(t) = self.cleaner_timeout_ms {
             if self.scheme != Scheme::UniqueRow {
                 return Err(ParamError::new(
@@ -218,7 +209,6 @@ pub const DOCS: &[ParamDoc] = &[
     ParamDoc::new("lock_wait_timeout_ms", "500", "innodb_lock_wait_timeout: a statement waiting this long for a row lock fails with 1205"),
     ParamDoc::new("wait_timeout_ms", "2000", "wait_timeout: the server ends a session idle this long and rolls its transaction back"),
     ParamDoc::new("fsync", "\"always\"", "always (flush the redo log at commit) | none (flush once a second: a crash loses up to a second of commits)"),
-    ParamDoc::new("standby", "false", "a replicated standby with failover (not implemented)"),
     ParamDoc::new("token", "", "none | id (unique-row, the default) | sequence (for-update, the default) | version (optimistic, the default; for-update: bumped inside the transaction, unsound)"),
     ParamDoc::new("ttl_ms", "", "the lease the client believes it holds (default: cleaner_timeout_ms, wait_timeout_ms, or 1000 for optimistic, which is also its takeover age)"),
     ParamDoc::new("request_timeout_ms", "200", "per-statement deadline, client local ms (FOR UPDATE: plus lock_wait_timeout_ms)"),
