@@ -134,10 +134,12 @@
 //! per-seed checks of a sweep pay for none of them.
 
 mod cli;
+mod edn_input;
 mod explain;
 mod fenced_lock;
 mod fenced_register;
 pub mod generate;
+mod jepsen_log;
 mod jsonl;
 mod memo;
 mod model;
@@ -149,19 +151,23 @@ mod svg;
 mod unobserved;
 
 #[cfg(test)]
+mod jepsen_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cli::{
     check_events, check_file, check_file_opts, check_raw, check_raw_opts, memo_limit_from_mib,
     raw_ops_from_file, timeout_from_secs, CheckOutcome, MAX_MEMO_LIMIT_MIB, MODEL_NAMES,
 };
+pub use edn_input::raw_ops_from_edn;
 pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
+pub use jepsen_log::raw_ops_from_jepsen_log;
 pub use jsonl::{raw_ops_from_jsonl, raw_ops_from_jsonl_reader};
 pub use model::{Effect, Model, Operation, INDETERMINATE};
 pub use mutex::{Mutex, MutexOp};
-pub use ops::{events_to_edn, raw_ops_from_edn, raw_ops_from_events, InputError, RawOp};
+pub use ops::{events_to_edn, raw_ops_from_events, InputError, RawOp};
 pub use register::{Register, RegisterOp};
 pub use search::{
     check, check_with_stats, CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT,

@@ -264,16 +264,35 @@ fn recorded_order_must_match_the_lines() {
         2,
         &["time-back.jsonl:2:", "true-time order"],
     );
+    // In EDN the entries' order (and :index) is real time and :time is display-only:
+    // Jepsen's workers stamp :time from their own threads.
     let edn = file(
         "time-back.edn",
         "[{:index 0, :time 900, :process 0, :type :invoke, :f :write, :value 1}\n {:index 1, :time 100, :process 0, :type :ok, :f :write, :value 1}]",
+    );
+    expect(&edn, "register", &[], 0, &["linearizable: 1 operations"]);
+    let edn = file(
+        "index-back.edn",
+        "[{:index 4, :process 0, :type :invoke, :f :write, :value 1}\n {:index 3, :process 0, :type :ok, :f :write, :value 1}]",
     );
     expect(
         &edn,
         "register",
         &[],
         2,
-        &["time-back.edn:2:", "true-time order"],
+        &["index-back.edn:2:", "index 3 does not follow index 4"],
+    );
+    // A repeated :index is an error even on a skipped :nemesis entry.
+    let edn = file(
+        "index-same.edn",
+        "[{:index 0, :process 0, :type :invoke, :f :write, :value 1}\n {:index 0, :process :nemesis, :type :info, :f :start}\n {:index 1, :process 0, :type :ok, :f :write, :value 1}]",
+    );
+    expect(
+        &edn,
+        "register",
+        &[],
+        2,
+        &["index-same.edn:2:", "index 0 does not follow index 0"],
     );
     // Gaps are fine (a filtered history keeps its indices).
     let gaps = file("gaps.jsonl", ev(3, 1, "invoke") + &ev(9, 1, "ok"));
