@@ -300,6 +300,44 @@ fn recorded_order_must_match_the_lines() {
 }
 
 #[test]
+fn jepsen_text_logs_are_read_by_extension() {
+    let log = "INFO  jepsen.core - starting\nINFO  jepsen.util - 0\t:invoke\t:write\t3\nINFO  jepsen.util - :nemesis\t:info\t:start\tnil\nINFO  jepsen.util - 0\t:ok\t:write\t3\nINFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\tREAD\n";
+    let good = file("etcd-good.log", log.replace("READ", "3"));
+    expect(
+        &good,
+        "cas-register",
+        &["--init", "nil"],
+        0,
+        &["linearizable: 2 operations"],
+    );
+    let bad = file("etcd-bad.log", log.replace("READ", "4"));
+    expect(
+        &bad,
+        "cas-register",
+        &["--init", "nil"],
+        1,
+        &["NOT linearizable"],
+    );
+    let broken = file("etcd-broken.log", log.replace(":ok\t:read", ":done\t:read"));
+    expect(
+        &broken,
+        "cas-register",
+        &[],
+        2,
+        &["etcd-broken.log:6:", ":invoke, :ok, :fail or :info"],
+    );
+    // The same log under another name is read as JSONL, and says what it looks like.
+    let misnamed = file("etcd.txt", log.replace("READ", "3"));
+    expect(
+        &misnamed,
+        "cas-register",
+        &[],
+        2,
+        &["etcd.txt:1:", "Jepsen's text log", ".log"],
+    );
+}
+
+#[test]
 fn truncated_and_misnamed_files_say_what_is_wrong_and_where() {
     let edn = file(
         "eof.edn",

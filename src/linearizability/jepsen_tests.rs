@@ -146,6 +146,26 @@ fn shuffle_times(events: &mut [Event], window: usize, keys: &[u16]) {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// No input makes the log reader (or a check of what it read) panic.
+    #[test]
+    fn jepsen_log_never_panics(
+        cut in 0usize..600,
+        junk in "[\\[\\]{}:a-z0-9 \\t\\n\"#-]{0,12}",
+    ) {
+        let text = jepsen_log(":info\t:cas\t:timed-out");
+        let at = text.char_indices().map(|(i, _)| i).find(|&i| i >= cut).unwrap_or(text.len());
+        let mangled = format!("{}{junk}{}", &text[..at], &text[at..]);
+        if let Ok(raw) = raw_ops_from_jepsen_log(&mangled) {
+            let _ = check_raw(&raw, "cas-register", Some("nil"), None);
+        }
+        let line = format!("INFO jepsen.util - {junk}");
+        let _ = raw_ops_from_jepsen_log(&line);
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// EDN orders by entry position: stamps shuffled within small windows give the same

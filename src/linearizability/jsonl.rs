@@ -172,7 +172,7 @@ fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEven
             "expected a locksim JSONL event (one JSON object per line), but this looks like Jepsen EDN; give EDN histories a .edn file name".into(),
         ));
     }
-    if line.contains("jepsen.util") {
+    if !line.trim_start().starts_with('{') && line.contains("jepsen.") {
         return Err(bad(
             "expected a locksim JSONL event (one JSON object per line), but this looks like Jepsen's text log; give such logs a .log file name".into(),
         ));
