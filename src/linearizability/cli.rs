@@ -20,6 +20,7 @@ use super::search::{check_with_stats, CheckOptions, SearchStats, Stop, MAX_TIMEO
 use super::svg::render_svg;
 use crate::history::edn::{self, Value};
 use crate::history::Event;
+use crate::plural::plural;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -149,13 +150,14 @@ impl CheckOutcome {
     pub fn summary(&self) -> String {
         match &self.verdict {
             LinVerdict::Linearizable => format!(
-                "linearizable: {} operations against the {} model",
-                self.ops, self.model
+                "linearizable: {} against the {} model",
+                plural(self.ops as u64, "operation"),
+                self.model
             ),
             LinVerdict::Unknown => format!(
-                "unknown: {} before the search over {} operations finished (model {})",
+                "unknown: {} before the search over {} finished (model {})",
                 self.unknown_reason(),
-                self.ops,
+                plural(self.ops as u64, "operation"),
                 self.model
             ),
             LinVerdict::NotLinearizable(e) => {
@@ -168,12 +170,11 @@ impl CheckOutcome {
                     .op_info(e.failing)
                     .map_or_else(|| format!("operation {}", e.failing), |o| o.label());
                 format!(
-                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found ({} operations; {}); {} concurrent operation{} not linearized",
+                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found ({}; {}); {} not linearized",
                     self.model,
-                    e.prefix.len(),
+                    plural(e.prefix.len() as u64, "operation"),
                     e.state,
-                    e.concurrent.len(),
-                    if e.concurrent.len() == 1 { "" } else { "s" }
+                    plural(e.concurrent.len() as u64, "concurrent operation"),
                 )
             }
         }
@@ -188,14 +189,14 @@ impl CheckOutcome {
                 explanation_text_with(|i| self.op_info(i).expect("explanations index ops"), e)
             }
             LinVerdict::Unknown => format!(
-                "UNKNOWN: {} before the search over {} operations finished (model {}).\n",
+                "UNKNOWN: {} before the search over {} finished (model {}).\n",
                 self.unknown_reason(),
-                self.ops,
+                plural(self.ops as u64, "operation"),
                 self.model
             ),
             LinVerdict::Linearizable => format!(
-                "linearizable: {} operations against the {} model ({:.1} ms).\n",
-                self.ops,
+                "linearizable: {} against the {} model ({:.1} ms).\n",
+                plural(self.ops as u64, "operation"),
                 self.model,
                 self.elapsed.as_secs_f64() * 1e3
             ),
