@@ -236,9 +236,10 @@ impl Node {
     }
 
     /// Handle every pending Ready: persist, update the server's view of the leadership,
-    /// apply, answer, queue messages.
-    fn handle_ready(&self) {
-        let now = self.ctx.mono_ns();
+    /// apply, answer, queue messages. A stalled disk holds the loop here after the fsync,
+    /// while the peer receivers go on stepping messages (etcd's raft loop blocked in
+    /// `wal.Save`).
+    async fn handle_ready(&self) {
         let out: Output = {
             let mut s = self.server.borrow_mut();
             if !s.core.has_ready() {
@@ -247,6 +248,10 @@ impl Node {
             let mut disk = self.ctx.disk();
             s.core.process_ready(&mut disk)
         };
+        if out.synced {
+            self.ctx.wait_disk().await;
+        }
+        let now = self.ctx.mono_ns();
         let mut s = self.server.borrow_mut();
         // Led when this Ready began or leads now: then Raft was leader when the commit
         // index advanced, so this node applies the new entries before any other can.
@@ -554,7 +559,7 @@ fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
 async fn raft_loop(node: Node) {
     let ctx = node.ctx.clone();
     // A restarted node applies its recovered log at once.
-    node.handle_ready();
+    node.handle_ready().await;
     let mut next_tick = ctx.mono_ns() + node.tick_ns();
     loop {
         let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
@@ -568,14 +573,14 @@ async fn raft_loop(node: Node) {
         if tick {
             node.lessor_check(now);
         }
-        node.handle_ready();
+        node.handle_ready().await;
         if tick {
             {
                 let mut s = node.server.borrow_mut();
                 s.core.tick();
                 s.last_tick_ns = now;
             }
-            node.handle_ready();
+            node.handle_ready().await;
             // Like a `time.Ticker`, ticks missed during a stall are not made up.
             next_tick = now + node.tick_ns();
         }

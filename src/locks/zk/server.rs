@@ -318,6 +318,7 @@ impl Node {
             }
             let applied = self.s.borrow_mut().db.apply(zxid, &txn);
             self.after_apply(&txn, &applied);
+            self.wait_standalone_log().await;
             return Some((zxid, applied.result));
         }
         let id = self.ctx.rand_u64();
@@ -342,6 +343,16 @@ impl Node {
                 }
                 None
             }
+        }
+    }
+
+    /// Standalone, every request queues behind the transaction log's fsync (ZooKeeper's
+    /// `SyncRequestProcessor`): a stalled disk holds all request processing. Modelled as
+    /// the server freezing from the fsync until the stall ends, its connection layer
+    /// with it (which does not touch sessions meanwhile, as ZooKeeper's would).
+    async fn wait_standalone_log(&self) {
+        if self.s.borrow().ens.is_none() {
+            self.ctx.freeze_until_disk_ready().await;
         }
     }
 
@@ -505,9 +516,10 @@ impl Node {
         }
     }
 
-    /// Handle every pending Raft Ready: leadership, applies, reads, messages.
-    fn handle_ready(&self) {
-        let now = self.ctx.mono_ns();
+    /// Handle every pending Raft Ready: leadership, applies, reads, messages. A stalled
+    /// disk holds the loop after the log's fsync (a learner cannot acknowledge a proposal
+    /// before it is logged), while peer messages are still stepped.
+    async fn handle_ready(&self) {
         let out = {
             let mut s = self.s.borrow_mut();
             let Some(e) = s.ens.as_mut() else {
@@ -519,6 +531,10 @@ impl Node {
             let mut disk = self.ctx.disk();
             e.core.process_ready(&mut disk)
         };
+        if out.synced {
+            self.ctx.wait_disk().await;
+        }
+        let now = self.ctx.mono_ns();
         if let Some(ss) = out.soft_state {
             let mut s = self.s.borrow_mut();
             let s = &mut *s;
@@ -610,7 +626,7 @@ async fn raft_loop(node: Node) {
     let ctx = node.ctx.clone();
     let tick_ns = raft_params(&node.params).tick_ms as i64 * 1_000_000;
     // A restarted server applies its recovered log at once.
-    node.handle_ready();
+    node.handle_ready().await;
     let mut next_tick = ctx.mono_ns() + tick_ns;
     loop {
         let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
@@ -619,13 +635,13 @@ async fn raft_loop(node: Node) {
             _ = node.wake.notified() => {}
             _ = ctx.sleep(Duration::from_nanos(wait)) => {}
         }
-        node.handle_ready();
+        node.handle_ready().await;
         let now = ctx.mono_ns();
         if now >= next_tick {
             if let Some(e) = node.s.borrow_mut().ens.as_mut() {
                 e.core.tick();
             }
-            node.handle_ready();
+            node.handle_ready().await;
             // Like a ticker, ticks missed during a stall are not made up.
             next_tick = now + tick_ns;
         }
@@ -661,6 +677,7 @@ async fn expirer(node: Node) {
                 time_ms: ctx.wall_ms(),
                 op: Op::CloseSession,
             });
+            node.wait_standalone_log().await;
         }
     }
 }
@@ -684,6 +701,7 @@ async fn container_manager(node: Node) {
                 time_ms: ctx.wall_ms(),
                 op: Op::DeleteContainer { path },
             });
+            node.wait_standalone_log().await;
         }
     }
 }
