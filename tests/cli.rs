@@ -204,7 +204,10 @@ fn replay_trace_logs_every_node_in_simulated_time() {
 
 #[test]
 fn check_exit_codes_on_knossos_and_bad_input() {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/knossos/cas-register");
+    let data = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/knossos/cas-register"
+    );
     let (code, out, _) = locksim(&[
         "check",
         &format!("{data}/good/memstress3-4.edn"),
