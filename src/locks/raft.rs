@@ -30,7 +30,7 @@ pub mod storage;
 pub mod wire;
 
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 
 pub use mutex::EtcdMutex;
 pub use params::RaftParams;

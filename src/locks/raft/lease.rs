@@ -22,8 +22,13 @@
 //! * [`Lessor::expired`] lists the leases past their expiry; the node proposes a
 //!   `LeaseRevoke` for each, and every node deletes the keys when the revoke is applied. A
 //!   lease is listed again `retry` after each listing until the revoke applies (etcd's
-//!   `expiredLeaseRetryInterval`, 3 s against a 1 s election timeout by default; here 3 ×
-//!   the election timeout).
+//!   `expiredLeaseRetryInterval`). etcd's server sets it to its request timeout,
+//!   `ReqTimeout() = 5 s + 2 × election timeout` (7 s with the default 1 s election
+//!   timeout); the lessor's own 3 s default (`defaultExpiredleaseRetryInterval`) applies
+//!   only when that is left 0, as in etcd's unit tests. Here it is 3 × the election
+//!   timeout ([`super::service::Service::new`]): shorter than etcd's 7 election timeouts,
+//!   so a lost revoke is retried sooner; a retry is a second proposal of the same revoke,
+//!   and applying a revoke of a lease already gone changes nothing.
 //! * Not modelled: checkpoints of the remaining TTL (etcd's default interval is 5 min, so
 //!   they never fire for short leases) and the revoke rate limit.
 //!

@@ -76,6 +76,7 @@
 //! before taking over) be dropped (see [`super::invariants`]).
 
 use super::core::{Committed, Output, ProposeError, RaftCore, Role};
+use super::kv::lock_delay::is_delay_lease;
 use super::kv::{LeaseId, RangeRequest, Request, Response, ServiceError};
 use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
@@ -536,9 +537,13 @@ impl Node {
 }
 
 /// The keys of lease `id` that own their lock (the first-created key under `lock/`), as
-/// lock names.
+/// lock names. A delay lease owns nothing: its key only holds a lock-delay, and the
+/// holder's `expire` was recorded when its own lease was revoked.
 fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
     let store = service.store();
+    if is_delay_lease(id) {
+        return Vec::new();
+    }
     let Some(lease) = store.lease(id) else {
         return Vec::new();
     };

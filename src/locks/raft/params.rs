@@ -42,7 +42,10 @@ pub enum LessorCheck {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RaftToken {
-    /// The create revision of the holder's key (etcd's `Mutex.Header().Revision`).
+    /// The create revision of the holder's key (etcd's `Mutex.Key()` create revision,
+    /// `myRev`). Not `Mutex.Header().Revision`: that is the store revision of the last
+    /// response the mutex saw, which for a waiter is the revision of the read that ended
+    /// its wait — larger than its key's, and not assigned to it alone.
     Revision,
     /// No token: the workload writes unfenced.
     None,
@@ -110,6 +113,11 @@ pub struct RaftParams {
     /// [`RaftParams::request_timeout_ms`].
     #[serde(default)]
     pub request_timeout_ms: Option<u64>,
+    /// Chubby's lock-delay, ms of the leader's lessor clock [0: off]: a lock freed by a
+    /// lease revoke (its holder's session failed) gets no new owner for this long; a
+    /// release frees it at once. See [`super::kv::lock_delay`].
+    #[serde(default)]
+    pub lock_delay_ms: u64,
 }
 
 fn default_nodes() -> u32 {
@@ -159,6 +167,7 @@ impl Default for RaftParams {
             token: default_token(),
             fsync: default_fsync(),
             request_timeout_ms: None,
+            lock_delay_ms: 0,
         }
     }
 }
@@ -217,6 +226,7 @@ impl RaftParams {
         if let Some(t) = self.request_timeout_ms {
             param::positive("request_timeout_ms", t)?;
         }
+        param::at_most_an_hour("lock_delay_ms", self.lock_delay_ms)?;
         if self.read == ReadMode::Lease && !self.check_quorum {
             return Err(ParamError::new(
                 "read",
@@ -243,6 +253,7 @@ pub const DOCS: &[ParamDoc] = &[
     ParamDoc::new("token", "\"revision\"", "revision | none: fencing token = the create revision of the holder's key"),
     ParamDoc::new("fsync", "\"always\"", "always | none: Raft log fsync before acknowledging (none loses acknowledged entries and votes on a crash)"),
     ParamDoc::new("request_timeout_ms", "", "a client's per-request deadline, local ms [2 × election timeout]"),
+    ParamDoc::new("lock_delay_ms", "0", "Chubby's lock-delay, ms of the leader's clock: a lock freed by a lease revoke (not a release) gets no new owner for this long (0: off)"),
 ];
 
 #[cfg(test)]
@@ -286,6 +297,7 @@ mod tests {
             token = "none"
             fsync = "none"
             request_timeout_ms = 70
+            lock_delay_ms = 1000
             "#,
         )
         .unwrap();
@@ -295,6 +307,7 @@ mod tests {
         assert_eq!(p.token, RaftToken::None);
         assert_eq!(p.fsync, Fsync::None);
         assert_eq!(p.request_timeout_ms(), 70);
+        assert_eq!(p.lock_delay_ms, 1000);
         p.validate().unwrap();
         assert_eq!(parse("read = \"lease\"").unwrap().read, ReadMode::Lease);
     }
@@ -357,6 +370,13 @@ mod tests {
             },
             "tick_ms",
         );
+        bad(
+            RaftParams {
+                lock_delay_ms: 3_600_001,
+                ..d()
+            },
+            "lock_delay_ms",
+        );
         assert_eq!(d().request_timeout_ms(), 200);
     }
 
@@ -377,9 +397,10 @@ mod tests {
             "token",
             "fsync",
             "request_timeout_ms",
+            "lock_delay_ms",
         ] {
             assert!(keys.contains(&k), "{k} undocumented");
         }
-        assert_eq!(keys.len(), 13);
+        assert_eq!(keys.len(), 14);
     }
 }
