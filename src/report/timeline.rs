@@ -233,7 +233,7 @@ pub fn timeline_svg(
     }
     let _ = write!(
         s,
-        r##"<text x="8" y="{}" fill="#555">green: hold; red: what the violation names; grey: pause; black: crash; orange: partition; purple: clock fault; x: expiry; blue tick: storage write (hollow: rejected)</text>"##,
+        r##"<text x="8" y="{}" fill="#555">green: hold; red: what the violation names; grey: pause; black: crash; orange: partition; brown: disk stall; purple: clock fault; x: expiry; blue tick: storage write (hollow: rejected)</text>"##,
         height - 8.0
     );
     s.push_str("</svg>");
@@ -255,13 +255,17 @@ fn faults(
     for e in history.iter().filter(|e| e.process == "nemesis") {
         let nodes = e.nodes.clone().unwrap_or_default();
         match e.f.as_str() {
-            "pause" | "crash" => {
+            "pause" | "crash" | "disk-stall" => {
                 for n in nodes {
                     open.insert((n, e.f.as_str()), (e.time_ns, e));
                 }
             }
-            "resume" | "restart" => {
-                let kind = if e.f == "resume" { "pause" } else { "crash" };
+            "resume" | "restart" | "disk-ready" => {
+                let kind = match e.f.as_str() {
+                    "resume" => "pause",
+                    "restart" => "crash",
+                    _ => "disk-stall",
+                };
                 for n in nodes {
                     if let Some((t0, start)) = open.remove(&(n.clone(), kind)) {
                         spans.push((n, kind, t0, e.time_ns, start));
@@ -327,6 +331,7 @@ fn faults(
         let (fill, dy, h) = match kind {
             "pause" => ("#999", -11.0, 22.0),
             "crash" => ("#222", -11.0, 22.0),
+            "disk-stall" => ("#c60", 8.0, 4.0),
             _ => ("#f93", -12.0, 4.0),
         };
         let (x0, x1) = (x(t0), x(t1));

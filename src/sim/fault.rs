@@ -562,6 +562,12 @@ pub enum Action {
         /// Stall length, true ns.
         duration_ns: u64,
     },
+    /// The end of a disk stall (scheduled by the world when it applies `DiskStall`):
+    /// recorded, so that the history says when the disk recovered.
+    DiskReady {
+        /// Node.
+        node: String,
+    },
 }
 
 impl Action {

@@ -122,6 +122,11 @@ impl NodeState {
         self.crashed.get()
     }
 
+    /// The true time (ns) until which the disk is stalled (0: never stalled).
+    pub fn disk_stalled_until(&self) -> u64 {
+        self.disk_stalled_until.get()
+    }
+
     /// Stall the disk until true time `until_ns` (overlapping stalls last until the later
     /// end).
     pub fn stall_disk(&self, until_ns: u64) {

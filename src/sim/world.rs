@@ -395,9 +395,16 @@ impl Driver {
                 self.record(
                     now,
                     "disk-stall",
-                    vec![node],
+                    vec![node.clone()],
                     json!({"duration_ms": duration_ns as f64 / 1e6}),
                 );
+                self.push(now + duration_ns, Action::DiskReady { node });
+            }
+            Action::DiskReady { node } => {
+                // Overlapping stalls: only the last one's end is the disk's recovery.
+                if self.nodes[&node].disk_stalled_until() <= now {
+                    self.record(now, "disk-ready", vec![node], json!(null));
+                }
             }
             Action::Restart { node } => {
                 let s = self.nodes[&node].clone();

@@ -60,8 +60,8 @@
 //!   for the length of the pause) it asks ReadIndex first. The harmful interleaving of
 //!   etcd #15247 — Raft already stepped down, the server not yet, the lessor's revokes
 //!   forwarded to the new leader — needs a Raft loop stuck while the node keeps stepping
-//!   messages (a slow fsync), which no fault here produces
-//!   (`sims/raft-18-paused-old-leader.toml`).
+//!   messages: a `disk-stall` fault (`sims/raft-18-disk-stall.toml`; the pause is
+//!   `sims/raft-18-paused-old-leader.toml`).
 //!
 //! # History
 //!
@@ -75,7 +75,7 @@
 //! {index} lets a later leader's second record of the same entry (it had not applied it
 //! before taking over) be dropped (see [`super::invariants`]).
 
-use super::core::{Committed, Output, ProposeError, RaftCore, Role};
+use super::core::{Committed, Output, ProposeError, RaftCore, Role, SoftState};
 use super::kv::lock_delay::is_delay_lease;
 use super::kv::{LeaseId, RangeRequest, Request, Response, ServiceError};
 use super::lease::{ticked_recently, LeaseError};
@@ -236,10 +236,32 @@ impl Node {
         self.wake.notify_one();
     }
 
+    /// The server's view of the leadership follows a Ready's soft state (etcd's
+    /// `updateLeadership`): the lessor is promoted or demoted with it.
+    fn update_leadership(&self, s: &mut Server, ss: SoftState) {
+        let was_leader = s.is_leader();
+        s.lead = ss.leader_id;
+        let leader = ss.role == Role::Leader;
+        if leader && !was_leader {
+            let term = s.core.term();
+            tracing::debug!(term, "became leader");
+            self.ctx.record(
+                self.ctx
+                    .event(EventType::Event, "leader")
+                    .value(serde_json::json!({ "term": term })),
+            );
+        }
+        if was_leader && !leader {
+            tracing::debug!(lead = ss.leader_id, "lost leadership");
+        }
+        s.service.on_role(leader);
+    }
+
     /// Handle every pending Ready: persist, update the server's view of the leadership,
-    /// apply, answer, queue messages. A stalled disk holds the loop here after the fsync,
-    /// while the peer receivers go on stepping messages (etcd's raft loop blocked in
-    /// `wal.Save`).
+    /// apply, answer, queue messages. As in etcd's raft loop, the leadership is taken
+    /// from the Ready before its entries are saved; a stalled disk then holds the loop in
+    /// the save while the peer receivers go on stepping messages (etcd's `wal.Save`), so
+    /// the next leadership change reaches the server only with the next Ready.
     async fn handle_ready(&self) {
         let out: Output = {
             let mut s = self.server.borrow_mut();
@@ -249,32 +271,21 @@ impl Node {
             let mut disk = self.ctx.disk();
             s.core.process_ready(&mut disk)
         };
+        // Led when this Ready began or leads now: then Raft was leader when the commit
+        // index advanced, so this node applies the new entries before any other can.
+        let led = {
+            let mut s = self.server.borrow_mut();
+            let led = s.is_leader() || out.soft_state.is_some_and(|ss| ss.role == Role::Leader);
+            if let Some(ss) = out.soft_state {
+                self.update_leadership(&mut s, ss);
+            }
+            led
+        };
         if out.synced {
             self.ctx.wait_disk().await;
         }
         let now = self.ctx.mono_ns();
         let mut s = self.server.borrow_mut();
-        // Led when this Ready began or leads now: then Raft was leader when the commit
-        // index advanced, so this node applies the new entries before any other can.
-        let led = s.is_leader() || out.soft_state.is_some_and(|ss| ss.role == Role::Leader);
-        if let Some(ss) = out.soft_state {
-            let was_leader = s.is_leader();
-            s.lead = ss.leader_id;
-            let leader = ss.role == Role::Leader;
-            if leader && !was_leader {
-                let term = s.core.term();
-                tracing::debug!(term, "became leader");
-                self.ctx.record(
-                    self.ctx
-                        .event(EventType::Event, "leader")
-                        .value(serde_json::json!({ "term": term })),
-                );
-            }
-            if was_leader && !leader {
-                tracing::debug!(lead = ss.leader_id, "lost leadership");
-            }
-            s.service.on_role(leader);
-        }
         // Apply before sending: in the simulation both take no time, and a follower can
         // only learn of a commit from a message sent after its leader applied it.
         for c in &out.committed {
@@ -377,10 +388,13 @@ impl Node {
             return;
         }
         // etcd runs the check in its own goroutine: the Raft loop must keep running for
-        // the ReadIndex round to complete.
+        // the ReadIndex round to complete. That goroutine judges `isActive` at once, as
+        // this check just did; judging it again after the Raft loop's next tick would
+        // let a node that a stalled disk kept from hearing of its deposition pass
+        // (etcd #15247), so the task goes straight to the ReadIndex round.
         let node = self.clone();
         self.ctx.spawn(async move {
-            if node.ensure_leadership().await {
+            if node.confirm_leadership().await {
                 node.propose_revokes(&expired);
             } else {
                 tracing::debug!(?expired, "not revoking: leadership not confirmed");
@@ -411,6 +425,12 @@ impl Node {
         if ticked_recently(self.server.borrow().last_tick_ns, now, self.params.tick_ms) {
             return true;
         }
+        self.confirm_leadership().await
+    }
+
+    /// The slow half of `ensureLeadership`: a ReadIndex round succeeds and Raft still
+    /// names this node leader.
+    async fn confirm_leadership(&self) -> bool {
         if self.read_barrier().await.is_err() {
             return false;
         }

@@ -548,9 +548,10 @@ impl Node {
         e.epoch = Some(term);
     }
 
-    /// Handle every pending Raft Ready: leadership, applies, reads, messages. A stalled
-    /// disk holds the loop after the log's fsync (a learner cannot acknowledge a proposal
-    /// before it is logged), while peer messages are still stepped.
+    /// Handle every pending Raft Ready: leadership, applies, reads, messages. The
+    /// leadership is taken from the Ready before its entries are saved; a stalled disk
+    /// then holds the loop after the log's fsync (a learner cannot acknowledge a
+    /// proposal before it is logged), while peer messages are still stepped.
     async fn handle_ready(&self) {
         let out = {
             let mut s = self.s.borrow_mut();
@@ -563,9 +564,6 @@ impl Node {
             let mut disk = self.ctx.disk();
             e.core.process_ready(&mut disk)
         };
-        if out.synced {
-            self.ctx.wait_disk().await;
-        }
         let now = self.ctx.mono_ns();
         if let Some(ss) = out.soft_state {
             let mut s = self.s.borrow_mut();
@@ -588,6 +586,9 @@ impl Node {
             }
         }
         self.track_epoch(now);
+        if out.synced {
+            self.ctx.wait_disk().await;
+        }
         for c in &out.committed {
             if c.data.is_empty() {
                 self.s.borrow_mut().db.skip(c.index);
