@@ -9,7 +9,8 @@ fn load(name: &str) -> Scenario {
     Scenario::load(Path::new(&format!("sims/{name}.toml"))).expect("valid scenario")
 }
 
-/// Scenarios that exercise every fault kind: pauses, partitions, crashes, clock faults.
+/// Scenarios that exercise every fault kind: pauses, partitions, crashes, clock faults,
+/// disk stalls.
 const MIXED: &[&str] = &[
     "redis-baseline-fenced",
     "redis-03-setnx-then-expire-random",
@@ -22,6 +23,7 @@ const MIXED: &[&str] = &[
     "raft-baseline",
     "raft-16-waiter-lease-expires-random",
     "raft-18-stuck-old-leader-random",
+    "raft-18-disk-stall-random",
     "raft-19-stale-read-random",
     "raft-fsync-none",
     "zk-15-lost-create-reply-random",

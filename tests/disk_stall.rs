@@ -166,3 +166,28 @@ fn a_stall_names_only_nodes_with_a_disk() {
         "{e}"
     );
 }
+
+#[test]
+fn stalls_replay_byte_for_byte() {
+    let random = "[faults]\ninterval_ms = [200, 600]\ndisk-stall = { nodes = \"servers\", duration_ms = [50, 800] }\n";
+    for (algorithm, lock) in [
+        ("redis", "[lock]\nttl_ms = 500\npersistence = \"always\"\n"),
+        (
+            "db",
+            "[lock]\nscheme = \"unique-row\"\ncleaner_timeout_ms = 500\n",
+        ),
+        ("zk", "[lock]\nservers = 1\n"),
+        ("zk", "[lock]\nservers = 3\n"),
+    ] {
+        let s = scenario(algorithm, &format!("{lock}{WORKLOAD}{random}"));
+        for seed in 0..3 {
+            let (a, b) = (run(&s, seed), run(&s, seed));
+            assert!(!nemesis(&a.history, "disk-stall").is_empty());
+            assert_eq!(
+                locksim::history::to_jsonl(&a.history),
+                locksim::history::to_jsonl(&b.history),
+                "{algorithm} seed {seed}"
+            );
+        }
+    }
+}
