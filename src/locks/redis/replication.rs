@@ -373,7 +373,7 @@ async fn replica_link(ctx: NodeCtx, node: Node, lag: [u64; 2]) {
                 };
                 let fsyncs = ctx.disk().fsyncs();
                 persist(&ctx, persistence, &bytes);
-                wait_for_aof(&ctx, fsyncs).await;
+                wait_for_aof(&ctx, persistence, fsyncs).await;
                 if send_ack(&mut wr, applied).await.is_err() {
                     break;
                 }
