@@ -326,6 +326,33 @@ mod tests {
     }
 
     #[test]
+    fn disk_stalls_draw_from_their_nodes_and_durations() {
+        let f = RandomFaults {
+            swarm: false,
+            pause: None,
+            partition: None,
+            clock: None,
+            crash: None,
+            disk_stall: Some(RandomDiskStall {
+                nodes: names(&["redis-0"]),
+                duration_ms: [100, 200],
+            }),
+            ..faults()
+        };
+        let sched = draw_schedule(&f, &all(), 3);
+        assert!(!sched.is_empty());
+        for tf in &sched {
+            match &tf.fault {
+                Fault::DiskStall { nodes, duration_ms } => {
+                    assert_eq!(nodes, &names(&["redis-0"]));
+                    assert!(*duration_ms <= 200, "{tf:?}");
+                }
+                other => panic!("only disk stalls are enabled: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn swarm_enables_a_non_empty_subset() {
         let f = RandomFaults {
             partition: None,
