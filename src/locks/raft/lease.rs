@@ -16,14 +16,14 @@
 //!   (`Grant` → `refresh(0)`).
 //! * `renew` (LeaseKeepAlive) is answered by the primary alone, from its clock, without
 //!   going through the log — so a deposed leader that still believes it leads renews
-//!   leases the real leader knows nothing of (catalogue row 18). etcd blocks a renew of an
-//!   expired lease until its revoke is applied; here it fails with
-//!   [`LeaseError::Expired`].
+//!   leases the real leader knows nothing of (catalogue row 18). A renew of an expired
+//!   lease fails with [`LeaseError::Expired`] and the node holds the request, as etcd's
+//!   `Renew` blocks, until the revoke is applied or the lessor is demoted.
 //! * [`Lessor::expired`] lists the leases past their expiry; the node proposes a
 //!   `LeaseRevoke` for each, and every node deletes the keys when the revoke is applied. A
 //!   lease is listed again `retry` after each listing until the revoke applies (etcd's
-//!   `expiredLeaseRetryInterval`, 3 s against a 1 s election timeout by default; here 3 ×
-//!   the election timeout).
+//!   `expiredLeaseRetryInterval`, which etcd's server sets to its request timeout; here
+//!   the `revoke_retry_ms` key).
 //! * Not modelled: checkpoints of the remaining TTL (etcd's default interval is 5 min, so
 //!   they never fire for short leases) and the revoke rate limit.
 //!
