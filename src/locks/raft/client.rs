@@ -416,15 +416,17 @@ async fn send_loop(
     }
 }
 
-/// One keepalive: the TTL, or the node's error (`None`: no answer). A `NotLeader` hint to
-/// another node is followed at once, as etcd's server forwards a renew to its leader.
+/// One keepalive: the TTL, or the node's error (`None`: no answer). `NotLeader` and
+/// `NoLeader` are retried on the hinted (or next) node for up to a request timeout, as
+/// etcd's server forwards a renew to the leader and waits for one to exist.
 async fn renew(
     ctx: &NodeCtx,
     client: &mut EtcdClient,
     lease: LeaseId,
 ) -> Result<u64, Option<ReplyError>> {
     let req = ClientRequest::KeepAlive { id: lease };
-    for _ in 0..client.remotes.len() {
+    let deadline = ctx.mono_ns() + client.timeout().as_nanos() as i64;
+    loop {
         let before = client.preferred.get();
         let failure = match client.call_once(ctx, &req).await {
             Ok(ClientReply::KeepAlive { ttl_ms }) => {
@@ -437,10 +439,14 @@ async fn renew(
         client.redirect(&failure);
         match failure {
             CallFailure::Reply(ReplyError::NotLeader { hint })
-                if hint != 0 && hint as usize != before + 1 => {}
+                if hint != 0 && hint as usize != before + 1 && ctx.mono_ns() < deadline => {}
+            CallFailure::Reply(ReplyError::NotLeader { .. } | ReplyError::NoLeader)
+                if ctx.mono_ns() < deadline =>
+            {
+                ctx.sleep(client.tick).await
+            }
             CallFailure::Reply(e) => return Err(Some(e)),
             CallFailure::Transport(_) => return Err(None),
         }
     }
-    Err(None)
 }
