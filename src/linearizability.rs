@@ -1,6 +1,6 @@
 //! A linearizability checker for histories of concurrent operations: the engine, the
 //! object models locksim needs, Jepsen EDN and locksim JSONL input, explanations of
-//! violations and an SVG picture of them.
+//! violations and an SVG picture of them. Jepsen's text log (`.log`) is read too.
 //!
 //! # What is checked
 //!
@@ -17,23 +17,35 @@
 //!   ([`INDETERMINATE`]);
 //! - a `:read` whose value is `nil` matches any state (models drop indeterminate reads:
 //!   they have no effect);
-//! - time is the position of an event in the history (Jepsen histories are in real-time
-//!   order; so are locksim's JSONL histories, whose recording order is true-time order).
-//!   The nanosecond timestamps are kept for display only. When two operations' endpoints
-//!   share a position (only point events can), calls sort before returns, so the
-//!   operations count as concurrent: the permissive choice.
+//! - time is the position of an event in the history. The checker never orders by a
+//!   timestamp; which stamps must agree with the positions depends on the format:
+//!   - Jepsen EDN: the order of the entries is the real-time order (Knossos and Porcupine
+//!     linearize by position). An `:index`, where present, must increase with it (gaps
+//!     are fine; a repeated or decreasing one is an error, also on `:nemesis` entries).
+//!     `:time` is kept for display only and may go back: each Jepsen worker stamps it
+//!     from its own thread, so neighbouring entries are routinely out of `:time` order;
+//!   - Jepsen's text log (`.log`, Porcupine's `etcd_NNN.log`): the order of the lines;
+//!   - locksim JSONL, written by locksim with simulated, exact times: `index` must
+//!     increase and `time_ns` must not go back; a file that contradicts its own stamps is
+//!     malformed.
 //!
-//! Malformed histories are errors, never guesses: a completion without an invoke, a
-//! completion whose `:f` differs from its invoke's, an invoke from a process whose
-//! previous invoke has no completion at all, an operation name the model does not know,
-//! a key given twice in one event (JSONL object or EDN map), and recorded positions or
-//! times that contradict the order of the lines (`index` must increase — gaps are fine,
-//! as in a filtered history — and `time_ns` / `:time` must not go back). A process whose
-//! operation completed `:info` may invoke again (Knossos accepts this; Jepsen normally
-//! gives the thread a fresh process id): the `:info` operation stays pending forever,
-//! concurrent with the process's later operations. In EDN, events of processes that are
-//! keywords (such as `:nemesis`) are not client operations and are skipped, as Knossos's
-//! `client-op?` skips non-integer processes; integer and string processes are clients.
+//!   When two operations' endpoints share a position (only point events can), calls sort
+//!   before returns, so the operations count as concurrent: the permissive choice.
+//!
+//! Malformed histories are errors, never guesses, and each rule is one Jepsen never
+//! breaks: a completion without an invoke, a completion whose `:f` differs from its
+//! invoke's, an invoke from a process whose previous invoke has no completion at all, an
+//! operation name the model does not know, a `:cas` value that is not `[old new]`, a key
+//! given twice in one event (JSONL object or EDN map), and the stamps above. What Jepsen
+//! does write is accepted as Knossos accepts it: `:fail` completions with an `:error`
+//! (dropped), `:info` completions (indeterminate, keeping the invoke's value), invokes
+//! left open at the end, record tags (`#jepsen.history.Op{...}`), and fields the checker
+//! does not use. A process whose operation completed `:info` may invoke again (Knossos
+//! accepts this; Jepsen normally gives the thread a fresh process id): the `:info`
+//! operation stays pending forever, concurrent with the process's later operations. In
+//! EDN and logs, events of processes that are keywords (such as `:nemesis`) are not
+//! client operations and are skipped, as Knossos's `client-op?` skips non-integer
+//! processes; integer and string processes are clients.
 //! `event` lines (`:type :event`) are point operations (call = return): observations,
 //! which a model that does not know their `f` skips (the nemesis's pauses). An `ok`
 //! line of a process that never invokes is a point operation only when it names the
@@ -41,6 +53,14 @@
 //! without an invoke is an error. Each model also skips the operations of the other
 //! objects locksim records in the same history (the lock's `acquire`/`release` for
 //! `fenced-register`, the storage's `read`/`write` for `fenced-lock`).
+//!
+//! Jepsen's text log is read with the same conventions as EDN. Porcupine's etcd model
+//! is stricter in two ways: a read of `nil` there means the key is absent (here it
+//! matches any value, as in Knossos, which Jepsen's etcd test used), and a `:fail` cas
+//! there asserts the register did not hold the expected value (here it is dropped). So
+//! every linearization Porcupine finds is one here, and a violation found here is one
+//! there; check the etcd logs with `--model cas-register --init nil` (Porcupine's
+//! initial value is nil). On all 102 of Porcupine's etcd logs the verdicts agree.
 //!
 //! # The engine
 //!
@@ -134,10 +154,12 @@
 //! per-seed checks of a sweep pay for none of them.
 
 mod cli;
+mod edn_input;
 mod explain;
 mod fenced_lock;
 mod fenced_register;
 pub mod generate;
+mod jepsen_log;
 mod jsonl;
 mod memo;
 mod model;
@@ -149,19 +171,23 @@ mod svg;
 mod unobserved;
 
 #[cfg(test)]
+mod jepsen_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cli::{
     check_events, check_file, check_file_opts, check_raw, check_raw_opts, memo_limit_from_mib,
     raw_ops_from_file, timeout_from_secs, CheckOutcome, MAX_MEMO_LIMIT_MIB, MODEL_NAMES,
 };
+pub use edn_input::raw_ops_from_edn;
 pub use explain::{explanation_text, Explanation, LinVerdict, OpInfo};
 pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
+pub use jepsen_log::raw_ops_from_jepsen_log;
 pub use jsonl::{raw_ops_from_jsonl, raw_ops_from_jsonl_reader};
 pub use model::{Effect, Model, Operation, INDETERMINATE};
 pub use mutex::{Mutex, MutexOp};
-pub use ops::{events_to_edn, raw_ops_from_edn, raw_ops_from_events, InputError, RawOp};
+pub use ops::{events_to_edn, raw_ops_from_events, InputError, RawOp};
 pub use register::{Register, RegisterOp};
 pub use search::{
     check, check_with_stats, CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT,

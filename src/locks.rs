@@ -127,6 +127,13 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
     /// The server node names it adds, in start order.
     fn servers(&self) -> Vec<String>;
 
+    /// The server nodes that have a disk (a log or data file they write and sync),
+    /// which a `disk-stall` fault may name: every server unless the algorithm says
+    /// otherwise.
+    fn disk_nodes(&self) -> Vec<String> {
+        self.servers()
+    }
+
     /// What server node `ctx.name()` runs (called at each start and restart).
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()>;
 
@@ -156,6 +163,8 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
     /// See [`Algorithm::servers`].
     fn servers(&self) -> Vec<String>;
+    /// See [`Algorithm::disk_nodes`].
+    fn disk_nodes(&self) -> Vec<String>;
     /// See [`Algorithm::server_main`].
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()>;
     /// See [`Algorithm::client`].
@@ -174,6 +183,9 @@ impl<A: Algorithm> AlgorithmConfig for A {
     }
     fn servers(&self) -> Vec<String> {
         Algorithm::servers(self)
+    }
+    fn disk_nodes(&self) -> Vec<String> {
+        Algorithm::disk_nodes(self)
     }
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
         Algorithm::server_main(self, ctx)

@@ -10,7 +10,9 @@
 use crate::check::Check;
 use crate::locks::param::{self, ParamError, Range};
 use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
-use crate::sim::nemesis::{RandomClock, RandomCrash, RandomPartition, RandomPause};
+use crate::sim::nemesis::{
+    RandomClock, RandomCrash, RandomDiskStall, RandomPartition, RandomPause,
+};
 use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, Schedule, TimedFault};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -198,6 +200,16 @@ pub struct CrashSpec {
     pub at: FaultPoint,
 }
 
+/// `[faults].disk-stall`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskStallSpec {
+    /// Nodes whose disk may stall (those of them with a disk).
+    pub nodes: Selector,
+    /// Stall length, true ms.
+    pub duration_ms: Range<u64>,
+}
+
 /// `[faults]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Faults {
@@ -213,6 +225,8 @@ pub struct Faults {
     pub clock: Option<ClockSpec>,
     /// Random crashes.
     pub crash: Option<CrashSpec>,
+    /// Random disk stalls.
+    pub disk_stall: Option<DiskStallSpec>,
     /// Explicit schedule: the `[[faults.at]]` entries, in file order.
     pub at: Schedule,
 }
@@ -224,6 +238,7 @@ impl Faults {
             || self.partition.is_some()
             || self.clock.is_some()
             || self.crash.is_some()
+            || self.disk_stall.is_some()
     }
 }
 
@@ -237,6 +252,8 @@ struct RawFaults {
     partition: Option<PartitionSpec>,
     clock: Option<ClockSpec>,
     crash: Option<CrashSpec>,
+    #[serde(rename = "disk-stall")]
+    disk_stall: Option<DiskStallSpec>,
     #[serde(default)]
     at: Vec<toml::Spanned<toml::Table>>,
 }
@@ -436,6 +453,7 @@ impl Scenario {
                 partition: raw.faults.partition,
                 clock: raw.faults.clock,
                 crash: raw.faults.crash,
+                disk_stall: raw.faults.disk_stall,
                 at: Vec::new(),
             },
             expect: raw.expect,
@@ -449,7 +467,7 @@ impl Scenario {
             ] {
                 if set {
                     return Err(err(format!(
-                        "key `faults.{key}`: has no effect, because no random fault kind (pause, partition, clock, crash) is configured in [faults]; remove it or add a kind"
+                        "key `faults.{key}`: has no effect, because no random fault kind (pause, partition, clock, crash, disk-stall) is configured in [faults]; remove it or add a kind"
                     )));
                 }
             }
@@ -552,7 +570,25 @@ impl Scenario {
                 down_ms: *c.down_ms,
                 at: c.at,
             }),
+            disk_stall: f.disk_stall.as_ref().map(|d| RandomDiskStall {
+                nodes: self.disk_nodes_in(&d.nodes),
+                duration_ms: *d.duration_ms,
+            }),
         }
+    }
+
+    /// The nodes with a disk (see [`Algorithm::disk_nodes`](crate::locks::Algorithm)).
+    pub fn disk_nodes(&self) -> Vec<String> {
+        self.lock.disk_nodes()
+    }
+
+    /// The selected nodes that have a disk, in node order.
+    fn disk_nodes_in(&self, sel: &Selector) -> Vec<String> {
+        let disks = self.disk_nodes();
+        self.select(sel)
+            .into_iter()
+            .filter(|n| disks.contains(n))
+            .collect()
     }
 
     /// The faults of a run: the explicit schedule plus the random nemesis.
@@ -590,11 +626,36 @@ impl Scenario {
         }
         let fault = Fault::from_table(table).map_err(|e| (e.field, e.message))?;
         fault.validate(all).map_err(|e| (e.field, e.message))?;
+        if let Fault::DiskStall { nodes, .. } = &fault {
+            self.validate_disk_nodes(nodes)
+                .map_err(|m| ("nodes".to_string(), m))?;
+        }
         if let Some(point) = fault.point() {
             self.validate_point(point, fault.nodes())
                 .map_err(|m| ("at".to_string(), m))?;
         }
         Ok(TimedFault { at_ms, fault })
+    }
+
+    /// A disk stall can name only nodes with a disk: on any other it could do nothing.
+    fn validate_disk_nodes(&self, nodes: &[String]) -> Result<(), String> {
+        let disks = self.disk_nodes();
+        match nodes.iter().find(|n| !disks.contains(n)) {
+            None => Ok(()),
+            Some(n) => Err(format!(
+                "`{n}` has no disk a stall could slow down; nodes with a disk here: {}",
+                self.disk_nodes_or_none()
+            )),
+        }
+    }
+
+    fn disk_nodes_or_none(&self) -> String {
+        let disks = self.disk_nodes();
+        if disks.is_empty() {
+            "none".to_string()
+        } else {
+            disks.join(", ")
+        }
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -674,6 +735,19 @@ impl Scenario {
             p(param::range("faults.crash.down_ms", &c.down_ms))?;
             self.validate_point(c.at, &self.select(&c.nodes))
                 .map_err(|m| format!("key `faults.crash.at`: {m}"))?;
+        }
+        if let Some(d) = &f.disk_stall {
+            self.validate_selector("faults.disk-stall.nodes", &d.nodes)?;
+            p(param::range(
+                "faults.disk-stall.duration_ms",
+                &d.duration_ms,
+            ))?;
+            if self.disk_nodes_in(&d.nodes).is_empty() {
+                return Err(format!(
+                    "key `faults.disk-stall.nodes`: selects no node with a disk; nodes with a disk here: {}",
+                    self.disk_nodes_or_none()
+                ));
+            }
         }
         if f.any_random() && self.duration_ms <= self.liveness_ms {
             // Random faults stop liveness_ms before the end; with no room they would

@@ -192,6 +192,7 @@ fn without_node(f: &TimedFault, drop: usize) -> TimedFault {
         | Fault::Skew { nodes, .. }
         | Fault::Drift { nodes, .. }
         | Fault::Crash { nodes, .. }
+        | Fault::DiskStall { nodes, .. }
         | Fault::Restart { nodes } => nodes,
         Fault::Heal {} => return g,
     };
@@ -202,7 +203,7 @@ fn without_node(f: &TimedFault, drop: usize) -> TimedFault {
 fn with_duration(f: &TimedFault, d: u64) -> TimedFault {
     let mut g = f.clone();
     match &mut g.fault {
-        Fault::Pause { duration_ms, .. } => *duration_ms = d,
+        Fault::Pause { duration_ms, .. } | Fault::DiskStall { duration_ms, .. } => *duration_ms = d,
         Fault::Partition { duration_ms, .. } => *duration_ms = Some(d),
         Fault::Crash { down_ms, .. } => *down_ms = Some(d),
         _ => {}

@@ -264,20 +264,77 @@ fn recorded_order_must_match_the_lines() {
         2,
         &["time-back.jsonl:2:", "true-time order"],
     );
+    // In EDN the entries' order (and :index) is real time and :time is display-only:
+    // Jepsen's workers stamp :time from their own threads.
     let edn = file(
         "time-back.edn",
         "[{:index 0, :time 900, :process 0, :type :invoke, :f :write, :value 1}\n {:index 1, :time 100, :process 0, :type :ok, :f :write, :value 1}]",
+    );
+    expect(&edn, "register", &[], 0, &["linearizable: 1 operations"]);
+    let edn = file(
+        "index-back.edn",
+        "[{:index 4, :process 0, :type :invoke, :f :write, :value 1}\n {:index 3, :process 0, :type :ok, :f :write, :value 1}]",
     );
     expect(
         &edn,
         "register",
         &[],
         2,
-        &["time-back.edn:2:", "true-time order"],
+        &["index-back.edn:2:", "index 3 does not follow index 4"],
+    );
+    // A repeated :index is an error even on a skipped :nemesis entry.
+    let edn = file(
+        "index-same.edn",
+        "[{:index 0, :process 0, :type :invoke, :f :write, :value 1}\n {:index 0, :process :nemesis, :type :info, :f :start}\n {:index 1, :process 0, :type :ok, :f :write, :value 1}]",
+    );
+    expect(
+        &edn,
+        "register",
+        &[],
+        2,
+        &["index-same.edn:2:", "index 0 does not follow index 0"],
     );
     // Gaps are fine (a filtered history keeps its indices).
     let gaps = file("gaps.jsonl", ev(3, 1, "invoke") + &ev(9, 1, "ok"));
     expect(&gaps, "register", &[], 0, &["linearizable: 1 operations"]);
+}
+
+#[test]
+fn jepsen_text_logs_are_read_by_extension() {
+    let log = "INFO  jepsen.core - starting\nINFO  jepsen.util - 0\t:invoke\t:write\t3\nINFO  jepsen.util - :nemesis\t:info\t:start\tnil\nINFO  jepsen.util - 0\t:ok\t:write\t3\nINFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\tREAD\n";
+    let good = file("etcd-good.log", log.replace("READ", "3"));
+    expect(
+        &good,
+        "cas-register",
+        &["--init", "nil"],
+        0,
+        &["linearizable: 2 operations"],
+    );
+    let bad = file("etcd-bad.log", log.replace("READ", "4"));
+    expect(
+        &bad,
+        "cas-register",
+        &["--init", "nil"],
+        1,
+        &["NOT linearizable"],
+    );
+    let broken = file("etcd-broken.log", log.replace(":ok\t:read", ":done\t:read"));
+    expect(
+        &broken,
+        "cas-register",
+        &[],
+        2,
+        &["etcd-broken.log:6:", ":invoke, :ok, :fail or :info"],
+    );
+    // The same log under another name is read as JSONL, and says what it looks like.
+    let misnamed = file("etcd.txt", log.replace("READ", "3"));
+    expect(
+        &misnamed,
+        "cas-register",
+        &[],
+        2,
+        &["etcd.txt:1:", "Jepsen's text log", ".log"],
+    );
 }
 
 #[test]

@@ -347,6 +347,17 @@ pub fn parse(text: &str) -> Result<Value, EdnError> {
     Ok(v)
 }
 
+/// Parse the first form of `text` and return it with the text after it: a value
+/// followed by free text, as in a line of Jepsen's log (`[1 2]\t:timed-out`).
+pub fn parse_prefix(text: &str) -> Result<(Value, &str), EdnError> {
+    let mut p = Parser::new(text);
+    let v = p.next_form()?.ok_or_else(|| EdnError {
+        line: p.line,
+        message: "expected a value, found end of input".into(),
+    })?;
+    Ok((v, text.get(p.pos..).unwrap_or("")))
+}
+
 /// The forms of a Jepsen history with the line each starts on: the elements of a single
 /// top-level vector (or list), or else every top-level form.
 pub fn read_history_forms(text: &str) -> Result<Vec<(usize, Value)>, EdnError> {
@@ -939,6 +950,16 @@ mod tests {
         assert!(e.message.contains("value of key :value"), "{e}");
         let e = parse("{:a 1 :value}").unwrap_err();
         assert!(e.message.contains("key :value has no value"), "{e}");
+    }
+
+    #[test]
+    fn prefix_returns_the_rest() {
+        let (v, rest) = parse_prefix("[1 2]\t:timed-out").unwrap();
+        assert_eq!(v, parse("[1 2]").unwrap());
+        assert_eq!(rest, "\t:timed-out");
+        assert_eq!(parse_prefix("nil").unwrap(), (Value::Nil, ""));
+        assert!(parse_prefix("  ").is_err());
+        assert!(parse_prefix("[1").is_err());
     }
 
     #[test]

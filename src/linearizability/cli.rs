@@ -6,18 +6,21 @@
 //! so a caller that only needs the verdict (the per-seed checks of a sweep) pays nothing
 //! for them.
 
+use super::edn_input::raw_ops_from_edn;
 use super::explain::{explanation_text_with, LinVerdict, OpInfo};
 use super::fenced_lock::FencedLock;
 use super::fenced_register::FencedRegister;
+use super::jepsen_log::raw_ops_from_jepsen_log;
 use super::jsonl::raw_ops_from_jsonl_reader;
 use super::model::{Model, Operation};
 use super::mutex::Mutex;
-use super::ops::{raw_ops_from_edn, raw_ops_from_events, InputError, RawOp};
+use super::ops::{raw_ops_from_events, InputError, RawOp};
 use super::register::Register;
 use super::search::{check_with_stats, CheckOptions, SearchStats, Stop, MAX_TIMEOUT};
 use super::svg::render_svg;
 use crate::history::edn::{self, Value};
 use crate::history::Event;
+use crate::plural::plural;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -147,13 +150,14 @@ impl CheckOutcome {
     pub fn summary(&self) -> String {
         match &self.verdict {
             LinVerdict::Linearizable => format!(
-                "linearizable: {} operations against the {} model",
-                self.ops, self.model
+                "linearizable: {} against the {} model",
+                plural(self.ops as u64, "operation"),
+                self.model
             ),
             LinVerdict::Unknown => format!(
-                "unknown: {} before the search over {} operations finished (model {})",
+                "unknown: {} before the search over {} finished (model {})",
                 self.unknown_reason(),
-                self.ops,
+                plural(self.ops as u64, "operation"),
                 self.model
             ),
             LinVerdict::NotLinearizable(e) => {
@@ -166,12 +170,11 @@ impl CheckOutcome {
                     .op_info(e.failing)
                     .map_or_else(|| format!("operation {}", e.failing), |o| o.label());
                 format!(
-                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found ({} operations; {}); {} concurrent operation{} not linearized",
+                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found ({}; {}); {} not linearized",
                     self.model,
-                    e.prefix.len(),
+                    plural(e.prefix.len() as u64, "operation"),
                     e.state,
-                    e.concurrent.len(),
-                    if e.concurrent.len() == 1 { "" } else { "s" }
+                    plural(e.concurrent.len() as u64, "concurrent operation"),
                 )
             }
         }
@@ -186,14 +189,14 @@ impl CheckOutcome {
                 explanation_text_with(|i| self.op_info(i).expect("explanations index ops"), e)
             }
             LinVerdict::Unknown => format!(
-                "UNKNOWN: {} before the search over {} operations finished (model {}).\n",
+                "UNKNOWN: {} before the search over {} finished (model {}).\n",
                 self.unknown_reason(),
-                self.ops,
+                plural(self.ops as u64, "operation"),
                 self.model
             ),
             LinVerdict::Linearizable => format!(
-                "linearizable: {} operations against the {} model ({:.1} ms).\n",
-                self.ops,
+                "linearizable: {} against the {} model ({:.1} ms).\n",
+                plural(self.ops as u64, "operation"),
                 self.model,
                 self.elapsed.as_secs_f64() * 1e3
             ),
@@ -275,47 +278,63 @@ pub fn memo_limit_from_mib(mib: u64) -> Result<usize, String> {
 /// The largest `--memo-limit` accepted, in MiB (1 TiB).
 pub const MAX_MEMO_LIMIT_MIB: u64 = 1 << 20;
 
-/// Read a history file into operations: `.edn` files as Jepsen EDN, anything else as
-/// locksim JSONL. Errors name the file and, where there is one, the line.
+/// Read a history file into operations: `.edn` files as Jepsen EDN, `.log` files as
+/// Jepsen's text log, anything else as locksim JSONL. Errors name the file and, where
+/// there is one, the line.
 pub fn raw_ops_from_file(path: &Path) -> Result<Vec<RawOp>, InputError> {
     let file = path.display().to_string();
-    let cannot = |e: std::io::Error| InputError::new(0, format!("cannot read: {e}")).in_file(&file);
-    if path.extension().is_some_and(|e| e == "edn") {
-        let bytes = std::fs::read(path).map_err(cannot)?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            let at = e.utf8_error().valid_up_to();
-            let bytes = e.as_bytes();
-            let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
-            let col = at
-                - bytes[..at]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |p| p + 1);
-            InputError::new(
-                line,
-                format!(
-                    "not valid UTF-8 (byte {} of the line); a history is UTF-8 text",
-                    col + 1
-                ),
-            )
-            .in_file(&file)
-        })?;
-        raw_ops_from_edn(&text).map_err(|mut e| {
-            if text.trim_start().starts_with("{\"") {
-                e.reason.push_str(
-                    " (this looks like locksim JSONL, one JSON object per line: only files named *.edn are read as EDN)",
-                );
-            }
-            e.in_file(&file)
-        })
-    } else {
-        let f = std::fs::File::open(path).map_err(cannot)?;
-        raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
-            .map_err(|e| e.in_file(&file))
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("edn") => {
+            let text = read_text(path).map_err(|e| e.in_file(&file))?;
+            raw_ops_from_edn(&text).map_err(|mut e| {
+                if text.trim_start().starts_with("{\"") {
+                    e.reason.push_str(
+                        " (this looks like locksim JSONL, one JSON object per line: only files named *.edn are read as EDN)",
+                    );
+                }
+                e.in_file(&file)
+            })
+        }
+        Some("log") => {
+            let text = read_text(path).map_err(|e| e.in_file(&file))?;
+            raw_ops_from_jepsen_log(&text).map_err(|e| e.in_file(&file))
+        }
+        _ => {
+            let f = std::fs::File::open(path).map_err(cannot_read)?;
+            raw_ops_from_jsonl_reader(std::io::BufReader::with_capacity(1 << 16, f))
+                .map_err(|e| e.in_file(&file))
+        }
     }
 }
 
-/// Check a history file: `.edn` files are Jepsen EDN, anything else locksim JSONL.
+fn cannot_read(e: std::io::Error) -> InputError {
+    InputError::new(0, format!("cannot read: {e}"))
+}
+
+/// A whole file as UTF-8 text; an error names the line of the first invalid byte.
+fn read_text(path: &Path) -> Result<String, InputError> {
+    let bytes = std::fs::read(path).map_err(cannot_read)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        let col = at
+            - bytes[..at]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
+        InputError::new(
+            line,
+            format!(
+                "not valid UTF-8 (byte {} of the line); a history is UTF-8 text",
+                col + 1
+            ),
+        )
+    })
+}
+
+/// Check a history file: `.edn` files are Jepsen EDN, `.log` files Jepsen's text log,
+/// anything else locksim JSONL.
 /// `init` is the initial value (EDN) for `register`, `cas-register` and
 /// `fenced-register` (default 0). Errors name the file, the line and the reason. The
 /// memo cap is the default ([`CheckOptions::default`]).

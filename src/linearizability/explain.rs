@@ -159,8 +159,8 @@ pub(crate) fn explanation_text_with(op: impl Fn(usize) -> OpInfo, e: &Explanatio
     let f = op(e.failing);
     let _ = writeln!(
         s,
-        "After the longest linearizable prefix found ({} operations), no legal order can place:\n  {}",
-        e.prefix.len(),
+        "After the longest linearizable prefix found ({}), no legal order can place:\n  {}",
+        crate::plural::plural(e.prefix.len() as u64, "operation"),
         f.label()
     );
     let _ = writeln!(s, "Model state at that point: {}", e.state);

@@ -2,7 +2,7 @@
 //! needs (borrowed, no allocation per line), a strict slow path that names the line and
 //! the problem, and duplicate keys rejected rather than guessed.
 
-use super::ops::{InputError, Interner, Pairer, RawEvent, RawOp};
+use super::ops::{InputError, Interner, Order, Pairer, RawEvent, RawOp};
 use crate::history::edn::Value;
 use crate::history::EventType;
 use serde::Deserialize;
@@ -95,7 +95,7 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
 /// object per line, no key twice); fields the checker does not use are ignored.
 pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
     let mut names = Interner::default();
-    let mut p = Pairer::for_file();
+    let mut p = Pairer::for_file(Order::IndexAndTime);
     p.out.reserve(text.len() / 200 + 1);
     for (i, line) in text.lines().enumerate() {
         jsonl_line(line, i + 1, &mut names, &mut p)?;
@@ -107,7 +107,7 @@ pub fn raw_ops_from_jsonl(text: &str) -> Result<Vec<RawOp>, InputError> {
 /// memory as text). A line that is not UTF-8 is an error naming the line.
 pub fn raw_ops_from_jsonl_reader(reader: impl std::io::BufRead) -> Result<Vec<RawOp>, InputError> {
     let mut names = Interner::default();
-    let mut p = Pairer::for_file();
+    let mut p = Pairer::for_file(Order::IndexAndTime);
     let mut reader = reader;
     let mut buf: Vec<u8> = Vec::new();
     let mut lineno = 0;
@@ -170,6 +170,11 @@ fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEven
     if looks_like_edn(line) {
         return Err(bad(
             "expected a locksim JSONL event (one JSON object per line), but this looks like Jepsen EDN; give EDN histories a .edn file name".into(),
+        ));
+    }
+    if !line.trim_start().starts_with('{') && line.contains("jepsen.") {
+        return Err(bad(
+            "expected a locksim JSONL event (one JSON object per line), but this looks like Jepsen's text log; give such logs a .log file name".into(),
         ));
     }
     if !line.trim_start().starts_with('{') {

@@ -4,7 +4,7 @@
 
 use super::memo::FxHasher;
 use super::model::INDETERMINATE;
-use crate::history::edn::{self, Value};
+use crate::history::edn::Value;
 use crate::history::{Event, EventType};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -146,19 +146,36 @@ pub(super) struct Pairer {
     /// (line, process, message); an error if the process turns out to invoke.
     orphans: Vec<(usize, Arc<str>, String)>,
     pos: u64,
-    /// Whether to check recorded indices and times (files; a run's events are recorded
-    /// in order by construction, and hand-built ones often carry none).
-    check_stamps: bool,
+    /// Which recorded stamps must agree with the order of the lines.
+    order: Order,
     /// The last recorded index and time, with their lines.
     last_index: Option<(u64, usize)>,
     last_time: Option<(u64, usize)>,
 }
 
+/// Which recorded stamps a history's line order is checked against. The order of the
+/// lines is always the real-time order; stamps that contradict it make the file
+/// malformed only where the writer guarantees them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Order {
+    /// Nothing checked: a run's events are in order by construction, and hand-built ones
+    /// often carry no stamps.
+    #[default]
+    Trusted,
+    /// `index` must increase; times are for display only. Jepsen's workers stamp `:time`
+    /// from their own threads, so neighbouring entries are routinely out of `:time`
+    /// order, and Knossos and Porcupine order by position.
+    Index,
+    /// `index` must increase and `time_ns` must not go back: locksim's JSONL, whose times
+    /// are simulated and exact.
+    IndexAndTime,
+}
+
 impl Pairer {
-    /// A pairer for a history read from a file: recorded indices and times are checked.
-    pub(super) fn for_file() -> Pairer {
+    /// A pairer for a history read from a file, checking the stamps `order` names.
+    pub(super) fn for_file(order: Order) -> Pairer {
         Pairer {
-            check_stamps: true,
+            order,
             ..Pairer::default()
         }
     }
@@ -170,44 +187,62 @@ impl Pairer {
             .map(|(line, _, msg)| InputError::new(*line, msg.clone()))
     }
 
-    /// Recorded positions must increase and recorded times must not go back: the
-    /// checker takes the order of the lines as real-time order, so a history whose own
-    /// stamps contradict it is malformed. (Indices may skip: a filtered history, such as
-    /// the storage's lines of a run, keeps the run's indices.)
-    fn check_order(&mut self, e: &RawEvent) -> Result<(), InputError> {
-        if let Some(i) = e.index {
-            if let Some((prev, line)) = self.last_index {
+    /// Recorded positions must increase and (for [`Order::IndexAndTime`]) recorded times
+    /// must not go back: the checker takes the order of the lines as real-time order, so
+    /// a history whose own guaranteed stamps contradict it is malformed. (Indices may
+    /// skip: a filtered history, such as the storage's lines of a run, keeps the run's
+    /// indices.)
+    fn check_order(
+        &mut self,
+        line: usize,
+        index: Option<u64>,
+        time_ns: Option<u64>,
+    ) -> Result<(), InputError> {
+        if self.order == Order::Trusted {
+            return Ok(());
+        }
+        if let Some(i) = index {
+            if let Some((prev, prev_line)) = self.last_index {
                 if i <= prev {
                     return Err(InputError::new(
-                        e.line,
+                        line,
                         format!(
-                            "index {i} does not follow index {prev} of line {line}: events must be listed in the order they happened, with increasing indices"
+                            "index {i} does not follow index {prev} of line {prev_line}: events must be listed in the order they happened, with increasing indices"
                         ),
                     ));
                 }
             }
-            self.last_index = Some((i, e.line));
+            self.last_index = Some((i, line));
         }
-        if let Some(t) = e.time_ns {
-            if let Some((prev, line)) = self.last_time {
-                if t < prev {
-                    return Err(InputError::new(
-                        e.line,
-                        format!(
-                            "time {t} ns is earlier than time {prev} ns of line {line}: events must be listed in true-time order"
-                        ),
-                    ));
-                }
+        match time_ns {
+            Some(t) if self.order == Order::IndexAndTime => self.check_time(line, t),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_time(&mut self, line: usize, t: u64) -> Result<(), InputError> {
+        if let Some((prev, prev_line)) = self.last_time {
+            if t < prev {
+                return Err(InputError::new(
+                    line,
+                    format!(
+                        "time {t} ns is earlier than time {prev} ns of line {prev_line}: events of a locksim JSONL history must be listed in true-time order"
+                    ),
+                ));
             }
-            self.last_time = Some((t, e.line));
         }
+        self.last_time = Some((t, line));
         Ok(())
     }
 
+    /// An entry that is not a client operation (a Jepsen `:nemesis` entry): skipped, but
+    /// its `index` still has to follow the order.
+    pub(super) fn skip(&mut self, line: usize, index: Option<u64>) -> Result<(), InputError> {
+        self.check_order(line, index, None)
+    }
+
     pub(super) fn push(&mut self, e: RawEvent) -> Result<(), InputError> {
-        if self.check_stamps {
-            self.check_order(&e)?;
-        }
+        self.check_order(e.line, e.index, e.time_ns)?;
         let pos = self.pos;
         self.pos += 1;
         match e.kind {
@@ -375,81 +410,6 @@ pub(crate) fn skip_or_reject(
     ))
 }
 
-fn name_of(v: &Value) -> Option<String> {
-    match v {
-        Value::Keyword(s) | Value::Symbol(s) | Value::Str(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-/// Read a Jepsen EDN history (a vector of maps, or one map per line) into operations.
-pub fn raw_ops_from_edn(text: &str) -> Result<Vec<RawOp>, InputError> {
-    let mut names = Interner::default();
-    let mut pairer = Pairer::for_file();
-    for form in edn::HistoryForms::new(text) {
-        let (line, form) = form.map_err(|e| InputError::new(e.line, e.message))?;
-        let bad = |why: &str| InputError::new(line, format!("{why}: {form}"));
-        let map = match &form {
-            Value::Map(_) => &form,
-            Value::Tagged(_, inner) if matches!(**inner, Value::Map(_)) => inner,
-            _ => return Err(bad("expected an operation map")),
-        };
-        let process = match map.get("process") {
-            Some(Value::Int(i)) => i.to_string(),
-            Some(Value::Str(s)) => s.clone(),
-            Some(Value::Keyword(_)) => continue, // :nemesis and friends: not clients
-            Some(Value::Symbol(s)) => s.clone(),
-            _ => return Err(bad("operation without an integer or string :process")),
-        };
-        let kind = match map.get("type").and_then(Value::as_keyword) {
-            Some("invoke") => EventType::Invoke,
-            Some("ok") => EventType::Ok,
-            Some("fail") => EventType::Fail,
-            Some("info") => EventType::Info,
-            Some("event") => EventType::Event,
-            _ => return Err(bad("operation without :type :invoke, :ok, :fail or :info")),
-        };
-        let f = match map.get("f").and_then(name_of) {
-            Some(f) => f,
-            None => return Err(bad("operation without an :f")),
-        };
-        let time_ns = map
-            .get("time")
-            .and_then(Value::as_int)
-            .and_then(|t| u64::try_from(t).ok());
-        let key = map
-            .get("lock")
-            .or_else(|| map.get("key"))
-            .and_then(|v| name_of(v).or_else(|| v.as_int().map(|i| i.to_string())));
-        let token = map
-            .get("token")
-            .and_then(Value::as_int)
-            .and_then(|t| u64::try_from(t).ok());
-        let accepted = match map.get("accepted") {
-            Some(Value::Bool(b)) => Some(*b),
-            _ => None,
-        };
-        let index = map
-            .get("index")
-            .and_then(Value::as_int)
-            .and_then(|t| u64::try_from(t).ok());
-        pairer.push(RawEvent {
-            line,
-            index,
-            served: map.get("client").is_some_and(|c| !c.is_nil()),
-            kind,
-            process: names.get(&process),
-            f: names.get(&f),
-            value: map.get("value").cloned().unwrap_or(Value::Nil),
-            time_ns,
-            key: key.map(|k| names.get(&k)),
-            token,
-            accepted,
-        })?;
-    }
-    pairer.finish()
-}
-
 fn event_to_raw(e: &Event, line: usize, names: &mut Interner) -> RawEvent {
     RawEvent {
         line,
@@ -478,7 +438,8 @@ pub fn raw_ops_from_events(events: &[Event]) -> Result<Vec<RawOp>, InputError> {
 
 /// Write locksim events as a Jepsen-style EDN history (one map per line inside a vector):
 /// `{:index 12, :time 1503000000, :process "client-1", :type :invoke, :f :acquire, ...}`.
-/// Optional fields are written only when present; [`raw_ops_from_edn`] reads it back.
+/// Optional fields are written only when present; [`raw_ops_from_edn`](super::raw_ops_from_edn)
+/// reads it back.
 pub fn events_to_edn(events: &[Event]) -> String {
     let mut s = String::with_capacity(events.len() * 96 + 4);
     s.push('[');

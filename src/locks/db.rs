@@ -73,6 +73,11 @@ impl Algorithm for DbParams {
         v
     }
 
+    /// The database; the cleaner keeps nothing on disk.
+    fn disk_nodes(&self) -> Vec<String> {
+        vec!["db-0".to_string()]
+    }
+
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
         let p = self.clone();
         if ctx.name() == "cleaner" {

@@ -32,7 +32,7 @@ pub mod wire;
 #[cfg(test)]
 mod run_tests;
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 
 pub use mutex::EtcdMutex;
 pub use params::RaftParams;

@@ -122,6 +122,12 @@ impl Algorithm for Replicated {
         v
     }
 
+    /// The Redis nodes; Sentinels keep only their configuration file.
+    fn disk_nodes(&self) -> Vec<String> {
+        let r = self.0.replication();
+        (0..=r.replicas).map(|i| format!("redis-{i}")).collect()
+    }
+
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
         let (params, servers) = (self.0.clone(), self.servers());
         Box::pin(replicated_main(ctx, params, servers))

@@ -19,6 +19,8 @@ struct File {
 #[derive(Clone, Debug, Default)]
 pub struct Disk {
     files: BTreeMap<String, File>,
+    /// fsync calls so far, so that code can tell whether a step synced anything.
+    fsyncs: u64,
 }
 
 impl Disk {
@@ -38,9 +40,27 @@ impl Disk {
 
     /// Make everything appended to `name` so far durable.
     pub fn fsync(&mut self, name: &str) {
+        let len = self.len(name);
+        self.fsync_prefix(name, len);
+    }
+
+    /// Make the first `len` bytes of `name` durable: what an fsync started when the file
+    /// had that length covers, when it completes later (a stalled disk).
+    pub fn fsync_prefix(&mut self, name: &str, len: usize) {
+        self.fsyncs += 1;
         if let Some(f) = self.files.get_mut(name) {
-            f.synced = f.data.len();
+            f.synced = f.synced.max(len.min(f.data.len()));
         }
+    }
+
+    /// The length of `name` (including unsynced bytes), 0 if absent.
+    pub fn len(&self, name: &str) -> usize {
+        self.files.get(name).map_or(0, |f| f.data.len())
+    }
+
+    /// fsync calls made so far (on any file).
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs
     }
 
     /// Empty `name` (durably: a rewrite that replaced the file).

@@ -114,6 +114,15 @@ pub enum Fault {
         /// The nodes.
         nodes: Vec<String>,
     },
+    /// Stall each node's disk for `duration_ms`: the process keeps running and stepping
+    /// network messages, but every fsync it starts meanwhile completes only when the
+    /// stall ends (a saturated or failing device: etcd #15247, #12528).
+    DiskStall {
+        /// The nodes.
+        nodes: Vec<String>,
+        /// Stall length, true ms.
+        duration_ms: u64,
+    },
 }
 
 fn is_anywhere(p: &FaultPoint) -> bool {
@@ -172,6 +181,10 @@ impl Fault {
             "kill nodes; unsynced disk data is lost; restart after down_ms (at = as for pause)",
         ),
         ("restart", "restart crashed nodes"),
+        (
+            "disk-stall",
+            "nodes' fsyncs block until the stall ends while the process runs (duration_ms; servers with a disk)",
+        ),
     ];
 
     /// The kind's name, as in `kind = "..."`.
@@ -185,6 +198,7 @@ impl Fault {
             Fault::Drift { .. } => "drift",
             Fault::Crash { .. } => "crash",
             Fault::Restart { .. } => "restart",
+            Fault::DiskStall { .. } => "disk-stall",
         }
     }
 
@@ -198,6 +212,7 @@ impl Fault {
             | Fault::Skew { nodes, .. }
             | Fault::Drift { nodes, .. }
             | Fault::Crash { nodes, .. }
+            | Fault::DiskStall { nodes, .. }
             | Fault::Restart { nodes } => nodes,
         }
     }
@@ -210,10 +225,13 @@ impl Fault {
         }
     }
 
-    /// How long the fault lasts, ms, when it heals by itself (pause, partition, crash).
+    /// How long the fault lasts, ms, when it heals by itself (pause, partition, crash,
+    /// disk stall).
     pub fn duration_ms(&self) -> Option<u64> {
         match self {
-            Fault::Pause { duration_ms, .. } => Some(*duration_ms),
+            Fault::Pause { duration_ms, .. } | Fault::DiskStall { duration_ms, .. } => {
+                Some(*duration_ms)
+            }
             Fault::Partition { duration_ms, .. } => *duration_ms,
             Fault::Crash { down_ms, .. } => *down_ms,
             _ => None,
@@ -253,7 +271,9 @@ impl Fault {
             known("nodes", self.nodes())?;
         }
         match self {
-            Fault::Pause { duration_ms, .. } => bounded("duration_ms", *duration_ms)?,
+            Fault::Pause { duration_ms, .. } | Fault::DiskStall { duration_ms, .. } => {
+                bounded("duration_ms", *duration_ms)?
+            }
             Fault::Partition {
                 nodes,
                 duration_ms,
@@ -429,6 +449,12 @@ impl Fault {
                 });
             }
             Fault::Restart { nodes } => each(nodes, out, &|node| Action::Restart { node }),
+            Fault::DiskStall { nodes, duration_ms } => {
+                each(nodes, out, &|node| Action::DiskStall {
+                    node,
+                    duration_ns: duration_ms * MS,
+                })
+            }
         }
     }
 }
@@ -528,6 +554,13 @@ pub enum Action {
     Restart {
         /// Node.
         node: String,
+    },
+    /// Stall `node`'s disk for `duration_ns` from now.
+    DiskStall {
+        /// Node.
+        node: String,
+        /// Stall length, true ns.
+        duration_ns: u64,
     },
 }
 

@@ -61,6 +61,15 @@ pub struct RandomCrash {
     pub at: FaultPoint,
 }
 
+/// Random disk stalls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandomDiskStall {
+    /// Candidate nodes.
+    pub nodes: Vec<String>,
+    /// Stall length range, true ms.
+    pub duration_ms: [u64; 2],
+}
+
 /// The random part of a fault plan, with node selectors already resolved to names.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RandomFaults {
@@ -78,6 +87,8 @@ pub struct RandomFaults {
     pub clock: Option<RandomClock>,
     /// Random crashes.
     pub crash: Option<RandomCrash>,
+    /// Random disk stalls.
+    pub disk_stall: Option<RandomDiskStall>,
 }
 
 impl RandomFaults {
@@ -87,6 +98,7 @@ impl RandomFaults {
             || self.partition.is_some()
             || self.clock.is_some()
             || self.crash.is_some()
+            || self.disk_stall.is_some()
     }
 }
 
@@ -96,6 +108,7 @@ enum Kind {
     Partition,
     Clock,
     Crash,
+    DiskStall,
 }
 
 /// The kinds of random fault a seed enables (all configured ones, or a swarm subset).
@@ -112,6 +125,10 @@ fn enabled_kinds(f: &RandomFaults, rng: &mut ChaCha8Rng) -> Vec<Kind> {
     }
     if f.crash.is_some() {
         kinds.push(Kind::Crash);
+    }
+    // Last, so that schedules without disk stalls draw exactly what they drew before.
+    if f.disk_stall.is_some() {
+        kinds.push(Kind::DiskStall);
     }
     if !f.swarm || kinds.len() <= 1 {
         return kinds;
@@ -222,6 +239,14 @@ pub fn draw_schedule(f: &RandomFaults, all: &[String], seed: u64) -> Schedule {
                     at: c.at,
                 }
             }
+            Kind::DiskStall => {
+                let d = f.disk_stall.as_ref().expect("enabled");
+                let node = pick(&mut rng, &d.nodes);
+                Fault::DiskStall {
+                    nodes: vec![node],
+                    duration_ms: draw(&mut rng, d.duration_ms).min(room),
+                }
+            }
         };
         out.push(TimedFault { at_ms: t, fault });
         t += draw(&mut rng, f.interval_ms).max(1);
@@ -267,6 +292,7 @@ mod tests {
                 down_ms: [0, 100],
                 at: FaultPoint::Anywhere,
             }),
+            disk_stall: None,
         }
     }
 

@@ -56,6 +56,9 @@ pub struct NodeState {
     requests: RefCell<Vec<NodeRequest>>,
     crashed: Cell<bool>,
     starts: Cell<u32>,
+    /// True time (ns) until which the disk is stalled: an fsync started before then
+    /// completes then. A property of the device, so a crash does not clear it.
+    disk_stalled_until: Cell<u64>,
 }
 
 impl NodeState {
@@ -71,6 +74,7 @@ impl NodeState {
             requests: RefCell::new(Vec::new()),
             crashed: Cell::new(false),
             starts: Cell::new(0),
+            disk_stalled_until: Cell::new(0),
         }
     }
 
@@ -116,6 +120,13 @@ impl NodeState {
     /// Whether the node is down.
     pub fn is_crashed(&self) -> bool {
         self.crashed.get()
+    }
+
+    /// Stall the disk until true time `until_ns` (overlapping stalls last until the later
+    /// end).
+    pub fn stall_disk(&self, until_ns: u64) {
+        self.disk_stalled_until
+            .set(self.disk_stalled_until.get().max(until_ns));
     }
 }
 
@@ -266,6 +277,63 @@ impl NodeCtx {
     /// The node's disk (survives crashes; only fsynced data survives them).
     pub fn disk(&self) -> std::cell::RefMut<'_, Disk> {
         self.state.disk.borrow_mut()
+    }
+
+    /// The true ns an fsync started now still waits for, or 0 when the disk is not
+    /// stalled (`disk-stall` faults).
+    pub fn disk_stall_left_ns(&self) -> u64 {
+        self.state
+            .disk_stalled_until
+            .get()
+            .saturating_sub(self.true_ns())
+    }
+
+    /// Wait until an fsync started now has completed: at once, unless the disk is stalled,
+    /// then until the stall ends. Node code calls this after [`Disk::fsync`] and before
+    /// whatever the fsync must precede (an acknowledgement, a reply); the rest of the
+    /// process keeps running meanwhile.
+    pub async fn wait_disk(&self) {
+        loop {
+            let left = self.disk_stall_left_ns();
+            if left == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_nanos(left)).await;
+        }
+    }
+
+    /// An fsync of `name` as a background flusher does it (Redis's `everysec`, a database
+    /// that flushes its log once a second): it covers what the file held when it started
+    /// and completes when the disk lets it, while the process goes on appending.
+    pub async fn fsync_in_background(&self, name: &str) {
+        let started_at = self.disk().len(name);
+        self.wait_disk().await;
+        self.disk().fsync_prefix(name, started_at);
+    }
+
+    /// Like [`NodeCtx::wait_disk`] for a process whose only thread blocks in fsync (Redis
+    /// with `appendfsync always`): the whole node freezes, every task, until the stall
+    /// ends, as under a pause. Recorded as a pause `at = "fsync"`.
+    pub async fn freeze_until_disk_ready(&self) {
+        let left = self.disk_stall_left_ns();
+        if left == 0 || self.live.is_some() {
+            return;
+        }
+        self.record(
+            Event::new("nemesis", EventType::Event, "pause")
+                .nodes(vec![self.name().to_string()])
+                .value(serde_json::json!({
+                    "duration_ms": left as f64 / 1e6,
+                    "at": "fsync",
+                })),
+        );
+        self.state.pause.pause();
+        self.state
+            .requests
+            .borrow_mut()
+            .push(NodeRequest::ResumeAfter(left));
+        // Return Pending once: the Pausable wrapper then sees the switch and parks.
+        YieldNow::new().await;
     }
 
     /// Record an event from this node: stamps true time, the node's clocks and its name.

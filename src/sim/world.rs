@@ -390,6 +390,15 @@ impl Driver {
             } => {
                 self.nodes[&node].arm(point, ArmedFault::Crash { down_ns });
             }
+            Action::DiskStall { node, duration_ns } => {
+                self.nodes[&node].stall_disk(now + duration_ns);
+                self.record(
+                    now,
+                    "disk-stall",
+                    vec![node],
+                    json!({"duration_ms": duration_ns as f64 / 1e6}),
+                );
+            }
             Action::Restart { node } => {
                 let s = self.nodes[&node].clone();
                 if !s.is_crashed() {

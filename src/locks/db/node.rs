@@ -98,7 +98,7 @@ pub async fn db_main(ctx: NodeCtx, params: DbParams) {
         ctx.spawn(async move {
             loop {
                 ctx2.sleep(Duration::from_secs(1)).await;
-                ctx2.disk().fsync(REDO_LOG);
+                ctx2.fsync_in_background(REDO_LOG).await;
             }
         });
     }
@@ -222,8 +222,14 @@ async fn connection(ctx: NodeCtx, node: Node, mut stream: turmoil::net::TcpStrea
                 Ok(0) | Err(_) => break false,
                 Ok(n) => {
                     buf.extend_from_slice(&chunk[..n]);
+                    let fsyncs = ctx.disk().fsyncs();
                     if serve_buffered(&ctx, &node, conn, &mut buf, &mut out).is_err() {
                         break false;
+                    }
+                    // A commit is answered once its redo is on disk; the rest of the
+                    // server goes on meanwhile (InnoDB releases the row locks first).
+                    if ctx.disk().fsyncs() > fsyncs {
+                        ctx.wait_disk().await;
                     }
                 }
             },

@@ -416,6 +416,8 @@ pub struct Store {
     deletions: BTreeMap<String, Vec<u64>>,
     min_lease_ttl_ms: u64,
     applied_index: u64,
+    /// Chubby's lock-delay, ms (0: off); see [`lock_delay`].
+    lock_delay_ms: u64,
 }
 
 /// A write in progress: the revision it will get if it changes anything.
@@ -434,6 +436,7 @@ impl Store {
             deletions: BTreeMap::new(),
             min_lease_ttl_ms,
             applied_index: 0,
+            lock_delay_ms: 0,
         }
     }
 
@@ -700,10 +703,8 @@ impl Store {
                     return Err(ServiceError::LeaseNotFound);
                 };
                 let keys: Vec<String> = lease.keys.iter().cloned().collect();
-                for k in &keys {
-                    self.delete_key(&mut w, k);
-                }
                 self.leases.remove(id);
+                self.revoke_keys(&mut w, *id, &keys);
                 let revision = if w.changed { w.rev } else { self.revision };
                 Ok(Response::LeaseRevoke { revision })
             }
@@ -714,6 +715,9 @@ impl Store {
         result
     }
 }
+
+#[path = "lock_delay.rs"]
+pub mod lock_delay;
 
 #[cfg(test)]
 #[path = "kv_tests.rs"]

@@ -22,8 +22,13 @@
 //! * [`Lessor::expired`] lists the leases past their expiry; the node proposes a
 //!   `LeaseRevoke` for each, and every node deletes the keys when the revoke is applied. A
 //!   lease is listed again `retry` after each listing until the revoke applies (etcd's
-//!   `expiredLeaseRetryInterval`, which etcd's server sets to its request timeout; here
-//!   the `revoke_retry_ms` key).
+//!   `expiredLeaseRetryInterval`). etcd's server sets it to its request timeout,
+//!   `ReqTimeout() = 5 s + 2 × election timeout` (7 s with the default 1 s election
+//!   timeout); the lessor's own 3 s default (`defaultExpiredleaseRetryInterval`) applies
+//!   only when that is left 0, as in etcd's unit tests. Here it is the `revoke_retry_ms`
+//!   key, by default that request timeout scaled to the cluster's election timeout
+//!   ([`super::params::RaftParams::revoke_retry_ms`]); a retry is a second proposal of the
+//!   same revoke, and applying a revoke of a lease already gone changes nothing.
 //! * Not modelled: checkpoints of the remaining TTL (etcd's default interval is 5 min, so
 //!   they never fire for short leases) and the revoke rate limit.
 //!

@@ -80,6 +80,7 @@
 //! before taking over) be dropped (see [`super::invariants`]).
 
 use super::core::{Committed, Output, ProposeError, RaftCore, Role};
+use super::kv::lock_delay::is_delay_lease;
 use super::kv::{LeaseId, RangeRequest, Request, Response, ServiceError};
 use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
@@ -244,9 +245,10 @@ impl Node {
     }
 
     /// Handle every pending Ready: persist, update the server's view of the leadership,
-    /// apply, answer, queue messages.
-    fn handle_ready(&self) {
-        let now = self.ctx.mono_ns();
+    /// apply, answer, queue messages. A stalled disk holds the loop here after the fsync,
+    /// while the peer receivers go on stepping messages (etcd's raft loop blocked in
+    /// `wal.Save`).
+    async fn handle_ready(&self) {
         let out: Output = {
             let mut s = self.server.borrow_mut();
             if !s.core.has_ready() {
@@ -255,6 +257,10 @@ impl Node {
             let mut disk = self.ctx.disk();
             s.core.process_ready(&mut disk)
         };
+        if out.synced {
+            self.ctx.wait_disk().await;
+        }
+        let now = self.ctx.mono_ns();
         let mut s = self.server.borrow_mut();
         // Led when this Ready began or leads now: then Raft was leader when the commit
         // index advanced, so this node applies the new entries before any other can.
@@ -565,9 +571,13 @@ fn not_leader(s: &Server) -> ClientReply {
 }
 
 /// The keys of lease `id` that own their lock (the first-created key under `lock/`), as
-/// lock names.
+/// lock names. A delay lease owns nothing: its key only holds a lock-delay, and the
+/// holder's `expire` was recorded when its own lease was revoked.
 fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
     let store = service.store();
+    if is_delay_lease(id) {
+        return Vec::new();
+    }
     let Some(lease) = store.lease(id) else {
         return Vec::new();
     };
@@ -588,7 +598,7 @@ fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
 async fn raft_loop(node: Node) {
     let ctx = node.ctx.clone();
     // A restarted node applies its recovered log at once.
-    node.handle_ready();
+    node.handle_ready().await;
     let mut next_tick = ctx.mono_ns() + node.tick_ns();
     let lessor_every = node.params.lessor_check_ms() as i64 * 1_000_000;
     let mut next_lessor_check = ctx.mono_ns();
@@ -607,14 +617,14 @@ async fn raft_loop(node: Node) {
             node.lessor_check(now);
             next_lessor_check = now + lessor_every;
         }
-        node.handle_ready();
+        node.handle_ready().await;
         if tick {
             {
                 let mut s = node.server.borrow_mut();
                 s.core.tick();
                 s.last_tick_ns = now;
             }
-            node.handle_ready();
+            node.handle_ready().await;
             // Like a `time.Ticker`, ticks missed during a stall are not made up.
             next_tick = now + node.tick_ns();
         }

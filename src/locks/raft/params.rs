@@ -42,7 +42,10 @@ pub enum LessorCheck {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RaftToken {
-    /// The create revision of the holder's key (etcd's `Mutex.Header().Revision`).
+    /// The create revision of the holder's key (etcd's `Mutex.Key()` create revision,
+    /// `myRev`). Not `Mutex.Header().Revision`: that is the store revision of the last
+    /// response the mutex saw, which for a waiter is the revision of the read that ended
+    /// its wait — larger than its key's, and not assigned to it alone.
     Revision,
     /// No token: the workload writes unfenced.
     None,
@@ -144,6 +147,11 @@ pub struct RaftParams {
     /// 5 s + 2 × election timeout) [scaled].
     #[serde(default)]
     pub revoke_retry_ms: Option<u64>,
+    /// Chubby's lock-delay, ms of the leader's lessor clock [0: off]: a lock freed by a
+    /// lease revoke (its holder's session failed) gets no new owner for this long; a
+    /// release frees it at once. See [`super::kv::lock_delay`].
+    #[serde(default)]
+    pub lock_delay_ms: u64,
 }
 
 fn default_nodes() -> u32 {
@@ -201,6 +209,7 @@ impl Default for RaftParams {
             deadline_check_ms: None,
             lessor_check_ms: None,
             revoke_retry_ms: None,
+            lock_delay_ms: 0,
         }
     }
 }
@@ -302,6 +311,7 @@ impl RaftParams {
                 param::positive(key, v)?;
             }
         }
+        param::at_most_an_hour("lock_delay_ms", self.lock_delay_ms)?;
         if self.read == ReadMode::Lease && !self.check_quorum {
             return Err(ParamError::new(
                 "read",
@@ -333,6 +343,7 @@ pub const DOCS: &[ParamDoc] = &[
     ParamDoc::new("deadline_check_ms", "", "how often the client ends sessions past their deadline, local ms [etcd's 1 s × election timeout / 1 s]"),
     ParamDoc::new("lessor_check_ms", "", "how often the leader's lessor looks for expired leases, local ms [etcd's 500 ms × election timeout / 1 s]"),
     ParamDoc::new("revoke_retry_ms", "", "an expired lease's revoke is proposed again after this, local ms [etcd's request timeout: 5 s × election timeout / 1 s + 2 × election timeout]"),
+    ParamDoc::new("lock_delay_ms", "0", "Chubby's lock-delay, ms of the leader's clock: a lock freed by a lease revoke (not a release) gets no new owner for this long (0: off)"),
 ];
 
 #[cfg(test)]
@@ -376,6 +387,7 @@ mod tests {
             token = "none"
             fsync = "none"
             request_timeout_ms = 70
+            lock_delay_ms = 1000
             "#,
         )
         .unwrap();
@@ -385,6 +397,7 @@ mod tests {
         assert_eq!(p.token, RaftToken::None);
         assert_eq!(p.fsync, Fsync::None);
         assert_eq!(p.request_timeout_ms(), 70);
+        assert_eq!(p.lock_delay_ms, 1000);
         p.validate().unwrap();
         assert_eq!(parse("read = \"lease\"").unwrap().read, ReadMode::Lease);
     }
@@ -446,6 +459,13 @@ mod tests {
                 ..d()
             },
             "tick_ms",
+        );
+        bad(
+            RaftParams {
+                lock_delay_ms: 3_600_001,
+                ..d()
+            },
+            "lock_delay_ms",
         );
         assert_eq!(d().request_timeout_ms(), 200);
         for key in [
@@ -521,9 +541,10 @@ mod tests {
             "deadline_check_ms",
             "lessor_check_ms",
             "revoke_retry_ms",
+            "lock_delay_ms",
         ] {
             assert!(keys.contains(&k), "{k} undocumented");
         }
-        assert_eq!(keys.len(), 18);
+        assert_eq!(keys.len(), 19);
     }
 }

@@ -30,6 +30,7 @@
 //! (after ReadIndex, under a lease, or `read = "local"`).
 
 use super::core::Committed;
+use super::kv::lock_delay::delay_lease_id;
 use super::kv::{LeaseId, Request, Response, ServiceError, Store};
 use super::lease::{LeaseError, Lessor};
 use super::params::RaftParams;
@@ -81,8 +82,10 @@ impl Service {
     /// leases are listed again every `revoke_retry_ms` (etcd: its request timeout).
     pub fn new(params: &RaftParams) -> Service {
         let election_ns = params.election_timeout_ms() as i64 * 1_000_000;
+        let mut store = Store::new(params.min_lease_ttl_ms());
+        store.set_lock_delay_ms(params.lock_delay_ms);
         Service {
-            store: Store::new(params.min_lease_ttl_ms()),
+            store,
             lessor: Lessor::new(params.revoke_retry_ms() as i64 * 1_000_000),
             extend_ns: election_ns,
         }
@@ -120,12 +123,24 @@ impl Service {
                 });
             }
         };
+        let before = self.store.revision();
         let result = self.store.apply(entry.index, &p.req);
         match (&p.req, &result) {
             (_, Ok(Response::LeaseGrant { id, ttl_ms, .. })) => {
                 self.lessor.granted(*id, *ttl_ms, now_ns)
             }
-            (Request::LeaseRevoke { id }, Ok(_)) => self.lessor.revoked(*id),
+            (Request::LeaseRevoke { id }, Ok(r)) => {
+                self.lessor.revoked(*id);
+                // A revoke that freed a lock by failure granted a delay lease under its
+                // new revision: the lessor times it like any other (`kv::lock_delay`).
+                let delay = delay_lease_id(r.revision());
+                match self.store.lease(delay) {
+                    Some(l) if r.revision() > before => {
+                        self.lessor.granted(delay, l.ttl_ms, now_ns)
+                    }
+                    _ => {}
+                }
+            }
             _ => {}
         }
         Some(Applied {

@@ -115,12 +115,14 @@ pub async fn run_node_with(
                 if node.borrow().role != Role::Primary {
                     continue;
                 }
+                let fsyncs = ctx2.disk().fsyncs();
                 let out = node
                     .borrow_mut()
                     .server
                     .active_expire_outcome(ctx2.wall_ms());
                 record_expired(&ctx2, &out.expired);
                 propagate(&ctx2, &node, &out.propagate);
+                wait_for_aof(&ctx2, fsyncs).await;
             }
         });
     }
@@ -129,7 +131,9 @@ pub async fn run_node_with(
         ctx.spawn(async move {
             loop {
                 ctx2.sleep(Duration::from_secs(1)).await;
-                ctx2.disk().fsync(AOF);
+                // Redis's background fsync thread: a stalled disk delays durability, not
+                // the replies.
+                ctx2.fsync_in_background(AOF).await;
             }
         });
     }
@@ -323,6 +327,7 @@ async fn serve_client(
     loop {
         let mut out = Vec::new();
         let mut close = false;
+        let fsyncs = ctx.disk().fsyncs();
         while !close {
             match decode_command(&buf) {
                 Ok(Some((args, used))) => {
@@ -358,6 +363,7 @@ async fn serve_client(
                 }
             }
         }
+        wait_for_aof(ctx, fsyncs).await;
         if !out.is_empty() && stream.write_all(&out).await.is_err() {
             return false;
         }
@@ -440,6 +446,15 @@ pub(crate) fn propagate(ctx: &NodeCtx, node: &Node, cmds: &[Vec<Vec<u8>>]) {
         n.persistence
     };
     persist(ctx, persistence, &bytes);
+}
+
+/// With `appendfsync always` Redis fsyncs the AOF in its only thread before it replies
+/// (`beforeSleep`): when that fsync meets a stalled disk, the whole server waits with it,
+/// every client, the expire cycle and replication alike.
+pub(crate) async fn wait_for_aof(ctx: &NodeCtx, fsyncs_before: u64) {
+    if ctx.disk().fsyncs() > fsyncs_before {
+        ctx.freeze_until_disk_ready().await;
+    }
 }
 
 /// Append already-encoded commands to the AOF per the persistence policy.

@@ -18,7 +18,9 @@
 //! Partial resynchronisation (the backlog) is not modelled: every (re)connection is a
 //! full resync, which is semantically what a replica sees after a long partition.
 
-use super::node::{persist, read_aof, rewrite_aof, Node, RedisNodeState, Role, REDIS_PORT};
+use super::node::{
+    persist, read_aof, rewrite_aof, wait_for_aof, Node, RedisNodeState, Role, REDIS_PORT,
+};
 use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
 use crate::history::EventType;
 use crate::net::tcp::{connect, read_alive, Keepalive};
@@ -369,7 +371,9 @@ async fn replica_link(ctx: NodeCtx, node: Node, lag: [u64; 2]) {
                 let Some((applied, persistence)) = apply(&ctx, &node, gen, &cmd, used) else {
                     return;
                 };
+                let fsyncs = ctx.disk().fsyncs();
                 persist(&ctx, persistence, &bytes);
+                wait_for_aof(&ctx, fsyncs).await;
                 if send_ack(&mut wr, applied).await.is_err() {
                     break;
                 }

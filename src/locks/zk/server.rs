@@ -25,7 +25,10 @@
 //! Session expiry is the leader's (`LeaderSessionTracker`): a new leader starts every
 //! session over with a full timeout; followers report the sessions their clients touched
 //! every half tick (ZooKeeper's learner ping); the leader proposes `closeSession` for
-//! each expired bucket, and again if it was not applied within two ticks. Raft ticks
+//! each expired bucket, and again if it was not applied within two ticks. The tracker
+//! belongs to one Raft term (ZooKeeper's epoch), and a server proposes the transactions
+//! it decides on its own only as the leader of that term (`propose_own`), never through
+//! a follower's forwarding. Raft ticks
 //! every `tick_ms / 5` of the node's local clock (election timeout 10 to 20 Raft ticks,
 //! heartbeats every 2), so a leader fails over within about half a session timeout.
 //!
@@ -117,6 +120,8 @@ struct Ensemble {
     pending_reads: Vec<(u64, oneshot::Sender<()>)>,
     /// Sessions this server's clients touched since the last report to the leader.
     touched: BTreeSet<SessionId>,
+    /// The Raft term (ZooKeeper's epoch) the leader-side session tracker was built in.
+    epoch: Option<u64>,
 }
 
 pub(super) struct Server {
@@ -166,6 +171,7 @@ pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
             reads: BTreeMap::new(),
             pending_reads: Vec::new(),
             touched: BTreeSet::new(),
+            epoch: None,
         });
     } else {
         let txns = read_log(&mut ctx.disk());
@@ -318,6 +324,7 @@ impl Node {
             }
             let applied = self.s.borrow_mut().db.apply(zxid, &txn);
             self.after_apply(&txn, &applied);
+            self.wait_standalone_log().await;
             return Some((zxid, applied.result));
         }
         let id = self.ctx.rand_u64();
@@ -345,6 +352,16 @@ impl Node {
         }
     }
 
+    /// Standalone, every request queues behind the transaction log's fsync (ZooKeeper's
+    /// `SyncRequestProcessor`): a stalled disk holds all request processing. Modelled as
+    /// the server freezing from the fsync until the stall ends, its connection layer
+    /// with it (which does not touch sessions meanwhile, as ZooKeeper's would).
+    async fn wait_standalone_log(&self) {
+        if self.s.borrow().ens.is_none() {
+            self.ctx.freeze_until_disk_ready().await;
+        }
+    }
+
     /// Run a transaction nobody waits for (session closes, container deletes).
     fn submit_txn(&self, txn: Txn) {
         if self.s.borrow().ens.is_none() {
@@ -356,8 +373,7 @@ impl Node {
         }
         let id = self.ctx.rand_u64();
         if let Some(e) = self.s.borrow_mut().ens.as_mut() {
-            // Dropped without a leader: the expirer proposes it again.
-            let _ = e.core.propose(Proposal { id, txn }.encode());
+            propose_own(&mut e.core, e.epoch, Proposal { id, txn }.encode());
         }
         self.wake.notify_one();
     }
@@ -505,9 +521,37 @@ impl Node {
         }
     }
 
-    /// Handle every pending Raft Ready: leadership, applies, reads, messages.
-    fn handle_ready(&self) {
-        let now = self.ctx.mono_ns();
+    /// Keep the leader-side session tracker in step with the Raft core: a leader of a
+    /// term its tracker was not built in starts every session over with a full timeout
+    /// (ZooKeeper's new leader loading its database); a non-leader has none.
+    fn track_epoch(&self, now: i64) {
+        let mut s = self.s.borrow_mut();
+        let s = &mut *s;
+        let Some(e) = s.ens.as_mut() else {
+            return;
+        };
+        if !e.core.is_leader() {
+            s.tracker = None;
+            e.epoch = None;
+            return;
+        }
+        let term = e.core.term();
+        if e.epoch == Some(term) {
+            return;
+        }
+        tracing::debug!(term, "leading: every session starts over");
+        let mut t = SessionTracker::new(self.params.tick_ms);
+        for (&id, &timeout) in s.db.sessions() {
+            t.add(id, timeout, now);
+        }
+        s.tracker = Some(t);
+        e.epoch = Some(term);
+    }
+
+    /// Handle every pending Raft Ready: leadership, applies, reads, messages. A stalled
+    /// disk holds the loop after the log's fsync (a learner cannot acknowledge a proposal
+    /// before it is logged), while peer messages are still stepped.
+    async fn handle_ready(&self) {
         let out = {
             let mut s = self.s.borrow_mut();
             let Some(e) = s.ens.as_mut() else {
@@ -519,6 +563,10 @@ impl Node {
             let mut disk = self.ctx.disk();
             e.core.process_ready(&mut disk)
         };
+        if out.synced {
+            self.ctx.wait_disk().await;
+        }
+        let now = self.ctx.mono_ns();
         if let Some(ss) = out.soft_state {
             let mut s = self.s.borrow_mut();
             let s = &mut *s;
@@ -528,25 +576,18 @@ impl Node {
             let leader = ss.role == Role::Leader;
             if leader && !was_leader {
                 let term = e.core.term();
-                tracing::debug!(term, "leading: every session starts over");
                 self.ctx.record(
                     self.ctx
                         .event(EventType::Event, "leader")
                         .value(serde_json::json!({ "term": term })),
                 );
-                let mut t = SessionTracker::new(self.params.tick_ms);
-                for (&id, &timeout) in s.db.sessions() {
-                    t.add(id, timeout, now);
-                }
-                s.tracker = Some(t);
-            } else if !leader {
-                s.tracker = None;
             }
             if e.lead == 0 && !s.conns.is_empty() {
                 tracing::debug!("no leader: closing client connections");
                 s.conns.clear();
             }
         }
+        self.track_epoch(now);
         for c in &out.committed {
             if c.data.is_empty() {
                 self.s.borrow_mut().db.skip(c.index);
@@ -599,6 +640,35 @@ impl Node {
     }
 }
 
+/// Propose a transaction the server decided on its own (a session close, a container
+/// delete): only while its Raft core is the leader of `epoch`, the term its session
+/// tracker was built in. Returns whether Raft took it.
+///
+/// raft-rs has a follower forward a proposal to the leader it knows, which appends it
+/// in *its* term. So a deposed leader — its core stepped a message of the new leader,
+/// its server has not yet handled the Ready that drops the tracker — would have its
+/// expiry decisions committed by a leader that considers those sessions live. ZooKeeper
+/// cannot do this: a proposal carries its leader's epoch and learners reject an older
+/// one, and each new leader builds its session tracker anew. Here the tracker is
+/// rebuilt whenever the node leads a term it was not built in (`handle_ready`), and a
+/// server-originated proposal is appended only by the leader of that term, so its entry
+/// carries the tracker's epoch as its Raft term: Raft never changes an entry's term, and
+/// an entry of a deposed term never commits. Checking the role alone is not enough: a
+/// node that lost and regained leadership between two Readies would act on a tracker
+/// that missed the touches the other leader saw in between.
+fn propose_own(core: &mut RaftCore, epoch: Option<u64>, data: Vec<u8>) -> bool {
+    if !core.is_leader() || epoch != Some(core.term()) {
+        tracing::debug!(
+            term = core.term(),
+            ?epoch,
+            "not leading the tracker's epoch: not proposing"
+        );
+        return false;
+    }
+    // Dropped (it should not be, as leader): the expirer proposes it again.
+    core.propose(data).is_ok()
+}
+
 impl Proposal {
     fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a proposal serialises")
@@ -610,7 +680,7 @@ async fn raft_loop(node: Node) {
     let ctx = node.ctx.clone();
     let tick_ns = raft_params(&node.params).tick_ms as i64 * 1_000_000;
     // A restarted server applies its recovered log at once.
-    node.handle_ready();
+    node.handle_ready().await;
     let mut next_tick = ctx.mono_ns() + tick_ns;
     loop {
         let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
@@ -619,13 +689,13 @@ async fn raft_loop(node: Node) {
             _ = node.wake.notified() => {}
             _ = ctx.sleep(Duration::from_nanos(wait)) => {}
         }
-        node.handle_ready();
+        node.handle_ready().await;
         let now = ctx.mono_ns();
         if now >= next_tick {
             if let Some(e) = node.s.borrow_mut().ens.as_mut() {
                 e.core.tick();
             }
-            node.handle_ready();
+            node.handle_ready().await;
             // Like a ticker, ticks missed during a stall are not made up.
             next_tick = now + tick_ns;
         }
@@ -661,6 +731,7 @@ async fn expirer(node: Node) {
                 time_ms: ctx.wall_ms(),
                 op: Op::CloseSession,
             });
+            node.wait_standalone_log().await;
         }
     }
 }
@@ -684,6 +755,7 @@ async fn container_manager(node: Node) {
                 time_ms: ctx.wall_ms(),
                 op: Op::DeleteContainer { path },
             });
+            node.wait_standalone_log().await;
         }
     }
 }
@@ -794,6 +866,60 @@ mod tests {
         append_log(&mut disk, &t("/c"));
         assert!(disk.read(TXN_LOG).len() > len);
         assert_eq!(read_log(&mut disk).len(), 3);
+    }
+
+    /// The window of issue 19: a leader that was paused (it does not tick) while the
+    /// others elected a new one steps a message from the new leader; its Raft core is
+    /// now a follower that knows the new leader, but the server has not yet handled the
+    /// Ready that drops its session tracker. A session close its expirer finds due then
+    /// must not reach the log: raft-rs would forward it, and the new leader, which
+    /// considers the session live, would commit it.
+    #[test]
+    fn a_deposed_leader_does_not_get_its_own_transactions_committed() {
+        use crate::locks::raft::testkit::Cluster;
+        let p = raft_params(&ZkParams {
+            servers: 3,
+            ..ZkParams::default()
+        });
+        for seed in 0..4 {
+            let mut c = Cluster::new(p.clone(), seed);
+            let old = c.wait_leader(3000);
+            let epoch = c.node(old).term();
+            // Paused: cut off and not ticking.
+            c.isolate(old);
+            c.tick_every[(old - 1) as usize] = u64::MAX / 2;
+            assert!(c.run_until(3000, |c| c.leader().is_some_and(|l| l != old)));
+            let new = c.leader().unwrap();
+            c.heal();
+            assert!(c.run_until(1000, |c| c.node(old).leader_id() == new));
+            assert!(!c.node(old).is_leader());
+            let close = Proposal {
+                id: 7,
+                txn: Txn {
+                    session: 42,
+                    owner: 0,
+                    time_ms: 0,
+                    op: Op::CloseSession,
+                },
+            }
+            .encode();
+            let proposed = propose_own(c.node_mut(old), Some(epoch), close.clone());
+            c.process(old);
+            c.run_ms(500);
+            assert!(
+                c.applied_by(&close).is_empty(),
+                "seed {seed}: the deposed leader's close was committed"
+            );
+            assert!(!proposed, "seed {seed}: Raft took it");
+            // The new leader's own proposal at its epoch goes through.
+            let t = c.node(new).term();
+            assert!(propose_own(c.node_mut(new), Some(t), close.clone()));
+            c.process(new);
+            c.run_ms(200);
+            assert_eq!(c.applied_by(&close).len(), 3);
+            // A tracker of an older epoch (leadership lost and regained) is not enough.
+            assert!(!propose_own(c.node_mut(new), Some(t - 1), close.clone()));
+        }
     }
 
     #[test]
