@@ -502,24 +502,9 @@ impl Node {
             // Registered before the check: a Ready handled after it still wakes us.
             let changed = self.lessor_changed.notified();
             let now = self.ctx.mono_ns();
-            let mut s = self.server.borrow_mut();
-            match s.service.keep_alive(id, now) {
-                Ok(ttl_ms) => {
-                    tracing::debug!(lease = id, "lease renewed");
-                    return ClientReply::KeepAlive { ttl_ms };
-                }
-                // Leader, but the lessor is not promoted yet (its term's no-op is not
-                // applied), or demoted while this renew waited: the client retries at the
-                // new leader, whose promotion extended every lease.
-                Err(LeaseError::NotPrimary) => return not_leader(&s),
-                // Revoked (possibly while this renew waited).
-                Err(LeaseError::NotFound) => return ClientReply::Err(ReplyError::LeaseNotFound),
-                // etcd's `Renew` blocks on an expired lease until its revoke applies or
-                // the lessor is demoted; the request timeout bounds the wait here (the
-                // client gives up on the request then anyway).
-                Err(LeaseError::Expired) => {}
+            if let Some(reply) = self.renew(id, now) {
+                return reply;
             }
-            drop(s);
             let left = (deadline - now).max(0) as u64;
             if self
                 .ctx
@@ -529,6 +514,28 @@ impl Node {
             {
                 return ClientReply::Err(ReplyError::Timeout);
             }
+        }
+    }
+
+    /// One renew attempt at `now`: the answer, or `None` while the lease is expired and
+    /// its revoke not yet applied (the caller waits for the next change).
+    fn renew(&self, id: LeaseId, now: i64) -> Option<ClientReply> {
+        let mut s = self.server.borrow_mut();
+        match s.service.keep_alive(id, now) {
+            Ok(ttl_ms) => {
+                tracing::debug!(lease = id, "lease renewed");
+                Some(ClientReply::KeepAlive { ttl_ms })
+            }
+            // Leader, but the lessor is not promoted yet (its term's no-op is not
+            // applied), or demoted while this renew waited: the client retries at the new
+            // leader, whose promotion extended every lease.
+            Err(LeaseError::NotPrimary) => Some(not_leader(&s)),
+            // Revoked (possibly while this renew waited).
+            Err(LeaseError::NotFound) => Some(ClientReply::Err(ReplyError::LeaseNotFound)),
+            // etcd's `Renew` blocks on an expired lease until its revoke applies or the
+            // lessor is demoted; the request timeout bounds the wait here (the client
+            // gives up on the request then anyway).
+            Err(LeaseError::Expired) => None,
         }
     }
 

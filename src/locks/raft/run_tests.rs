@@ -125,8 +125,8 @@ fn a_keepalive_of_a_lease_an_old_leader_expired_is_renewed_by_the_next_leader() 
         let h = &r.history;
         let leader_at_cut = h
             .iter()
-            .filter(|e| e.f == "leader" && e.time_ms() < 1000.0)
-            .last()
+            .rev()
+            .find(|e| e.f == "leader" && e.time_ms() < 1000.0)
             .map(|e| e.process.as_str());
         let (ok, release) = first_hold(h, "client-0");
         if leader_at_cut != Some("raft-0") || ok.time_ms() > 900.0 {
@@ -137,4 +137,37 @@ fn a_keepalive_of_a_lease_an_old_leader_expired_is_renewed_by_the_next_leader() 
         assert!(!h.iter().any(|e| e.f == "expire"), "seed {seed}");
     }
     assert!(led > 0, "raft-0 never led at the cut");
+}
+
+#[test]
+fn a_keepalive_of_an_expired_lease_waits_for_its_revoke() {
+    // One Raft node whose clock runs twice as fast as the client's: a 500 ms lease lasts
+    // 250 ms there, and keepalive rounds 300 ms apart send the next keepalive after it
+    // expired. The lessor looks every 400 ms of its clock (200 ms), so the keepalive
+    // usually arrives before the revoke is applied. etcd's Renew blocks then until the
+    // revoke applies: the session ends (and a holder that stops on it stops) only once
+    // the key is gone. Answered at once, the holder would stop before the revoke, while
+    // its key still owns the lock; treated as no answer, it would stop a round or more
+    // after it.
+    let s = scenario(
+        "duration_ms = 1500\nliveness_ms = 1500\n[lock]\nnodes = 1\nttl_ms = 500\nkeepalive_retry_ms = 300\n\
+         lessor_check_ms = 400\nrequest_timeout_ms = 1000\non_session_lost = \"stop\"\n\
+         [workload]\nclients = 1\nthink_ms = [0, 0]\nwork_ms = [1000, 1000]\n\
+         [[faults.at]]\nat_ms = 0\nkind = \"drift\"\nnodes = [\"raft-0\"]\ndrift_ppm = 1000000\n",
+    );
+    for seed in 0..3 {
+        let r = run(&s, seed);
+        let h = &r.history;
+        let (ok, release) = first_hold(h, "client-0");
+        let expire = h
+            .iter()
+            .find(|e| e.process == "raft-0" && e.f == "expire" && e.index > ok.index)
+            .unwrap_or_else(|| panic!("seed {seed}: the lease was not revoked"));
+        assert_eq!(release.reason.as_deref(), Some("expired"), "seed {seed}");
+        let after = release.time_ms() - expire.time_ms();
+        assert!(
+            (0.0..50.0).contains(&after),
+            "seed {seed}: the holder stopped {after} ms after the revoke"
+        );
+    }
 }
