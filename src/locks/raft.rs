@@ -7,8 +7,8 @@
 //!   leases; [`service`]), the leader-local lessor that decides lease expiry ([`lease`]),
 //!   the wire formats ([`wire`]).
 //! * Clients ([`client`], [`mutex`]): etcd's `concurrency` package — a session (a lease
-//!   kept alive every TTL/3) and `Mutex.Lock`/`Unlock`; the fencing token is the create
-//!   revision of the holder's key.
+//!   kept alive by etcd's client loops) and `Mutex.Lock`/`Unlock`; the fencing token is
+//!   the create revision of the holder's key.
 //! * Checks: the standard ones (with `lock-linearizable` reading each revoke's `expire`
 //!   once) plus Raft's own invariants ([`invariants`]), so that a lock violation is never
 //!   a Raft bug in disguise.
@@ -29,6 +29,8 @@ pub mod service;
 pub mod storage;
 pub mod wire;
 
+#[cfg(test)]
+mod run_tests;
 #[cfg(test)]
 pub(crate) mod testkit;
 

@@ -15,12 +15,23 @@
 //! # Session (client/v3/concurrency/session.go)
 //!
 //! `LeaseGrant` with a client-chosen random id (etcd's server picks it; the effect is the
-//! same), then a keepalive every TTL/3 of the client's monotonic clock, spawned with
-//! `ctx.spawn` (so it freezes with its process). A keepalive answered with a TTL moves the
-//! session's validity to *answer time + TTL* (etcd's `ka.deadline`); `LeaseNotFound` or
-//! `LeaseExpired` ends the session; a session whose validity passes without an answer
-//! ends too (etcd's `deadlineLoop` closing the keepalive channel). A lock call then makes
-//! a new session.
+//! same), then the keepalive task, spawned with `ctx.spawn` (so it freezes with its
+//! process), which runs etcd's two client loops (client/v3/lease.go):
+//!
+//! * **send** (`sendKeepAliveLoop`): rounds `keepalive_retry_ms` apart (etcd: 500 ms). The
+//!   first keepalive goes at once after the grant; after an answer the next is due a
+//!   third of the TTL later, sent at the first round after that; a keepalive without an
+//!   answer is sent again at the next round. An answer with a TTL moves the session's
+//!   validity to *answer time + TTL* (etcd's `ka.deadline`); `LeaseNotFound` (etcd's TTL
+//!   0, which the server sends once an expired lease's revoke is applied) ends the
+//!   session and cuts the validity to now.
+//! * **deadline** (`deadlineLoop`): every `deadline_check_ms` (etcd: 1 s), a session
+//!   whose validity passed without an answer ends.
+//!
+//! The end of a session is etcd's `Session.Done()`: with `on_session_lost = "stop"` the
+//! holder stops working then. A lock call makes a new session. Unlike etcd, the first
+//! deadline is the grant's answer + TTL, not the client's `firstKeepAliveTimeout` (dial
+//! timeout + 1 s): the grant's validity never outlives the TTL the server promised.
 
 use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response};
 use super::params::RaftParams;
@@ -32,6 +43,7 @@ use crate::sim::NodeCtx;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Why a call got no useful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,14 +224,32 @@ fn unexpected(reply: ClientReply) -> CallFailure {
     CallFailure::Transport(CallError::Io(format!("unexpected reply {reply:?}")))
 }
 
+/// What a session's keepalive task shares with its holder.
+struct Shared {
+    /// End of validity on the client's monotonic clock, ns: last keepalive answer + TTL,
+    /// cut to the moment a keepalive learns the lease is gone.
+    valid_until: Rc<Cell<i64>>,
+    /// Set when the session ends (etcd's `Done()` closes).
+    lost: Cell<bool>,
+    /// Woken when the session ends.
+    done: Notify,
+}
+
+impl Shared {
+    fn end(&self) {
+        self.lost.set(true);
+        self.done.notify_waiters();
+    }
+}
+
 /// A lease kept alive in the background (etcd's `Session`).
 pub struct Session {
     /// The lease.
     pub lease: LeaseId,
-    /// End of validity on the client's monotonic clock, ns: last keepalive answer + TTL.
+    /// End of validity on the client's monotonic clock, ns (shared with the grants made
+    /// under this session): last keepalive answer + TTL.
     pub valid_until: Rc<Cell<i64>>,
-    /// Set when the keepalive task learns the lease is gone or gives up.
-    pub lost: Rc<Cell<bool>>,
+    shared: Rc<Shared>,
     keepalive: tokio::task::JoinHandle<()>,
 }
 
@@ -244,33 +274,53 @@ impl Session {
             other => return Err(unexpected(ClientReply::Ok(other))),
         };
         let valid_until = Rc::new(Cell::new(ctx.mono_ns() + ms(ttl_ms)));
-        let lost = Rc::new(Cell::new(false));
+        let shared = Rc::new(Shared {
+            valid_until: valid_until.clone(),
+            lost: Cell::new(false),
+            done: Notify::new(),
+        });
         let task = keepalive(
             ctx.clone(),
             EtcdClient::new(params, preferred),
             lease,
-            ttl_ms,
-            valid_until.clone(),
-            lost.clone(),
+            Timers::of(params),
+            shared.clone(),
         );
         tracing::debug!(lease, ttl_ms, "session started");
         Ok(Session {
             lease,
             valid_until,
-            lost,
+            shared,
             keepalive: ctx.spawn(task),
         })
     }
 
-    /// Whether the session can still be used: not lost, validity ahead of `now_ns`.
+    /// Whether the session can still be used: not ended, validity ahead of `now_ns`.
     pub fn alive(&self, now_ns: i64) -> bool {
-        !self.lost.get() && now_ns < self.valid_until.get()
+        !self.shared.lost.get() && now_ns < self.valid_until.get()
+    }
+
+    /// Completes when the session ends (etcd's `Session.Done()`): a keepalive answer
+    /// said the lease is gone, the deadline check found no answer within the TTL, or the
+    /// session was orphaned.
+    pub fn done(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let shared = self.shared.clone();
+        async move {
+            loop {
+                // Registered before the check, so an end in between still wakes us.
+                let woken = shared.done.notified();
+                if shared.lost.get() {
+                    return;
+                }
+                woken.await;
+            }
+        }
     }
 
     /// Stop keeping the lease alive (etcd's `Orphan`): it expires on its own.
     pub fn orphan(&self) {
         self.keepalive.abort();
-        self.lost.set(true);
+        self.shared.end();
     }
 }
 
@@ -284,41 +334,119 @@ fn ms(ms: u64) -> i64 {
     ms as i64 * 1_000_000
 }
 
-/// The keepalive loop of one session (see the module docs).
+/// The client's keepalive timers (see the module docs).
+#[derive(Debug, Clone, Copy)]
+struct Timers {
+    /// The send loop's round.
+    retry: Duration,
+    /// The deadline loop's period.
+    deadline_check: Duration,
+}
+
+impl Timers {
+    fn of(params: &RaftParams) -> Timers {
+        Timers {
+            retry: Duration::from_millis(params.keepalive_retry_ms()),
+            deadline_check: Duration::from_millis(params.deadline_check_ms()),
+        }
+    }
+}
+
+/// The keepalive task of one session: etcd's send loop and deadline loop side by side;
+/// the session ends when either does.
 async fn keepalive(
     ctx: NodeCtx,
     mut client: EtcdClient,
     lease: LeaseId,
-    ttl_ms: u64,
-    valid_until: Rc<Cell<i64>>,
-    lost: Rc<Cell<bool>>,
+    timers: Timers,
+    shared: Rc<Shared>,
 ) {
-    let every = Duration::from_millis((ttl_ms / 3).max(1));
+    tokio::select! {
+        biased;
+        _ = deadline_loop(&ctx, &shared, timers.deadline_check) => {
+            tracing::debug!(lease, "session expired: no keepalive answer within the TTL");
+        }
+        _ = send_loop(&ctx, &mut client, lease, &shared, timers.retry) => {
+            tracing::debug!(lease, "session lost: the leader does not know the lease");
+        }
+    }
+    shared.end();
+}
+
+/// etcd's `deadlineLoop`: every `every`, end the session if its deadline passed.
+async fn deadline_loop(ctx: &NodeCtx, shared: &Shared, every: Duration) {
     loop {
         ctx.sleep(every).await;
-        loop {
-            let deadline = valid_until.get();
-            if ctx.mono_ns() >= deadline {
-                tracing::debug!(lease, "session expired: no keepalive answer within the TTL");
-                lost.set(true);
-                return;
-            }
-            let req = ClientRequest::KeepAlive { id: lease };
-            match client.call(&ctx, &req, true, deadline).await {
-                Ok(ClientReply::KeepAlive { ttl_ms }) => {
-                    let node = client.preferred.get();
-                    tracing::debug!(lease, node, "keepalive answered by raft-{node}");
-                    valid_until.set(ctx.mono_ns() + ms(ttl_ms));
-                    break;
+        if ctx.mono_ns() > shared.valid_until.get() {
+            return;
+        }
+    }
+}
+
+/// etcd's `sendKeepAliveLoop`: each round, send a keepalive if the next one is due (the
+/// first at once; then a third of the TTL after each answer; an unanswered one again at
+/// the next round), then wait a round. Returns when an answer says the lease is gone,
+/// after cutting the validity to now.
+async fn send_loop(
+    ctx: &NodeCtx,
+    client: &mut EtcdClient,
+    lease: LeaseId,
+    shared: &Shared,
+    every: Duration,
+) {
+    let mut next = ctx.mono_ns();
+    loop {
+        if ctx.mono_ns() >= next {
+            match renew(ctx, client, lease).await {
+                Ok(ttl_ms) => {
+                    let now = ctx.mono_ns();
+                    shared.valid_until.set(now + ms(ttl_ms));
+                    next = now + ms(ttl_ms) / 3;
                 }
-                Err(CallFailure::Reply(ReplyError::LeaseNotFound | ReplyError::LeaseExpired)) => {
-                    tracing::debug!(lease, "session lost: the leader does not know the lease");
-                    lost.set(true);
+                Err(Some(ReplyError::LeaseNotFound)) => {
+                    let now = ctx.mono_ns();
+                    shared.valid_until.set(shared.valid_until.get().min(now));
                     return;
                 }
-                // Retried inside `call` until the validity ends; the check above decides.
-                _ => ctx.sleep(client.tick).await,
+                // No answer: sent again next round.
+                Err(_) => {}
             }
+        }
+        ctx.sleep(every).await;
+    }
+}
+
+/// One keepalive: the TTL, or the node's error (`None`: no answer). `NotLeader` and
+/// `NoLeader` are retried on the hinted (or next) node for up to a request timeout, as
+/// etcd's server forwards a renew to the leader and waits for one to exist.
+async fn renew(
+    ctx: &NodeCtx,
+    client: &mut EtcdClient,
+    lease: LeaseId,
+) -> Result<u64, Option<ReplyError>> {
+    let req = ClientRequest::KeepAlive { id: lease };
+    let deadline = ctx.mono_ns() + client.timeout().as_nanos() as i64;
+    loop {
+        let before = client.preferred.get();
+        let failure = match client.call_once(ctx, &req).await {
+            Ok(ClientReply::KeepAlive { ttl_ms }) => {
+                tracing::debug!(lease, node = before, "keepalive answered by raft-{before}");
+                return Ok(ttl_ms);
+            }
+            Ok(_) => return Err(None),
+            Err(f) => f,
+        };
+        client.redirect(&failure);
+        match failure {
+            CallFailure::Reply(ReplyError::NotLeader { hint })
+                if hint != 0 && hint as usize != before + 1 && ctx.mono_ns() < deadline => {}
+            CallFailure::Reply(ReplyError::NotLeader { .. } | ReplyError::NoLeader)
+                if ctx.mono_ns() < deadline =>
+            {
+                ctx.sleep(client.tick).await
+            }
+            CallFailure::Reply(e) => return Err(Some(e)),
+            CallFailure::Transport(_) => return Err(None),
         }
     }
 }

@@ -16,19 +16,19 @@
 //!   (`Grant` → `refresh(0)`).
 //! * `renew` (LeaseKeepAlive) is answered by the primary alone, from its clock, without
 //!   going through the log — so a deposed leader that still believes it leads renews
-//!   leases the real leader knows nothing of (catalogue row 18). etcd blocks a renew of an
-//!   expired lease until its revoke is applied; here it fails with
-//!   [`LeaseError::Expired`].
+//!   leases the real leader knows nothing of (catalogue row 18). A renew of an expired
+//!   lease fails with [`LeaseError::Expired`] and the node holds the request, as etcd's
+//!   `Renew` blocks, until the revoke is applied or the lessor is demoted.
 //! * [`Lessor::expired`] lists the leases past their expiry; the node proposes a
 //!   `LeaseRevoke` for each, and every node deletes the keys when the revoke is applied. A
 //!   lease is listed again `retry` after each listing until the revoke applies (etcd's
 //!   `expiredLeaseRetryInterval`). etcd's server sets it to its request timeout,
 //!   `ReqTimeout() = 5 s + 2 × election timeout` (7 s with the default 1 s election
 //!   timeout); the lessor's own 3 s default (`defaultExpiredleaseRetryInterval`) applies
-//!   only when that is left 0, as in etcd's unit tests. Here it is 3 × the election
-//!   timeout ([`super::service::Service::new`]): shorter than etcd's 7 election timeouts,
-//!   so a lost revoke is retried sooner; a retry is a second proposal of the same revoke,
-//!   and applying a revoke of a lease already gone changes nothing.
+//!   only when that is left 0, as in etcd's unit tests. Here it is the `revoke_retry_ms`
+//!   key, by default that request timeout scaled to the cluster's election timeout
+//!   ([`super::params::RaftParams::revoke_retry_ms`]); a retry is a second proposal of the
+//!   same revoke, and applying a revoke of a lease already gone changes nothing.
 //! * Not modelled: checkpoints of the remaining TTL (etcd's default interval is 5 min, so
 //!   they never fire for short leases) and the revoke rate limit.
 //!

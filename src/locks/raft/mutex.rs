@@ -19,6 +19,10 @@
 //! The fault point [`FaultPoint::MidAcquire`] sits between 1 and 2: a pause armed there
 //! strikes a waiter (catalogue row 16).
 //!
+//! With `on_session_lost = "stop"` the holder also waits on its session's `Done()`
+//! ([`LockClient::lost`]) and stops working when the session ends. Either way, a
+//! keepalive that learns the lease is gone cuts the grant's validity to that moment.
+//!
 //! `Unlock` = `Delete(myKey)`, sent as a Txn that also reads the lock's first key (see
 //! [`unlock`]). The fencing token is `myRev` (`token = "revision"`).
 //!
@@ -39,7 +43,7 @@ use super::kv::{
     Compare, KeySpec, LeaseId, OpResponse, PutRequest, RangeRequest, RangeResponse, Request,
     Response, ServiceError, TxnOp, TxnRequest,
 };
-use super::params::{RaftParams, RaftToken};
+use super::params::{OnSessionLost, RaftParams, RaftToken};
 use super::wire::{ClientReply, ClientRequest, ReplyError};
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::sim::{FaultPoint, NodeCtx};
@@ -394,6 +398,20 @@ impl LockClient for EtcdMutex {
                 _ => Ok(false),
             }
         })
+    }
+
+    /// With `on_session_lost = "stop"`: the session's `Done()` (see [`Session::done`]).
+    fn lost<'a>(&'a self, ctx: &'a NodeCtx, grant: &'a Grant) -> Option<LocalBoxFuture<'a, ()>> {
+        let _ = ctx;
+        if self.params.on_session_lost != OnSessionLost::Stop {
+            return None;
+        }
+        let session = self.session.as_ref()?;
+        // Only the session the grant was made under: its key names the lease.
+        if grant.owner_value.rsplit('/').next() != Some(&format!("{:x}", session.lease)) {
+            return None;
+        }
+        Some(Box::pin(session.done()))
     }
 }
 

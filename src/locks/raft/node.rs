@@ -31,12 +31,16 @@
 //!   `Timeout` after `request_timeout_ms`; reads per the `read` key; LeaseKeepAlive by the
 //!   server-level leader's lessor — a follower answers `NotLeader` with the leader it
 //!   knows as a hint and the client retries there (we do not forward: one hop less, same
-//!   outcome); `WaitDelete` from the applied state, like an etcd watch.
+//!   outcome); a keepalive of an expired lease is held, as etcd's `Renew` blocks, until
+//!   the revoke is applied (`LeaseNotFound`) or the node is demoted (`NotLeader`: the
+//!   client retries at the new leader, whose promotion extended every lease), or the
+//!   request timeout passes; `WaitDelete` from the applied state, like an etcd watch.
 //!
 //! # Lessor check (`lessor_check`)
 //!
-//! At every tick the primary lessor lists the leases it considers expired and the node
-//! proposes a `LeaseRevoke` for each. With `"none"` it proposes at once (etcd before
+//! Every `lessor_check_ms` (at the first tick of the round; etcd: 500 ms) the primary
+//! lessor lists the leases it considers expired and the node proposes a `LeaseRevoke`
+//! for each. With `"none"` it proposes at once (etcd before
 //! PR #16822). With `"ensure-leadership"` (etcd's `ensureLeadership`) it proposes at once
 //! only if the Raft loop ticked within the last 3 ticks (etcd's `isActive`); otherwise a
 //! task runs a ReadIndex round and proposes only if it succeeds and Raft still names this
@@ -162,6 +166,9 @@ struct Node {
     wake: Rc<Notify>,
     /// Per peer: wakes its sender.
     send: Rc<Vec<Notify>>,
+    /// Woken when a Ready applied entries or changed the role: keepalives of expired
+    /// leases wait on it for the revoke or the demotion.
+    lessor_changed: Rc<Notify>,
 }
 
 /// What a Raft node runs, from start to crash. Recovers the log from the node's disk; a
@@ -192,6 +199,7 @@ pub async fn server_main(ctx: NodeCtx, params: RaftParams) {
         server: Rc::new(RefCell::new(server)),
         wake: Rc::new(Notify::new()),
         send: Rc::new((0..n).map(|_| Notify::new()).collect()),
+        lessor_changed: Rc::new(Notify::new()),
     };
     for peer in 1..=n as u64 {
         if peer != id {
@@ -327,6 +335,9 @@ impl Node {
                     None => s.watches.push(w),
                 }
             }
+        }
+        if out.soft_state.is_some() || !out.committed.is_empty() {
+            self.lessor_changed.notify_waiters();
         }
         for m in out.messages {
             let i = (m.to - 1) as usize;
@@ -495,15 +506,6 @@ impl Node {
     }
 
     async fn keep_alive(&self, id: LeaseId) -> ClientReply {
-        let not_leader = |s: &Server| {
-            ClientReply::Err(ReplyError::NotLeader {
-                hint: if s.lead != 0 {
-                    s.lead
-                } else {
-                    s.core.leader_id()
-                },
-            })
-        };
         if !self.server.borrow().is_leader() {
             return not_leader(&self.server.borrow());
         }
@@ -515,17 +517,45 @@ impl Node {
                 hint: s.core.leader_id(),
             });
         }
-        let now = self.ctx.mono_ns();
+        let deadline = self.ctx.mono_ns() + self.request_timeout().as_nanos() as i64;
+        loop {
+            // Registered before the check: a Ready handled after it still wakes us.
+            let changed = self.lessor_changed.notified();
+            let now = self.ctx.mono_ns();
+            if let Some(reply) = self.renew(id, now) {
+                return reply;
+            }
+            let left = (deadline - now).max(0) as u64;
+            if self
+                .ctx
+                .timeout(Duration::from_nanos(left), changed)
+                .await
+                .is_err()
+            {
+                return ClientReply::Err(ReplyError::Timeout);
+            }
+        }
+    }
+
+    /// One renew attempt at `now`: the answer, or `None` while the lease is expired and
+    /// its revoke not yet applied (the caller waits for the next change).
+    fn renew(&self, id: LeaseId, now: i64) -> Option<ClientReply> {
         let mut s = self.server.borrow_mut();
         match s.service.keep_alive(id, now) {
             Ok(ttl_ms) => {
                 tracing::debug!(lease = id, "lease renewed");
-                ClientReply::KeepAlive { ttl_ms }
+                Some(ClientReply::KeepAlive { ttl_ms })
             }
-            // Leader, but the lessor is not promoted yet (its term's no-op is not applied).
-            Err(LeaseError::NotPrimary) => not_leader(&s),
-            Err(LeaseError::NotFound) => ClientReply::Err(ReplyError::LeaseNotFound),
-            Err(LeaseError::Expired) => ClientReply::Err(ReplyError::LeaseExpired),
+            // Leader, but the lessor is not promoted yet (its term's no-op is not
+            // applied), or demoted while this renew waited: the client retries at the new
+            // leader, whose promotion extended every lease.
+            Err(LeaseError::NotPrimary) => Some(not_leader(&s)),
+            // Revoked (possibly while this renew waited).
+            Err(LeaseError::NotFound) => Some(ClientReply::Err(ReplyError::LeaseNotFound)),
+            // etcd's `Renew` blocks on an expired lease until its revoke applies or the
+            // lessor is demoted; the request timeout bounds the wait here (the client
+            // gives up on the request then anyway).
+            Err(LeaseError::Expired) => None,
         }
     }
 
@@ -554,6 +584,17 @@ impl Node {
             }
         }
     }
+}
+
+/// `NotLeader`, with the leader this node knows as a hint.
+fn not_leader(s: &Server) -> ClientReply {
+    ClientReply::Err(ReplyError::NotLeader {
+        hint: if s.lead != 0 {
+            s.lead
+        } else {
+            s.core.leader_id()
+        },
+    })
 }
 
 /// The keys of lease `id` that own their lock (the first-created key under `lock/`), as
@@ -586,6 +627,8 @@ async fn raft_loop(node: Node) {
     // A restarted node applies its recovered log at once.
     node.handle_ready().await;
     let mut next_tick = ctx.mono_ns() + node.tick_ns();
+    let lessor_every = node.params.lessor_check_ms() as i64 * 1_000_000;
+    let mut next_lessor_check = ctx.mono_ns();
     loop {
         let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
         tokio::select! {
@@ -595,8 +638,11 @@ async fn raft_loop(node: Node) {
         }
         let now = ctx.mono_ns();
         let tick = now >= next_tick;
-        if tick {
+        // etcd's lessor runs its own 500 ms loop; here it runs at the first tick of each
+        // `lessor_check_ms` round (a tick is far shorter than a round).
+        if tick && now >= next_lessor_check {
             node.lessor_check(now);
+            next_lessor_check = now + lessor_every;
         }
         node.handle_ready().await;
         if tick {

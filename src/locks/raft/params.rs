@@ -63,6 +63,19 @@ pub enum Fsync {
     None,
 }
 
+/// What a lock holder does when its session ends (the `on_session_lost` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnSessionLost {
+    /// Keep working until the workload's validity check: what etcd's `Mutex` does on its
+    /// own (it never looks at the session again).
+    Continue,
+    /// Stop working as soon as the session ends: a holder that also waits on
+    /// `session.Done()`, which closes when a keepalive answer says the lease is gone or
+    /// the client's deadline check finds no answer within the TTL.
+    Stop,
+}
+
 /// The `[lock]` table of `algorithm = "raft"`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +126,27 @@ pub struct RaftParams {
     /// [`RaftParams::request_timeout_ms`].
     #[serde(default)]
     pub request_timeout_ms: Option<u64>,
+    /// What a holder does when its session ends [continue].
+    #[serde(default = "default_on_session_lost")]
+    pub on_session_lost: OnSessionLost,
+    /// The client's keepalive round, local ms (etcd's `sendKeepAliveLoop` waits
+    /// `retryConnWait`, 500 ms, between rounds; a keepalive without an answer is sent
+    /// again at the next round) [scaled, see [`RaftParams::etcd_scaled_ms`]].
+    #[serde(default)]
+    pub keepalive_retry_ms: Option<u64>,
+    /// The client's `deadlineLoop` period (etcd: 1 s): how often it ends a session whose
+    /// deadline passed without a keepalive answer [scaled].
+    #[serde(default)]
+    pub deadline_check_ms: Option<u64>,
+    /// The lessor's `runLoop` period (etcd: 500 ms): how often the leader looks for
+    /// expired leases [scaled].
+    #[serde(default)]
+    pub lessor_check_ms: Option<u64>,
+    /// How long an expired lease waits before its revoke is proposed again (etcd's
+    /// `ExpiredLeasesRetryInterval`, which the server sets to its request timeout,
+    /// 5 s + 2 × election timeout) [scaled].
+    #[serde(default)]
+    pub revoke_retry_ms: Option<u64>,
     /// Chubby's lock-delay, ms of the leader's lessor clock [0: off]: a lock freed by a
     /// lease revoke (its holder's session failed) gets no new owner for this long; a
     /// release frees it at once. See [`super::kv::lock_delay`].
@@ -150,6 +184,9 @@ fn default_token() -> RaftToken {
 fn default_fsync() -> Fsync {
     Fsync::Always
 }
+fn default_on_session_lost() -> OnSessionLost {
+    OnSessionLost::Continue
+}
 
 impl Default for RaftParams {
     fn default() -> Self {
@@ -167,6 +204,11 @@ impl Default for RaftParams {
             token: default_token(),
             fsync: default_fsync(),
             request_timeout_ms: None,
+            on_session_lost: default_on_session_lost(),
+            keepalive_retry_ms: None,
+            deadline_check_ms: None,
+            lessor_check_ms: None,
+            revoke_retry_ms: None,
             lock_delay_ms: 0,
         }
     }
@@ -190,6 +232,39 @@ impl RaftParams {
     pub fn request_timeout_ms(&self) -> u64 {
         self.request_timeout_ms
             .unwrap_or(2 * self.election_timeout_ms())
+    }
+
+    /// etcd's fixed timer `etcd_ms` at this cluster's pace: `etcd_ms × election timeout
+    /// / 1 s`, at least 1 ms. etcd hard-codes these timers for its default 1 s election
+    /// timeout; the model runs Raft ten times faster by default (10 ms ticks), and the
+    /// sub-second TTLs of its scenarios would not survive etcd's absolute 500 ms rounds.
+    pub fn etcd_scaled_ms(&self, etcd_ms: u64) -> u64 {
+        (etcd_ms * self.election_timeout_ms() / 1000).max(1)
+    }
+
+    /// The client's keepalive round, local ms (etcd: 500 ms).
+    pub fn keepalive_retry_ms(&self) -> u64 {
+        self.keepalive_retry_ms
+            .unwrap_or_else(|| self.etcd_scaled_ms(500))
+    }
+
+    /// The client's deadline check period, local ms (etcd: 1 s).
+    pub fn deadline_check_ms(&self) -> u64 {
+        self.deadline_check_ms
+            .unwrap_or_else(|| self.etcd_scaled_ms(1000))
+    }
+
+    /// The lessor's expiry check period, local ms (etcd: 500 ms).
+    pub fn lessor_check_ms(&self) -> u64 {
+        self.lessor_check_ms
+            .unwrap_or_else(|| self.etcd_scaled_ms(500))
+    }
+
+    /// How long before an expired lease's revoke is proposed again, local ms (etcd: its
+    /// request timeout, 5 s + 2 × election timeout).
+    pub fn revoke_retry_ms(&self) -> u64 {
+        self.revoke_retry_ms
+            .unwrap_or_else(|| self.etcd_scaled_ms(5000) + 2 * self.election_timeout_ms())
     }
 
     /// Check ranges and combinations; the error names the key (relative to `[lock]`).
@@ -226,6 +301,16 @@ impl RaftParams {
         if let Some(t) = self.request_timeout_ms {
             param::positive("request_timeout_ms", t)?;
         }
+        for (key, v) in [
+            ("keepalive_retry_ms", self.keepalive_retry_ms),
+            ("deadline_check_ms", self.deadline_check_ms),
+            ("lessor_check_ms", self.lessor_check_ms),
+            ("revoke_retry_ms", self.revoke_retry_ms),
+        ] {
+            if let Some(v) = v {
+                param::positive(key, v)?;
+            }
+        }
         param::at_most_an_hour("lock_delay_ms", self.lock_delay_ms)?;
         if self.read == ReadMode::Lease && !self.check_quorum {
             return Err(ParamError::new(
@@ -253,6 +338,11 @@ pub const DOCS: &[ParamDoc] = &[
     ParamDoc::new("token", "\"revision\"", "revision | none: fencing token = the create revision of the holder's key"),
     ParamDoc::new("fsync", "\"always\"", "always | none: Raft log fsync before acknowledging (none loses acknowledged entries and votes on a crash)"),
     ParamDoc::new("request_timeout_ms", "", "a client's per-request deadline, local ms [2 × election timeout]"),
+    ParamDoc::new("on_session_lost", "\"continue\"", "continue | stop: a holder that stops ends its work when its session ends (etcd's Session.Done())"),
+    ParamDoc::new("keepalive_retry_ms", "", "client keepalive round, local ms: an unanswered keepalive is resent [etcd's 500 ms × election timeout / 1 s]"),
+    ParamDoc::new("deadline_check_ms", "", "how often the client ends sessions past their deadline, local ms [etcd's 1 s × election timeout / 1 s]"),
+    ParamDoc::new("lessor_check_ms", "", "how often the leader's lessor looks for expired leases, local ms [etcd's 500 ms × election timeout / 1 s]"),
+    ParamDoc::new("revoke_retry_ms", "", "an expired lease's revoke is proposed again after this, local ms [etcd's request timeout: 5 s × election timeout / 1 s + 2 × election timeout]"),
     ParamDoc::new("lock_delay_ms", "0", "Chubby's lock-delay, ms of the leader's clock: a lock freed by a lease revoke (not a release) gets no new owner for this long (0: off)"),
 ];
 
@@ -378,6 +468,55 @@ mod tests {
             "lock_delay_ms",
         );
         assert_eq!(d().request_timeout_ms(), 200);
+        for key in [
+            "keepalive_retry_ms",
+            "deadline_check_ms",
+            "lessor_check_ms",
+            "revoke_retry_ms",
+        ] {
+            let p = parse(&format!("{key} = 0")).unwrap();
+            bad(p, key);
+            let p = parse(&format!("{key} = 3600001")).unwrap();
+            bad(p, key);
+        }
+    }
+
+    #[test]
+    fn etcd_timers_default_to_etcds_values_at_the_clusters_pace() {
+        let d = RaftParams::default();
+        // etcd: 500 ms, 1 s, 500 ms and 5 s + 2 × 1 s, against a 1 s election timeout;
+        // here the election timeout is 100 ms.
+        assert_eq!(d.keepalive_retry_ms(), 50);
+        assert_eq!(d.deadline_check_ms(), 100);
+        assert_eq!(d.lessor_check_ms(), 50);
+        assert_eq!(d.revoke_retry_ms(), 700);
+        assert_eq!(d.on_session_lost, OnSessionLost::Continue);
+        let slow = parse("tick_ms = 100").unwrap();
+        assert_eq!(
+            (slow.keepalive_retry_ms(), slow.deadline_check_ms()),
+            (500, 1000)
+        );
+        assert_eq!(
+            (slow.lessor_check_ms(), slow.revoke_retry_ms()),
+            (500, 7000)
+        );
+        let set = parse(
+            r#"
+            keepalive_retry_ms = 7
+            deadline_check_ms = 8
+            lessor_check_ms = 9
+            revoke_retry_ms = 10
+            on_session_lost = "stop"
+            "#,
+        )
+        .unwrap();
+        set.validate().unwrap();
+        assert_eq!(set.keepalive_retry_ms(), 7);
+        assert_eq!(set.deadline_check_ms(), 8);
+        assert_eq!(set.lessor_check_ms(), 9);
+        assert_eq!(set.revoke_retry_ms(), 10);
+        assert_eq!(set.on_session_lost, OnSessionLost::Stop);
+        assert!(parse("on_session_lost = \"pause\"").is_err());
     }
 
     #[test]
@@ -397,10 +536,15 @@ mod tests {
             "token",
             "fsync",
             "request_timeout_ms",
+            "on_session_lost",
+            "keepalive_retry_ms",
+            "deadline_check_ms",
+            "lessor_check_ms",
+            "revoke_retry_ms",
             "lock_delay_ms",
         ] {
             assert!(keys.contains(&k), "{k} undocumented");
         }
-        assert_eq!(keys.len(), 14);
+        assert_eq!(keys.len(), 19);
     }
 }

@@ -17,10 +17,12 @@
 //! 2. each committed entry, in order: [`Service::apply`] with the node's role and local
 //!    monotonic time; answer the waiting client, if the proposal was this node's.
 //! 3. read states: answer the read once [`Store::applied_index`] ≥ the read's index.
-//! 4. periodically (each tick): [`Service::expired_leases`], then propose a
+//! 4. periodically (every `lessor_check_ms`): [`Service::expired_leases`], then propose a
 //!    `LeaseRevoke` for each, after the `lessor_check` gate (see [`super::lease`]).
 //! 5. LeaseKeepAlive requests: [`Service::keep_alive`] on the leader; a follower answers
-//!    "not primary" (etcd forwards to the leader; a client can retry there).
+//!    "not primary" (etcd forwards to the leader; a client can retry there). A renew of
+//!    an expired lease waits, as etcd's does, until its revoke is applied or the lessor
+//!    is demoted.
 //! 6. watch / `waitDelete`: [`Store::first_delete_at_or_after`], polled after each apply
 //!    (a node answers a waiting watch as soon as its applied state shows the delete).
 //!
@@ -77,14 +79,14 @@ pub struct Service {
 impl Service {
     /// An empty service for a node with these parameters: minimum lease TTL
     /// ⌈1.5 × election timeout⌉, promotion extends leases by one election timeout, expired
-    /// leases are listed again every 3 election timeouts.
+    /// leases are listed again every `revoke_retry_ms` (etcd: its request timeout).
     pub fn new(params: &RaftParams) -> Service {
         let election_ns = params.election_timeout_ms() as i64 * 1_000_000;
         let mut store = Store::new(params.min_lease_ttl_ms());
         store.set_lock_delay_ms(params.lock_delay_ms);
         Service {
             store,
-            lessor: Lessor::new(3 * election_ns),
+            lessor: Lessor::new(params.revoke_retry_ms() as i64 * 1_000_000),
             extend_ns: election_ns,
         }
     }

@@ -85,10 +85,10 @@ pub enum ReplyError {
     Timeout,
     /// Applied, and failed without changing anything.
     Service(ServiceError),
-    /// KeepAlive of a lease the leader does not know (revoked or never granted).
+    /// KeepAlive of a lease the leader does not know (revoked or never granted). A
+    /// keepalive of an expired lease waits for its revoke and then gets this (etcd
+    /// answers TTL 0).
     LeaseNotFound,
-    /// KeepAlive of a lease past its expiry, waiting for its revoke.
-    LeaseExpired,
 }
 
 impl ReplyError {
@@ -106,7 +106,6 @@ impl std::fmt::Display for ReplyError {
             ReplyError::Timeout => write!(f, "timed out in the server"),
             ReplyError::Service(e) => write!(f, "{e}"),
             ReplyError::LeaseNotFound => write!(f, "lease not found"),
-            ReplyError::LeaseExpired => write!(f, "lease expired"),
         }
     }
 }

@@ -39,10 +39,16 @@
 //!   for our session); our node vanished or was already gone when we deleted it (its
 //!   session expired — it may have owned the lock, and an `expire` was recorded); a
 //!   delete we could not confirm. An acquire never spans two sessions once a create's
-//!   outcome is unknown: where Curator would retry inside the call (`attemptLock` after
-//!   `NoNode`, `validateFoundNode` after a session change), the operation ends and the
-//!   workload starts a new one, which sends the same requests, so the history never
-//!   holds two grants for one acquire.
+//!   outcome is unknown: where Curator would retry inside the call after a session
+//!   change (`validateFoundNode`), the operation ends and the workload starts a new one,
+//!   which sends the same requests, so the history never holds two grants for one
+//!   acquire.
+//! * **Sequential path not found** (our node vanished from the children: its session
+//!   ended): Curator's `attemptLock` retries inside the call while its retry policy
+//!   allows (`retries`, with the backoff sleep), and so does this client; the history
+//!   closes the part before the retry as an `info` acquire and opens a new `invoke`
+//!   (the vanished node may have owned the lock). Past the retries, the acquire ends
+//!   `info`.
 //!
 //! `abandon` (after an info acquire) deletes our node if known and, with protection, any
 //! node with our GUID; it reports a release only if a node it deleted itself was first
@@ -80,6 +86,7 @@ use super::db::{sort_lock_children, LOCK_NAME, LOCK_ROOT};
 use super::params::{OnSuspended, ZkParams, ZkToken};
 use super::proto::{Request, Response};
 use super::tree::{CreateMode, SessionId, Stat, ZkError};
+use crate::history::EventType;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::sim::NodeCtx;
 use std::cell::Cell;
@@ -134,6 +141,14 @@ fn uuid(ctx: &NodeCtx) -> String {
         b >> 48,
         b & 0xffff_ffff_ffff
     )
+}
+
+/// `ExponentialBackoffRetry`'s sleep before retry `n`: `base × max(1, random(0 ..
+/// 2^(n+1)))`.
+async fn backoff(ctx: &NodeCtx, base_ms: u64, n: u32) {
+    let bound = 1u64 << (n + 1);
+    let k = ctx.rand_range(0, bound - 1).max(1);
+    ctx.sleep(Duration::from_millis(base_ms * k)).await;
 }
 
 /// The sequence suffix of a lock node name.
@@ -354,9 +369,7 @@ impl CuratorMutex {
                 Err(ZkError::ConnectionLoss | ZkError::SessionExpired | ZkError::SessionMoved)
                     if n < p.retries =>
                 {
-                    let bound = 1u64 << (n + 1);
-                    let k = ctx.rand_range(0, bound - 1).max(1);
-                    ctx.sleep(Duration::from_millis(p.retry_base_ms * k)).await;
+                    backoff(ctx, p.retry_base_ms, n).await;
                     n += 1;
                 }
                 Err(e) => {
@@ -515,12 +528,21 @@ impl CuratorMutex {
                 Failure::Unknown(format!("{why}; a create's reply was lost"))
             }
         };
-        let (our, stat) = match self.create_lock_node(ctx, &base).await {
-            Ok(x) => x,
-            Err(e) => return Err(failed(self, format!("create: {e}"))),
+        let mut retry = 0u32;
+        let (our, stat, r) = loop {
+            let (our, stat) = match self.create_lock_node(ctx, &base).await {
+                Ok(x) => x,
+                Err(e) => return Err(failed(self, format!("create: {e}"))),
+            };
+            self.our_path = Some(our.clone());
+            let r = self.lock_loop(ctx, &base, &our, deadline).await;
+            if r.is_err_and(|e| e.is_none()) && retry < self.params().retries {
+                self.try_again(ctx, lock, &our, retry).await;
+                retry += 1;
+                continue;
+            }
+            break (our, stat, r);
         };
-        self.our_path = Some(our.clone());
-        let r = self.lock_loop(ctx, &base, &our, deadline).await;
         // Definite only if *we* deleted our node: gone otherwise means its session's
         // end took it, and it may have owned the lock (an expire) before.
         let after_delete = |me: &Self, d: Deleted, why: String| match d {
@@ -571,6 +593,29 @@ impl CuratorMutex {
                 Err(after_delete(self, d, e.to_string()))
             }
         }
+    }
+
+    /// `attemptLock` after "Sequential path not found" (`NoNodeException`): Curator
+    /// deletes our path (guaranteed, already gone), asks the retry policy (a backoff
+    /// sleep) and creates the lock node again, with a new protection GUID, within the
+    /// same acquire and its deadline. The history splits the call there: the node that
+    /// vanished may have owned the lock before its session's end took it (the server
+    /// recorded an `expire`), so that much of the call ends as an `info` acquire and the
+    /// rest is a new `invoke`; one completion can never stand for two grants.
+    async fn try_again(&mut self, ctx: &NodeCtx, lock: &str, our: &str, retry: u32) {
+        tracing::debug!(path = our, retry, "sequential path not found: trying again");
+        let _ = self.delete_ours(ctx, our).await;
+        ctx.record(
+            ctx.event(EventType::Info, "acquire")
+                .lock(lock)
+                .reason("our lock node vanished (its session expired); Curator tries again"),
+        );
+        ctx.record(ctx.event(EventType::Invoke, "acquire").lock(lock));
+        backoff(ctx, self.params().retry_base_ms, retry).await;
+        self.guid = self.params().protected.then(|| uuid(ctx));
+        self.our_path = None;
+        // A create of the closed part whose reply was lost belongs to its info.
+        self.maybe_sessions.clear();
     }
 
     async fn release_impl(&mut self, ctx: &NodeCtx, grant: &Grant) -> Result<bool, LockError> {

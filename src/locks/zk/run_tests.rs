@@ -432,3 +432,40 @@ mod ensemble {
         }
     }
 }
+
+#[test]
+fn a_waiter_whose_node_vanished_tries_again_inside_the_acquire_as_curator_does() {
+    // client-0 holds for 3 s; client-1 waits behind it and is cut off past its session
+    // timeout, so its node goes with its session. Back, it finds its node gone
+    // ("Sequential path not found") and creates a new one within the same call.
+    let s = scenario(
+        "duration_ms = 5000\nliveness_ms = 5000\n[lock]\nsession_timeout_ms = 600\n\
+         [workload]\nclients = 2\nthink_ms = [0, 0]\nwork_ms = [3000, 3000]\n\
+         [[faults.at]]\nat_ms = 300\nkind = \"partition\"\nnodes = [\"client-1\"]\nduration_ms = 900\n",
+    );
+    let mut retried = 0;
+    for seed in 0..4 {
+        let r = run(&s, seed);
+        let h = &r.history;
+        let mine: Vec<&Event> = h
+            .iter()
+            .filter(|e| e.process == "client-1" && e.f != "connection")
+            .collect();
+        for (i, e) in mine.iter().enumerate() {
+            let again = e.kind == EventType::Info
+                && e.f == "acquire"
+                && e.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("tries again"));
+            if again {
+                retried += 1;
+                // The rest of the call is a new acquire, not the workload's abandon.
+                let next = mine.get(i + 1).expect("the call goes on");
+                assert_eq!((next.kind, next.f.as_str()), (EventType::Invoke, "acquire"));
+            }
+        }
+        assert_eq!(verdict(&s, &r, "lock-linearizable"), Verdict::Holds);
+        assert_eq!(verdict(&s, &r, "liveness"), Verdict::Holds);
+    }
+    assert!(retried > 0, "no waiter found its node gone");
+}
