@@ -4,15 +4,7 @@
 use std::process::Command;
 
 fn locksim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("binary runs");
-    (
-        out.status.code().expect("exited normally, not by a signal"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    locksim_in(std::path::Path::new("."), args)
 }
 
 /// `locksim` run from `dir`, as a user outside the checkout would.

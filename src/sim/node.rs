@@ -324,19 +324,25 @@ impl NodeCtx {
         if left == 0 || self.live.is_some() {
             return;
         }
+        self.pause_self(left, "fsync").await;
+    }
+
+    /// Freeze the whole node now for `duration_ns`, recorded as a pause striking `at`: the
+    /// driver resumes it.
+    async fn pause_self(&self, duration_ns: u64, at: &str) {
         self.record(
             Event::new("nemesis", EventType::Event, "pause")
                 .nodes(vec![self.name().to_string()])
                 .value(serde_json::json!({
-                    "duration_ms": left as f64 / 1e6,
-                    "at": "fsync",
+                    "duration_ms": duration_ns as f64 / 1e6,
+                    "at": at,
                 })),
         );
         self.state.pause.pause();
         self.state
             .requests
             .borrow_mut()
-            .push(NodeRequest::ResumeAfter(left));
+            .push(NodeRequest::ResumeAfter(duration_ns));
         // Return Pending once: the Pausable wrapper then sees the switch and parks.
         YieldNow::new().await;
     }
@@ -372,21 +378,7 @@ impl NodeCtx {
         match fault {
             None => {}
             Some(ArmedFault::Pause { duration_ns }) => {
-                self.record(
-                    Event::new("nemesis", EventType::Event, "pause")
-                        .nodes(vec![self.name().to_string()])
-                        .value(serde_json::json!({
-                            "duration_ms": duration_ns as f64 / 1e6,
-                            "at": point.name(),
-                        })),
-                );
-                self.state.pause.pause();
-                self.state
-                    .requests
-                    .borrow_mut()
-                    .push(NodeRequest::ResumeAfter(duration_ns));
-                // Return Pending once: the Pausable wrapper then sees the switch and parks.
-                YieldNow::new().await;
+                self.pause_self(duration_ns, point.name()).await
             }
             Some(ArmedFault::Crash { down_ns }) => {
                 self.state
