@@ -270,7 +270,13 @@ fn recorded_order_must_match_the_lines() {
         "time-back.edn",
         "[{:index 0, :time 900, :process 0, :type :invoke, :f :write, :value 1}\n {:index 1, :time 100, :process 0, :type :ok, :f :write, :value 1}]",
     );
-    expect(&edn, "register", &[], 0, &["linearizable: 1 operation against"]);
+    expect(
+        &edn,
+        "register",
+        &[],
+        0,
+        &["linearizable: 1 operation against"],
+    );
     let edn = file(
         "index-back.edn",
         "[{:index 4, :process 0, :type :invoke, :f :write, :value 1}\n {:index 3, :process 0, :type :ok, :f :write, :value 1}]",
@@ -296,7 +302,13 @@ fn recorded_order_must_match_the_lines() {
     );
     // Gaps are fine (a filtered history keeps its indices).
     let gaps = file("gaps.jsonl", ev(3, 1, "invoke") + &ev(9, 1, "ok"));
-    expect(&gaps, "register", &[], 0, &["linearizable: 1 operation against"]);
+    expect(
+        &gaps,
+        "register",
+        &[],
+        0,
+        &["linearizable: 1 operation against"],
+    );
 }
 
 #[test]
