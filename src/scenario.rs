@@ -13,12 +13,17 @@ use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
 use crate::sim::nemesis::{
     RandomClock, RandomCrash, RandomDiskStall, RandomPartition, RandomPause,
 };
-use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, Schedule, TimedFault};
+use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, TimedFault};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+mod faults;
+
+pub use faults::{ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec};
+use faults::{RawFaults, DEFAULT_INTERVAL_MS};
 
 /// A scenario error: which file, and what is wrong (including key and expectation).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,126 +149,6 @@ impl fmt::Display for Selector {
             Selector::Group(g) => f.write_str(g),
             Selector::Nodes(v) => f.write_str(&v.join(",")),
         }
-    }
-}
-
-/// `[faults].pause`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PauseSpec {
-    /// Nodes that may be paused.
-    pub nodes: Selector,
-    /// Pause length, true ms.
-    pub duration_ms: Range<u64>,
-    /// Where the pause strikes [anywhere].
-    #[serde(default)]
-    pub at: FaultPoint,
-}
-
-/// `[faults].partition`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PartitionSpec {
-    /// Nodes that may be cut off (a random non-empty subset of them, from everyone else).
-    pub nodes: Selector,
-    /// How long until heal, ms.
-    pub duration_ms: Range<u64>,
-    /// Drop only traffic from the cut-off side [false].
-    #[serde(default)]
-    pub oneway: bool,
-}
-
-/// `[faults].clock`: each clock fault draws one of the given sub-kinds.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClockSpec {
-    /// Nodes whose clocks may be disturbed.
-    pub nodes: Selector,
-    /// Set the wall clock this far off true time.
-    pub skew_ms: Option<Range<i64>>,
-    /// Set the drift rate (both clocks).
-    pub drift_ppm: Option<Range<i64>>,
-    /// Step the wall clock by this much.
-    pub jump_ms: Option<Range<i64>>,
-}
-
-/// `[faults].crash`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CrashSpec {
-    /// Nodes that may crash.
-    pub nodes: Selector,
-    /// Down time before the restart, ms.
-    pub down_ms: Range<u64>,
-    /// Where the crash strikes [anywhere].
-    #[serde(default)]
-    pub at: FaultPoint,
-}
-
-/// `[faults].disk-stall`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DiskStallSpec {
-    /// Nodes whose disk may stall (those of them with a disk).
-    pub nodes: Selector,
-    /// Stall length, true ms.
-    pub duration_ms: Range<u64>,
-}
-
-/// `[faults]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Faults {
-    /// Gap between random faults, ms [[500, 3000]].
-    pub interval_ms: Range<u64>,
-    /// Each seed enables a random non-empty subset of the kinds below [false].
-    pub swarm: bool,
-    /// Random pauses.
-    pub pause: Option<PauseSpec>,
-    /// Random partitions.
-    pub partition: Option<PartitionSpec>,
-    /// Random clock faults.
-    pub clock: Option<ClockSpec>,
-    /// Random crashes.
-    pub crash: Option<CrashSpec>,
-    /// Random disk stalls.
-    pub disk_stall: Option<DiskStallSpec>,
-    /// Explicit schedule: the `[[faults.at]]` entries, in file order.
-    pub at: Schedule,
-}
-
-impl Faults {
-    /// Whether any random fault kind is configured.
-    pub fn any_random(&self) -> bool {
-        self.pause.is_some()
-            || self.partition.is_some()
-            || self.clock.is_some()
-            || self.crash.is_some()
-            || self.disk_stall.is_some()
-    }
-}
-
-/// `[faults]` as written: explicit entries keep their spans for messages.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFaults {
-    interval_ms: Option<Range<u64>>,
-    swarm: Option<bool>,
-    pause: Option<PauseSpec>,
-    partition: Option<PartitionSpec>,
-    clock: Option<ClockSpec>,
-    crash: Option<CrashSpec>,
-    #[serde(rename = "disk-stall")]
-    disk_stall: Option<DiskStallSpec>,
-    #[serde(default)]
-    at: Vec<toml::Spanned<toml::Table>>,
-}
-
-/// The default gap between random faults, ms.
-const DEFAULT_INTERVAL_MS: Range<u64> = Range([500, 3000]);
-
-impl Default for RawFaults {
-    fn default() -> Self {
-        toml::from_str("").expect("defaults parse")
     }
 }
 
