@@ -8,6 +8,9 @@ use super::proto::{decode, frame, ClientFrame, Request, Response, ServerFrame, C
 use super::server::{ConnEntry, Node};
 use super::tree::{SessionId, WatchedEvent, ZkError};
 use crate::net::{Conn, Frames};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -131,6 +134,17 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
     s.db.tree.remove_watcher(cid);
 }
 
+/// ZooKeeper's `globalOutstandingLimit` (1000 by default): with this many requests of a
+/// connection read and not yet answered, the server stops reading from it.
+const OUTSTANDING_LIMIT: usize = 1000;
+
+/// A request of this connection being served.
+type Serving = Pin<Box<dyn Future<Output = (i64, bool, Option<Response>)>>>;
+
+/// Requests are read, and touch their session, as they arrive (ZooKeeper's
+/// `submitRequest`), and are served one at a time in arrival order, each reply after the
+/// watches fired before it. A ping queued behind a slow write therefore keeps its session
+/// alive, as in ZooKeeper, although its reply waits for the write's.
 async fn serve_connection(
     node: &Node,
     conn: &mut Conn<turmoil::net::TcpStream, Frames>,
@@ -138,68 +152,96 @@ async fn serve_connection(
     session: SessionId,
     rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
 ) {
+    let mut queued: VecDeque<(i64, Request)> = VecDeque::new();
+    let mut serving: Option<Serving> = None;
+    let mut closing = false;
+    let mut watches_open = true;
     loop {
-        // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
-        let bytes = tokio::select! {
+        if serving.is_none() {
+            if let Some((xid, req)) = queued.pop_front() {
+                closing = matches!(req, Request::CloseSession);
+                let node = node.clone();
+                serving = Some(Box::pin(async move {
+                    (xid, closing, node.serve(cid, session, req).await)
+                }));
+            }
+        }
+        tokio::select! {
             biased;
-            ev = rx.recv() => match ev {
+            ev = rx.recv(), if watches_open => match ev {
                 Some(ev) => {
                     if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
                         return;
                     }
-                    continue;
                 }
+                // The session was closed: by this connection's own close, whose reply is
+                // still to go out, or by its expiry.
+                None if closing => watches_open = false,
                 None => return,
             },
-            r = conn.recv() => match r {
-                Ok(b) => b,
-                Err(_) => return,
-            },
-        };
-        let Ok(ClientFrame { xid, req }) = decode::<ClientFrame>(&bytes) else {
-            return;
-        };
-        node.touch(session);
-        let close = matches!(req, Request::CloseSession);
-        let Some(resp) = node.serve(cid, session, req).await else {
-            return;
-        };
-        if resp == Response::Err(ZkError::SessionMoved) {
-            // ZooKeeper's FinalRequestProcessor treats SessionMoved as an error of the
-            // connection and closes it instead of answering (ZOOKEEPER-710). A
-            // revalidation through a server the client gave up on can be ordered after
-            // the one through the server it is on now (a SetOwner proposed before a
-            // leader change and committed by the next leader), and then every write on
-            // this connection fails SessionMoved while pings keep the session alive:
-            // the client's lock node would stay first in line for ever. Closed, the
-            // client reconnects, and its revalidation moves the session back.
-            tracing::debug!(
-                session = format!("0x{session:x}"),
-                "session moved: closing the connection"
-            );
-            return;
-        }
-        // Watches fired by everything applied so far go out before the reply.
-        loop {
-            match rx.try_recv() {
-                Ok(ev) => {
-                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
-                        return;
-                    }
+            (xid, close, resp) = async { serving.as_mut().expect("guarded").await },
+                if serving.is_some() =>
+            {
+                serving = None;
+                let Some(resp) = resp else { return };
+                if !answer(node, conn, rx, session, (xid, close, resp)).await || close {
+                    return;
                 }
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                // The session was closed meanwhile.
-                Err(mpsc::error::TryRecvError::Disconnected) if !close => return,
-                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            }
+            // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
+            r = conn.recv(), if queued.len() < OUTSTANDING_LIMIT => {
+                let Ok(bytes) = r else { return };
+                let Ok(ClientFrame { xid, req }) = decode::<ClientFrame>(&bytes) else {
+                    return;
+                };
+                node.touch(session);
+                queued.push_back((xid, req));
             }
         }
-        let f = ServerFrame::Reply {
-            xid,
-            zxid: node.last_zxid(),
-            resp,
-        };
-        if send(conn, &f).await.is_err() || close {
-            return;
+    }
+}
+
+/// Send a request's reply, after the watches fired by everything applied so far. False
+/// when the connection is to be closed.
+async fn answer(
+    node: &Node,
+    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
+    session: SessionId,
+    (xid, close, resp): (i64, bool, Response),
+) -> bool {
+    if resp == Response::Err(ZkError::SessionMoved) {
+        // ZooKeeper's FinalRequestProcessor treats SessionMoved as an error of the
+        // connection and closes it instead of answering (ZOOKEEPER-710). A revalidation
+        // through a server the client gave up on can be ordered after the one through
+        // the server it is on now (a SetOwner proposed before a leader change and
+        // committed by the next leader), and then every write on this connection fails
+        // SessionMoved while pings keep the session alive: the client's lock node would
+        // stay first in line for ever. Closed, the client reconnects, and its
+        // revalidation moves the session back.
+        tracing::debug!(
+            session = format!("0x{session:x}"),
+            "session moved: closing the connection"
+        );
+        return false;
+    }
+    loop {
+        match rx.try_recv() {
+            Ok(ev) => {
+                if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                    return false;
+                }
+            }
+            Err(mpsc::error::TryRecvError::Empty) => break,
+            // The session was closed meanwhile.
+            Err(mpsc::error::TryRecvError::Disconnected) if !close => return false,
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
         }
     }
+    let f = ServerFrame::Reply {
+        xid,
+        zxid: node.last_zxid(),
+        resp,
+    };
+    send(conn, &f).await.is_ok()
 }

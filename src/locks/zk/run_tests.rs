@@ -198,6 +198,45 @@ fn a_restarted_standalone_server_keeps_its_sessions_and_their_nodes() {
     }
 }
 
+/// A standalone server whose disk stalls for 2.5 session timeouts: its writes wait for
+/// the fsync, but it goes on reading requests, and the pings and reconnections of its
+/// clients touch their sessions meanwhile (ZooKeeper's connection threads and
+/// `submitRequest`): no session expires, no client loses its session.
+#[test]
+fn a_standalone_servers_stalled_disk_holds_its_writes_but_not_its_sessions() {
+    let s = scenario(
+        "duration_ms = 6000\n[workload]\nclients = 2\n[[faults.at]]\nat_ms = 1500\nkind = \"disk-stall\"\nnodes = [\"zk-0\"]\nduration_ms = 2500\n",
+    );
+    for seed in 0..3 {
+        let r = run(&s, seed);
+        let h = &r.history;
+        assert!(
+            h.iter().any(|e| e.f == "disk-stall"),
+            "seed {seed}: no stall"
+        );
+        assert!(
+            !h.iter().any(|e| e.f == "expire"),
+            "seed {seed}: a session expired"
+        );
+        for c in ["client-0", "client-1"] {
+            let st = states(h, c);
+            assert!(
+                !st.iter().any(|(s, _, _)| *s == "LOST"),
+                "seed {seed}: {c} lost its session: {st:?}"
+            );
+        }
+        // Nothing was granted while the log could not be written.
+        assert!(
+            !h.iter().any(|e| e.kind == EventType::Ok
+                && e.f == "acquire"
+                && e.time_ms() > 1510.0
+                && e.time_ms() < 4000.0),
+            "seed {seed}: granted during the stall"
+        );
+        assert_eq!(verdict(&s, &r, "mutex"), Verdict::Holds, "seed {seed}");
+    }
+}
+
 mod ensemble {
     use super::*;
     use crate::locks::zk::client::ZkClient;
@@ -382,6 +421,149 @@ mod ensemble {
             assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
         }
     }
+    /// What a pipelining client learns when it comes back: whether its session outlived a
+    /// write stuck behind its server's stalled disk while it kept pinging.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Back {
+        NeverConnected,
+        Alive,
+        Expired,
+    }
+
+    /// A raw client on zk-0 opens a session at 1 s and pings; zk-0's disk stalls from
+    /// 2 s to 5 s. At 2.1 s the client sends a create (stuck: zk-0 cannot log it), then pings every
+    /// third of the timeout without waiting for answers, as ZooKeeper's clients do. At
+    /// 1.5 timeouts after the create it reconnects through zk-1 and is told whether its
+    /// session is alive. Returns that, and the run's leader events (process, ms).
+    fn pings_behind_a_stuck_write(seed: u64) -> (Back, Vec<(String, f64)>) {
+        use crate::locks::zk::proto::{decode, frame, ClientFrame, ServerFrame, CLIENT_PORT};
+        use crate::net::{Conn, Frames};
+        const T: u64 = 1000;
+        let p = params();
+        let back = Rc::new(Cell::new(Back::NeverConnected));
+        let mut hosts: Vec<Host> = (0..3)
+            .map(|i| {
+                let p = p.clone();
+                Host::new(format!("zk-{i}"), move |ctx| {
+                    Box::pin(crate::locks::zk::server::server_main(ctx, p.clone()))
+                })
+            })
+            .collect();
+        let b = back.clone();
+        hosts.push(Host::new("raw", move |ctx| {
+            let back = b.clone();
+            Box::pin(async move {
+                let send = |req: Request, xid: i64| {
+                    let mut out = Vec::new();
+                    frame(&ClientFrame { xid, req }, &mut out);
+                    out
+                };
+                let open = |server: &'static str, session: u64| {
+                    let ctx = ctx.clone();
+                    async move {
+                        let d = Duration::from_millis(200);
+                        let s = crate::net::tcp::connect(&ctx, server, CLIENT_PORT, d).await;
+                        let mut conn = Conn::new(s.ok()?.ok()?, Frames);
+                        let hello = Request::Connect {
+                            session,
+                            timeout_ms: T,
+                            last_zxid: 0,
+                        };
+                        conn.send(&send(hello, 0)).await.ok()?;
+                        let reply = ctx.timeout(d, conn.recv()).await.ok()?.ok()?;
+                        match decode::<ServerFrame>(&reply).ok()? {
+                            ServerFrame::Reply { resp, .. } => Some((conn, resp)),
+                            ServerFrame::Watch(_) => None,
+                        }
+                    }
+                };
+                ctx.sleep(Duration::from_millis(1000)).await;
+                let (mut conn, session) = loop {
+                    if let Some((c, Response::Connected { session, .. })) = open("zk-0", 0).await {
+                        break (c, session);
+                    }
+                    ctx.sleep(Duration::from_millis(50)).await;
+                };
+                let started = ctx.mono_ns();
+                let at = |ms: u64| {
+                    let wait = (ms as i64 * 1_000_000 + 1_000_000_000 - ctx.mono_ns()).max(0);
+                    ctx.sleep(Duration::from_nanos(wait as u64))
+                };
+                assert!(started < 1_700_000_000, "connected late");
+                // Idle until the stall, pinging as a client does.
+                for ms in [700, 1000] {
+                    at(ms).await;
+                    let _ = conn.send(&send(Request::Ping, -2)).await;
+                }
+                at(1100).await;
+                let create = Request::Create {
+                    path: "/slow".into(),
+                    data: vec![],
+                    mode: CreateMode::Persistent,
+                };
+                let _ = conn.send(&send(create, 1)).await;
+                for k in 1..=3 {
+                    at(1100 + k * T / 3).await;
+                    let _ = conn.send(&send(Request::Ping, -2)).await;
+                }
+                at(1100 + T * 3 / 2).await;
+                back.set(match open("zk-1", session).await {
+                    Some((_, Response::Connected { .. })) => Back::Alive,
+                    Some((_, Response::Expired)) => Back::Expired,
+                    _ => Back::NeverConnected,
+                });
+            })
+        }));
+        let world = World {
+            duration_ms: 4000,
+            network: Network {
+                latency_ms: [1, 10],
+                loss: 0.0,
+            },
+            hosts,
+            faults: FaultPlan::Fixed(vec![crate::TimedFault {
+                at_ms: 2000,
+                fault: crate::Fault::DiskStall {
+                    nodes: vec!["zk-0".into()],
+                    duration_ms: 3000,
+                },
+            }]),
+            progress: None,
+        };
+        let r = crate::sim::run(world, seed);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        let leaders = r
+            .history
+            .iter()
+            .filter(|e| e.f == "leader")
+            .map(|e| (e.process.clone(), e.time_ms()))
+            .collect();
+        (back.get(), leaders)
+    }
+
+    /// ZooKeeper touches a session as each request arrives (`submitRequest`), so pings
+    /// queued behind a write that waits for a stalled disk keep the session alive. Read
+    /// one at a time, they would count only once the write was answered: here never,
+    /// and the leader would expire the session a timeout after the create.
+    #[test]
+    fn pings_queued_behind_a_stuck_write_keep_the_session_alive() {
+        let mut checked = 0;
+        for seed in 0..8 {
+            let (back, leaders) = pings_behind_a_stuck_write(seed);
+            // Only runs where zk-0 follows one leader throughout: a stalled leader would
+            // be replaced, and a new leader starts every session over.
+            if leaders.len() != 1 || leaders[0].0 == "zk-0" {
+                continue;
+            }
+            assert_eq!(back, Back::Alive, "seed {seed}, leaders {leaders:?}");
+            checked += 1;
+        }
+        assert!(
+            checked >= 2,
+            "only {checked} runs had zk-0 follow one leader"
+        );
+    }
+
     /// The guarantees-matrix cell `zk--all--fenced`, seed 12. client-0's reconnection
     /// through zk-0 at 5671 ms puts a SetOwner in zk-0's log (it still led term 3, with
     /// no quorum) and times out; client-0 reconnects through zk-2 at 6055 ms, which

@@ -5,7 +5,8 @@
 //! # Standalone (`servers = 1`)
 //!
 //! A write gets the next zxid, is appended to the transaction log on the node's disk and
-//! fsynced (ZooKeeper's `forceSync = yes`), then applied and answered. A restart replays
+//! fsynced (ZooKeeper's `forceSync = yes`), then applied and answered; while an fsync
+//! waits for a stalled disk, every later request waits behind it ([`LogGate`]). A restart replays
 //! the log and, like ZooKeeper loading its database, starts every live session over
 //! with a full timeout, so clients that reconnect in time keep their sessions and their
 //! ephemeral nodes.
@@ -34,7 +35,8 @@
 //!
 //! # Connections
 //!
-//! One task per connection answers its requests strictly in order (a write is answered
+//! One task per connection reads its requests as they arrive, each touching its session
+//! (ZooKeeper's `submitRequest`), and answers them strictly in order (a write is answered
 //! once applied, and a later read waits for it, as ZooKeeper's per-session ordering), and
 //! sends watch notifications as the transactions that fire them are applied — always
 //! before any reply that reflects a later state. A connection closes when its session is
@@ -143,6 +145,43 @@ pub(super) struct Node {
     /// Wakes the Raft loop.
     pub(super) wake: Rc<Notify>,
     pub(super) mesh: Option<Mesh>,
+    /// Standalone: the request pipeline behind the transaction log (see [`LogGate`]).
+    pub(super) log_gate: Rc<LogGate>,
+}
+
+/// A standalone server's request processing behind its transaction log (ZooKeeper's
+/// single `SyncRequestProcessor` thread): a write holds it from its append until it is
+/// fsynced and applied, and every later request, read or write, waits for it. Only a
+/// stalled disk makes anyone wait; requests still arrive and touch their sessions
+/// meanwhile.
+#[derive(Default)]
+pub(super) struct LogGate {
+    busy: std::cell::Cell<bool>,
+    freed: Notify,
+}
+
+/// Holding the [`LogGate`]; dropping it lets the next request through.
+pub(super) struct LogTurn(Rc<LogGate>);
+
+impl LogGate {
+    /// Wait for the pipeline, at once when nothing is being logged.
+    pub(super) async fn turn(self: &Rc<Self>) -> LogTurn {
+        loop {
+            // Created before the check, so a release between the two still wakes it.
+            let freed = self.freed.notified();
+            if !self.busy.replace(true) {
+                return LogTurn(self.clone());
+            }
+            freed.await;
+        }
+    }
+}
+
+impl Drop for LogTurn {
+    fn drop(&mut self) {
+        self.0.busy.set(false);
+        self.0.freed.notify_waiters();
+    }
 }
 
 /// What server `zk-N` runs, from start to crash.
@@ -192,6 +231,7 @@ pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
         me,
         s: Rc::new(RefCell::new(server)),
         wake: Rc::new(Notify::new()),
+        log_gate: Rc::default(),
     };
     ctx.spawn(super::connection::client_listener(node.clone()));
     ctx.spawn(expirer(node.clone()));
@@ -317,15 +357,7 @@ impl Node {
             op,
         };
         if self.s.borrow().ens.is_none() {
-            let zxid = self.last_zxid() + 1;
-            {
-                let mut disk = self.ctx.disk();
-                append_log(&mut disk, &txn);
-            }
-            let applied = self.s.borrow_mut().db.apply(zxid, &txn);
-            self.after_apply(&txn, &applied);
-            self.wait_standalone_log().await;
-            return Some((zxid, applied.result));
+            return self.log_and_apply(&txn).await;
         }
         let id = self.ctx.rand_u64();
         let (tx, rx) = oneshot::channel();
@@ -352,23 +384,40 @@ impl Node {
         }
     }
 
-    /// Standalone, every request queues behind the transaction log's fsync (ZooKeeper's
-    /// `SyncRequestProcessor`): a stalled disk holds all request processing. Modelled as
-    /// the server freezing from the fsync until the stall ends, its connection layer
-    /// with it (which does not touch sessions meanwhile, as ZooKeeper's would).
-    async fn wait_standalone_log(&self) {
-        if self.s.borrow().ens.is_none() {
-            self.ctx.freeze_until_disk_ready().await;
+    /// Standalone: append `txn` to the transaction log, and apply it once the fsync is
+    /// done, in its turn through the [`LogGate`]. Once appended, the transaction is
+    /// applied even if the caller stops waiting (its client went away): the log and the
+    /// tree never part.
+    async fn log_and_apply(&self, txn: &Txn) -> Option<(Zxid, WriteResult)> {
+        let turn = self.log_gate.turn().await;
+        append_log(&mut self.ctx.disk(), txn);
+        if self.ctx.disk_stall_left_ns() == 0 {
+            return Some(self.apply_logged(txn));
         }
+        let (tx, rx) = oneshot::channel();
+        let (node, txn) = (self.clone(), txn.clone());
+        self.ctx.spawn(async move {
+            let _turn = turn;
+            node.ctx.wait_disk().await;
+            let _ = tx.send(node.apply_logged(&txn));
+        });
+        // Only a crash, which takes the caller too, stops the applier.
+        rx.await.ok()
     }
 
-    /// Run a transaction nobody waits for (session closes, container deletes).
-    fn submit_txn(&self, txn: Txn) {
+    fn apply_logged(&self, txn: &Txn) -> (Zxid, WriteResult) {
+        let zxid = self.last_zxid() + 1;
+        let applied = self.s.borrow_mut().db.apply(zxid, txn);
+        self.after_apply(txn, &applied);
+        (zxid, applied.result)
+    }
+
+    /// Run a transaction nobody waits for (session closes, container deletes): proposed
+    /// as the leader of an ensemble; standalone, logged and applied in its turn.
+    async fn run_own_txn(&self, txn: Txn) {
         if self.s.borrow().ens.is_none() {
-            let zxid = self.last_zxid() + 1;
-            append_log(&mut self.ctx.disk(), &txn);
-            let applied = self.s.borrow_mut().db.apply(zxid, &txn);
-            self.after_apply(&txn, &applied);
+            // Nobody waits for its result.
+            let _ = self.log_and_apply(&txn).await;
             return;
         }
         let id = self.ctx.rand_u64();
@@ -424,6 +473,20 @@ impl Node {
                 }
                 Err(e) => Response::Err(e),
             })
+        };
+        let is_write = matches!(
+            req,
+            Request::Create { .. }
+                | Request::Delete { .. }
+                | Request::SetData { .. }
+                | Request::CloseSession
+        );
+        // Standalone, a read queues behind the writes being logged (a write takes its
+        // own turn).
+        let standalone_read = self.s.borrow().ens.is_none() && !is_write;
+        let _turn = match standalone_read {
+            true => Some(self.log_gate.turn().await),
+            false => None,
         };
         match req {
             Request::Ping => Some(Response::Pong),
@@ -726,13 +789,13 @@ async fn expirer(node: Node) {
         };
         for id in expired {
             tracing::debug!(session = format!("0x{id:x}"), "session expired");
-            node.submit_txn(Txn {
+            node.run_own_txn(Txn {
                 session: id,
                 owner: 0,
                 time_ms: ctx.wall_ms(),
                 op: Op::CloseSession,
-            });
-            node.wait_standalone_log().await;
+            })
+            .await;
         }
     }
 }
@@ -750,13 +813,13 @@ async fn container_manager(node: Node) {
         let candidates = node.s.borrow().db.tree.container_candidates();
         for path in candidates {
             tracing::debug!(path, "deleting an empty container");
-            node.submit_txn(Txn {
+            node.run_own_txn(Txn {
                 session: 0,
                 owner: 0,
                 time_ms: ctx.wall_ms(),
                 op: Op::DeleteContainer { path },
-            });
-            node.wait_standalone_log().await;
+            })
+            .await;
         }
     }
 }
