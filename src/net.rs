@@ -27,7 +27,7 @@ pub mod tcp;
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
 pub use frame::{encode_frame, Frames, MAX_FRAME};
-pub use live::{monotonic_ns, LiveNet, LiveStream, NetStream, Tcp};
+pub use live::{listen, monotonic_ns, Listener, LiveNet, LiveStream, NetStream, Tcp};
 pub use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};
 pub use server::serve;

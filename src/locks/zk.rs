@@ -27,6 +27,7 @@ pub mod checks;
 pub mod client;
 mod connection;
 pub mod db;
+pub mod jute;
 pub mod mutex;
 pub mod params;
 pub mod proto;

@@ -262,3 +262,50 @@ impl Connector for Tcp {
         })
     }
 }
+
+/// A listening socket: turmoil's in a simulation, real loopback in a live run.
+pub enum Listener {
+    /// turmoil's, with the kernel's mark that the port is bound.
+    Sim(turmoil::net::TcpListener, Option<crate::sim::Listening>),
+    /// 127.0.0.1 at the node's port in the live run's address book.
+    Live(tokio::net::TcpListener, Rc<LiveNet>, String),
+}
+
+impl Listener {
+    /// The next connection.
+    pub async fn accept(&self) -> io::Result<NetStream> {
+        match self {
+            Listener::Sim(l, _) => {
+                let (stream, _) = l.accept().await?;
+                Ok(NetStream::Sim(SimStream::accepted(stream)))
+            }
+            Listener::Live(l, net, me) => {
+                let (stream, peer) = l.accept().await?;
+                stream.set_nodelay(true)?;
+                Ok(NetStream::Live(LiveStream {
+                    stream,
+                    net: net.clone(),
+                    from: me.clone(),
+                    to: format!("127.0.0.1:{}", peer.port()),
+                }))
+            }
+        }
+    }
+}
+
+/// Listen on `port` of this node: turmoil's port in a simulation; in a live run, the
+/// node's own loopback port from the address book (`port` is the simulated one).
+pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<Listener> {
+    let Some(net) = ctx.live() else {
+        let (l, mark) = tcp::listen(ctx, port).await?;
+        return Ok(Listener::Sim(l, mark));
+    };
+    let Some(real) = net.port(ctx.name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("live mode has no port for {}", ctx.name()),
+        ));
+    };
+    let l = tokio::net::TcpListener::bind(("127.0.0.1", real)).await?;
+    Ok(Listener::Live(l, net.clone(), ctx.name().to_string()))
+}

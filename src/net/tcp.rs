@@ -44,6 +44,14 @@ pub struct SimStream {
 }
 
 impl SimStream {
+    /// A stream a listener accepted (the connecting side holds the [`Open`] mark).
+    pub fn accepted(stream: turmoil::net::TcpStream) -> SimStream {
+        SimStream {
+            stream,
+            _open: None,
+        }
+    }
+
     /// The turmoil stream and its mark (keep the mark as long as both halves).
     pub fn into_parts(self) -> (turmoil::net::TcpStream, Option<Open>) {
         (self.stream, self._open)

@@ -49,12 +49,13 @@
 
 use super::params::ZkParams;
 use super::proto::{
-    decode, frame, ClientFrame, Request, Response, ServerFrame, CLIENT_PORT, PING_XID,
+    decode_reply, encode_request, ClientFrame, OpCode, Request, Response, ServerFrame, CLIENT_PORT,
+    PASSWD_LEN, PING_XID, SET_WATCHES_XID,
 };
 use super::tree::{CreateMode, SessionId, ZkError, Zxid};
 use super::watches::{add, Watches};
 use crate::history::EventType;
-use crate::net::{Conn, Connector, Frames, SimStream, SimTcp};
+use crate::net::{Conn, Connector, Frames, NetStream, Tcp};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -62,8 +63,6 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
-
-const SET_WATCHES_XID: i64 = -8;
 
 /// Curator's connection states (`org.apache.curator.framework.state.ConnectionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +99,7 @@ pub type Watcher = Rc<Notify>;
 type Done = oneshot::Sender<Result<Response, ZkError>>;
 
 struct Outgoing {
-    xid: i64,
+    xid: i32,
     req: Request,
     watcher: Option<Watcher>,
     done: Done,
@@ -126,12 +125,14 @@ struct State {
     /// Which ZooKeeper handle (Curator replaces it after LOST).
     instance: u64,
     session: SessionId,
+    /// The session's password (zeros before the first session).
+    passwd: Vec<u8>,
     timeout_ms: u64,
     last_zxid: Zxid,
     connected: bool,
-    next_xid: i64,
+    next_xid: i32,
     outgoing: VecDeque<Outgoing>,
-    sent: BTreeMap<i64, (Request, Option<Watcher>, Done)>,
+    sent: BTreeMap<i32, (Request, Option<Watcher>, Done)>,
     watches: Watches,
     last_recv_ns: i64,
     curator: CuratorState,
@@ -167,6 +168,7 @@ impl ZkClient {
             state: RefCell::new(State {
                 instance: 0,
                 session: 0,
+                passwd: vec![0; PASSWD_LEN],
                 timeout_ms,
                 last_zxid: 0,
                 connected: false,
@@ -268,7 +270,8 @@ impl ZkClient {
                 return Err(ZkError::ConnectionLoss);
             }
             let xid = s.next_xid;
-            s.next_xid += 1;
+            // Positive, as ZooKeeper's xids (negative ones are reserved).
+            s.next_xid = s.next_xid.checked_add(1).unwrap_or(1);
             let (done, rx) = oneshot::channel();
             s.outgoing.push_back(Outgoing {
                 xid,
@@ -474,6 +477,7 @@ impl ZkClient {
             s.watches = Watches::default();
             s.instance += 1;
             s.session = 0;
+            s.passwd = vec![0; PASSWD_LEN];
             s.timeout_ms = self.0.params.session_timeout_ms;
             self.set_curator(ctx, &mut s, CuratorState::Lost, why);
             w
@@ -504,9 +508,10 @@ async fn send_thread(client: ZkClient, ctx: NodeCtx) {
         first = false;
         let host = hosts[next % hosts.len()].clone();
         next += 1;
-        let (instance, session, timeout_ms, last_zxid) = {
+        let (instance, session, timeout_ms, last_zxid, passwd) = {
             let s = client.0.state.borrow();
-            (s.instance, s.session, s.timeout_ms, s.last_zxid)
+            let passwd = s.passwd.clone();
+            (s.instance, s.session, s.timeout_ms, s.last_zxid, passwd)
         };
         let connect_timeout = Duration::from_millis((timeout_ms / hosts.len() as u64).max(1));
         let hello = ClientFrame {
@@ -515,13 +520,11 @@ async fn send_thread(client: ZkClient, ctx: NodeCtx) {
                 session,
                 timeout_ms: client.0.params.session_timeout_ms,
                 last_zxid,
+                passwd,
             },
         };
         let start = ctx.mono_ns();
-        let Ok(Ok(stream)) = SimTcp
-            .connect(&ctx, &host, CLIENT_PORT, connect_timeout)
-            .await
-        else {
+        let Ok(Ok(stream)) = Tcp.connect(&ctx, &host, CLIENT_PORT, connect_timeout).await else {
             tracing::trace!(host, "connect failed");
             continue;
         };
@@ -530,10 +533,10 @@ async fn send_thread(client: ZkClient, ctx: NodeCtx) {
             .timeout(connect_timeout.saturating_sub(spent), async {
                 let mut conn = Conn::new(stream, Frames);
                 let mut out = Vec::new();
-                frame(&hello, &mut out);
+                encode_request(&hello, &mut out);
                 conn.send(&out).await.ok()?;
                 let reply = conn.recv().await.ok()?;
-                Some((conn, decode::<ServerFrame>(&reply).ok()?))
+                Some((conn, decode_reply(&reply, true, |_| None).ok()?))
             })
             .await;
         let Ok(Some((conn, reply))) = attempt else {
@@ -544,15 +547,16 @@ async fn send_thread(client: ZkClient, ctx: NodeCtx) {
             // Curator replaced the handle meanwhile: this answer is for the old one.
             continue;
         }
-        let ServerFrame::Reply { zxid, resp, .. } = reply else {
+        let ServerFrame::Reply { resp, .. } = reply else {
             continue;
         };
         match resp {
             Response::Connected {
                 session: id,
                 timeout_ms,
+                passwd,
             } => {
-                connected(&client, &ctx, &host, id, timeout_ms, zxid);
+                connected(&client, &ctx, &host, (id, passwd), timeout_ms);
                 let why = run_connection(&client, &ctx, conn, instance).await;
                 if client.instance() == instance {
                     client.disconnected(&ctx, why);
@@ -570,16 +574,15 @@ fn connected(
     client: &ZkClient,
     ctx: &NodeCtx,
     host: &str,
-    id: SessionId,
+    (id, passwd): (SessionId, Vec<u8>),
     timeout_ms: u64,
-    zxid: Zxid,
 ) {
     let watchers = {
         let mut s = client.0.state.borrow_mut();
         let new = s.session != id;
         s.session = id;
+        s.passwd = passwd;
         s.timeout_ms = timeout_ms;
-        s.last_zxid = s.last_zxid.max(zxid);
         s.connected = true;
         s.last_recv_ns = ctx.mono_ns();
         let to = match s.curator {
@@ -601,9 +604,12 @@ fn connected(
     client.0.changed.notify_waiters();
 }
 
-async fn write_frame(conn: &mut Conn<SimStream, Frames>, f: &ClientFrame) -> std::io::Result<()> {
+/// The client's end of a connection.
+type ServerConn = Conn<NetStream, Frames>;
+
+async fn write_frame(conn: &mut ServerConn, f: &ClientFrame) -> std::io::Result<()> {
     let mut out = Vec::new();
-    frame(f, &mut out);
+    encode_request(f, &mut out);
     conn.send(&out).await
 }
 
@@ -611,7 +617,7 @@ async fn write_frame(conn: &mut Conn<SimStream, Frames>, f: &ClientFrame) -> std
 async fn run_connection(
     client: &ZkClient,
     ctx: &NodeCtx,
-    mut conn: Conn<SimStream, Frames>,
+    mut conn: ServerConn,
     instance: u64,
 ) -> String {
     let mut last_send = ctx.mono_ns();
@@ -704,8 +710,13 @@ async fn run_connection(
         if now - last_recv >= read_timeout {
             return format!("no reply for {} ms", (now - last_recv) / 1_000_000);
         }
-        let Ok(f) = decode::<ServerFrame>(&bytes) else {
-            return "protocol error".into();
+        let op_of = |xid: i32| match xid {
+            SET_WATCHES_XID => Some(OpCode::SetWatches),
+            _ => client.0.state.borrow().sent.get(&xid)?.0.op(),
+        };
+        let f = match decode_reply(&bytes, false, op_of) {
+            Ok(f) => f,
+            Err(e) => return format!("protocol error: {e}"),
         };
         if client.instance() != instance {
             return "handle replaced".into();
@@ -728,7 +739,10 @@ fn on_frame(client: &ZkClient, ctx: &NodeCtx, f: ServerFrame) {
     }
     match f {
         ServerFrame::Reply { xid, zxid, resp } => {
-            s.last_zxid = s.last_zxid.max(zxid);
+            // As ClientCnxn: a ping's reply does not move the last zxid seen.
+            if xid != PING_XID {
+                s.last_zxid = s.last_zxid.max(zxid);
+            }
             let Some((req, watcher, done)) = s.sent.remove(&xid) else {
                 return;
             };
@@ -751,7 +765,7 @@ fn on_frame(client: &ZkClient, ctx: &NodeCtx, f: ServerFrame) {
             let _ = done.send(Ok(resp));
         }
         ServerFrame::Watch(ev) => {
-            s.last_zxid = s.last_zxid.max(ev.zxid);
+            // A notification carries no zxid.
             let watchers = s.watches.materialize(&ev);
             drop(s);
             tracing::trace!(?ev, "watch fired");
@@ -830,6 +844,7 @@ async fn background(client: ZkClient, ctx: NodeCtx) {
                             Request::GetChildren {
                                 path: parent.clone(),
                                 watch: false,
+                                with_stat: false,
                             },
                             None,
                         )

@@ -4,10 +4,13 @@
 
 use super::db::Op;
 use super::params::negotiate;
-use super::proto::{decode, frame, ClientFrame, Request, Response, ServerFrame, CLIENT_PORT};
+use super::proto::{
+    decode_request, encode_reply, session_passwd, ClientFrame, OpCode, Request, Response,
+    ServerFrame, CLIENT_PORT,
+};
 use super::server::{ConnEntry, Node};
 use super::tree::{SessionId, WatchedEvent, ZkError};
-use crate::net::{Conn, Frames};
+use crate::net::{Conn, Frames, NetStream};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -16,29 +19,35 @@ use tokio::sync::mpsc;
 
 pub(super) async fn client_listener(node: Node) {
     // Dead connections end with their session (its expiry closes the watch channel).
-    let (listener, _listening) = crate::net::tcp::listen(&node.ctx, CLIENT_PORT)
-        .await
-        .expect("bind on a fresh simulated host cannot fail");
+    let listener = match crate::net::listen(&node.ctx, CLIENT_PORT).await {
+        Ok(l) => l,
+        Err(e) => {
+            // Only a live server can fail to bind (its port taken).
+            tracing::error!("{}: cannot listen: {e}", node.ctx.name());
+            return;
+        }
+    };
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok(stream) = listener.accept().await else {
             continue;
         };
         node.ctx.spawn(client_connection(node.clone(), stream));
     }
 }
 
-async fn send(
-    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
-    f: &ServerFrame,
-) -> std::io::Result<()> {
+/// A client connection as the server holds it.
+type ClientConn = Conn<NetStream, Frames>;
+
+/// Send `f`, the reply to an operation `op` (a reply's record depends on it).
+async fn send(conn: &mut ClientConn, f: &ServerFrame, op: Option<OpCode>) -> std::io::Result<()> {
     let mut out = Vec::new();
-    frame(f, &mut out);
+    encode_reply(f, op, &mut out);
     conn.send(&out).await
 }
 
 /// One client connection: the handshake, then requests in order and watch
 /// notifications (see the module docs).
-async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
+async fn client_connection(node: Node, stream: NetStream) {
     let ctx = node.ctx.clone();
     let mut conn = Conn::new(stream, Frames);
     let timeout = Duration::from_millis(node.params.negotiated_timeout_ms());
@@ -52,8 +61,9 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
                 session,
                 timeout_ms,
                 last_zxid,
+                passwd,
             },
-    }) = decode::<ClientFrame>(&first)
+    }) = decode_request(&first, true)
     else {
         return;
     };
@@ -71,7 +81,7 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
             Some((_, Ok(_))) => id,
             _ => return,
         }
-    } else if node.touch(session) {
+    } else if passwd == session_passwd(session) && node.touch(session) {
         // The session moves here (ZooKeeper's revalidation sets its owner at the leader):
         // answer once that is in the log, so requests still in flight through its old
         // server are ordered before it or fail with SessionMoved.
@@ -85,7 +95,7 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
                         zxid: node.last_zxid(),
                         resp: Response::Expired,
                     };
-                    let _ = send(&mut conn, &f).await;
+                    let _ = send(&mut conn, &f, None).await;
                     return;
                 }
                 _ => return,
@@ -98,7 +108,7 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
             zxid: node.last_zxid(),
             resp: Response::Expired,
         };
-        let _ = send(&mut conn, &f).await;
+        let _ = send(&mut conn, &f, None).await;
         return;
     };
     let Some(timeout_ms) = node.s.borrow().db.sessions().get(&session).copied() else {
@@ -124,9 +134,10 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
         resp: Response::Connected {
             session,
             timeout_ms,
+            passwd: session_passwd(session),
         },
     };
-    if send(&mut conn, &hello).await.is_ok() {
+    if send(&mut conn, &hello, None).await.is_ok() {
         serve_connection(&node, &mut conn, cid, session, &mut rx).await;
     }
     let mut s = node.s.borrow_mut();
@@ -139,7 +150,16 @@ async fn client_connection(node: Node, stream: turmoil::net::TcpStream) {
 const OUTSTANDING_LIMIT: usize = 1000;
 
 /// A request of this connection being served.
-type Serving = Pin<Box<dyn Future<Output = (i64, bool, Option<Response>)>>>;
+type Serving = Pin<Box<dyn Future<Output = (Reply, Option<Response>)>>>;
+
+/// What a reply needs besides its body: the request's xid and operation, and whether it
+/// closed the session.
+#[derive(Debug, Clone, Copy)]
+struct Reply {
+    xid: i32,
+    op: Option<OpCode>,
+    close: bool,
+}
 
 /// Requests are read, and touch their session, as they arrive (ZooKeeper's
 /// `submitRequest`), and are served one at a time in arrival order, each reply after the
@@ -147,12 +167,12 @@ type Serving = Pin<Box<dyn Future<Output = (i64, bool, Option<Response>)>>>;
 /// alive, as in ZooKeeper, although its reply waits for the write's.
 async fn serve_connection(
     node: &Node,
-    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    conn: &mut ClientConn,
     cid: u64,
     session: SessionId,
     rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
 ) {
-    let mut queued: VecDeque<(i64, Request)> = VecDeque::new();
+    let mut queued: VecDeque<(i32, Request)> = VecDeque::new();
     let mut serving: Option<Serving> = None;
     let mut closing = false;
     let mut watches_open = true;
@@ -160,9 +180,14 @@ async fn serve_connection(
         if serving.is_none() {
             if let Some((xid, req)) = queued.pop_front() {
                 closing = matches!(req, Request::CloseSession);
+                let reply = Reply {
+                    xid,
+                    op: req.op(),
+                    close: closing,
+                };
                 let node = node.clone();
                 serving = Some(Box::pin(async move {
-                    (xid, closing, node.serve(cid, session, req).await)
+                    (reply, node.serve(cid, session, req).await)
                 }));
             }
         }
@@ -170,7 +195,7 @@ async fn serve_connection(
             biased;
             ev = rx.recv(), if watches_open => match ev {
                 Some(ev) => {
-                    if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                    if send(conn, &ServerFrame::Watch(ev), None).await.is_err() {
                         return;
                     }
                 }
@@ -179,19 +204,19 @@ async fn serve_connection(
                 None if closing => watches_open = false,
                 None => return,
             },
-            (xid, close, resp) = async { serving.as_mut().expect("guarded").await },
+            (reply, resp) = async { serving.as_mut().expect("guarded").await },
                 if serving.is_some() =>
             {
                 serving = None;
                 let Some(resp) = resp else { return };
-                if !answer(node, conn, rx, session, (xid, close, resp)).await || close {
+                if !answer(node, conn, rx, session, reply, resp).await || reply.close {
                     return;
                 }
             }
             // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
             r = conn.recv(), if queued.len() < OUTSTANDING_LIMIT => {
                 let Ok(bytes) = r else { return };
-                let Ok(ClientFrame { xid, req }) = decode::<ClientFrame>(&bytes) else {
+                let Ok(ClientFrame { xid, req }) = decode_request(&bytes, false) else {
                     return;
                 };
                 node.touch(session);
@@ -205,10 +230,11 @@ async fn serve_connection(
 /// when the connection is to be closed.
 async fn answer(
     node: &Node,
-    conn: &mut Conn<turmoil::net::TcpStream, Frames>,
+    conn: &mut ClientConn,
     rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
     session: SessionId,
-    (xid, close, resp): (i64, bool, Response),
+    reply: Reply,
+    resp: Response,
 ) -> bool {
     if resp == Response::Err(ZkError::SessionMoved) {
         // ZooKeeper's FinalRequestProcessor treats SessionMoved as an error of the
@@ -228,20 +254,20 @@ async fn answer(
     loop {
         match rx.try_recv() {
             Ok(ev) => {
-                if send(conn, &ServerFrame::Watch(ev)).await.is_err() {
+                if send(conn, &ServerFrame::Watch(ev), None).await.is_err() {
                     return false;
                 }
             }
             Err(mpsc::error::TryRecvError::Empty) => break,
             // The session was closed meanwhile.
-            Err(mpsc::error::TryRecvError::Disconnected) if !close => return false,
+            Err(mpsc::error::TryRecvError::Disconnected) if !reply.close => return false,
             Err(mpsc::error::TryRecvError::Disconnected) => break,
         }
     }
     let f = ServerFrame::Reply {
-        xid,
+        xid: reply.xid,
         zxid: node.last_zxid(),
         resp,
     };
-    send(conn, &f).await.is_ok()
+    send(conn, &f, reply.op).await.is_ok()
 }

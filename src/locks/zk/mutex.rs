@@ -212,6 +212,7 @@ impl CuratorMutex {
                         path: path.clone(),
                         data: Vec::new(),
                         mode: CreateMode::Container,
+                        with_stat: true,
                     },
                     None,
                 )
@@ -237,6 +238,8 @@ impl CuratorMutex {
             path: path.to_string(),
             data: data.clone(),
             mode: CreateMode::EphemeralSequential,
+            // Curator creates through create2.
+            with_stat: true,
         };
         let maybe = Cell::new(None);
         let r = match self.call_noting(create(), &maybe).await {
@@ -271,6 +274,7 @@ impl CuratorMutex {
                 Request::GetChildren {
                     path: base.to_string(),
                     watch: false,
+                    with_stat: false,
                 },
                 None,
             )
@@ -404,6 +408,7 @@ impl CuratorMutex {
                     Request::GetChildren {
                         path: base.to_string(),
                         watch: false,
+                        with_stat: false,
                     },
                     None,
                 )
@@ -642,6 +647,7 @@ impl CuratorMutex {
                 Request::GetChildren {
                     path: base.clone(),
                     watch: false,
+                    with_stat: false,
                 },
                 None,
             )

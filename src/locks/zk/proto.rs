@@ -1,15 +1,18 @@
-//! What travels between ZooKeeper clients and servers, over the shared transport's
-//! length-prefixed [`Frames`](crate::net::Frames): one JSON value per frame (`serde_json`,
-//! fields in declaration order and no maps, so the bytes are a pure function of the
-//! value).
+//! ZooKeeper's client protocol, as its documentation and jute definitions
+//! (`zookeeper.jute`) describe it: length-prefixed frames ([`Frames`](crate::net::Frames))
+//! each holding one [jute](super::jute) record sequence.
 //!
-//! As in ZooKeeper's protocol, a connection opens with a `ConnectRequest` (session 0 for a
-//! new session, the client's last seen zxid), then carries requests tagged with a client
-//! xid, pings (xid -2), replies in request order (each stamped with the server's last
-//! zxid) and watch notifications (xid -1) interleaved with them in the order the server
-//! produced them.
+//! A connection opens with a `ConnectRequest` (protocol version, the client's last seen
+//! zxid, the timeout asked for, the session id — 0 for a new session — and its password,
+//! then an optional read-only flag), answered by a `ConnectResponse` (a timeout of 0 and
+//! session 0 when the session is expired or unknown). Then each request is a
+//! `RequestHeader` (xid, operation code) and its record; each reply a `ReplyHeader` (xid,
+//! the server's last zxid, an error code) and, on success, the operation's response
+//! record. Pings have xid −2, watch notifications xid −1 (zxid −1) with a `WatcherEvent`.
+//! A reply's record depends on the request's operation, which the client knows by xid.
 
-use super::tree::{CreateMode, SessionId, Stat, WatchedEvent, ZkError, Zxid};
+use super::jute::{JuteError, Reader, Writer};
+use super::tree::{CreateMode, EventKind, SessionId, Stat, WatchedEvent, ZkError, Zxid};
 use serde::{Deserialize, Serialize};
 
 /// Where a server serves clients (ZooKeeper's `clientPort`).
@@ -19,7 +22,87 @@ pub const CLIENT_PORT: u16 = 2181;
 pub const PEER_PORT: u16 = 2888;
 
 /// The xid of a ping.
-pub const PING_XID: i64 = -2;
+pub const PING_XID: i32 = -2;
+/// The xid of a watch notification.
+pub const NOTIFICATION_XID: i32 = -1;
+/// The xid ZooKeeper's client gives `setWatches` after a reconnect.
+pub const SET_WATCHES_XID: i32 = -8;
+/// A session password's length (ZooKeeper's 16 random bytes).
+pub const PASSWD_LEN: usize = 16;
+
+/// The operation codes this server serves (`ZooDefs.OpCode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpCode {
+    /// `create`: the reply has the path only.
+    Create,
+    /// `delete`.
+    Delete,
+    /// `exists`.
+    Exists,
+    /// `getData`.
+    GetData,
+    /// `setData`.
+    SetData,
+    /// `getChildren`: the reply has the names only.
+    GetChildren,
+    /// `sync`.
+    Sync,
+    /// `ping`.
+    Ping,
+    /// `getChildren2`: names and the parent's stat.
+    GetChildren2,
+    /// `create2`: path and stat.
+    Create2,
+    /// `createContainer`: path and stat.
+    CreateContainer,
+    /// `setWatches`.
+    SetWatches,
+    /// `closeSession`.
+    CloseSession,
+}
+
+impl OpCode {
+    const ALL: [OpCode; 13] = [
+        OpCode::Create,
+        OpCode::Delete,
+        OpCode::Exists,
+        OpCode::GetData,
+        OpCode::SetData,
+        OpCode::GetChildren,
+        OpCode::Sync,
+        OpCode::Ping,
+        OpCode::GetChildren2,
+        OpCode::Create2,
+        OpCode::CreateContainer,
+        OpCode::SetWatches,
+        OpCode::CloseSession,
+    ];
+
+    /// ZooKeeper's number for it.
+    pub fn code(self) -> i32 {
+        match self {
+            OpCode::Create => 1,
+            OpCode::Delete => 2,
+            OpCode::Exists => 3,
+            OpCode::GetData => 4,
+            OpCode::SetData => 5,
+            OpCode::GetChildren => 8,
+            OpCode::Sync => 9,
+            OpCode::Ping => 11,
+            OpCode::GetChildren2 => 12,
+            OpCode::Create2 => 15,
+            OpCode::CreateContainer => 19,
+            OpCode::SetWatches => 101,
+            OpCode::CloseSession => -11,
+        }
+    }
+
+    /// The operation numbered `code`, if this server serves it.
+    pub fn from_code(code: i32) -> Option<OpCode> {
+        OpCode::ALL.into_iter().find(|op| op.code() == code)
+    }
+}
 
 /// A client's request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +116,8 @@ pub enum Request {
         timeout_ms: u64,
         /// The last zxid the client has seen: a server behind it refuses the client.
         last_zxid: Zxid,
+        /// The session's password (zeros for a new session).
+        passwd: Vec<u8>,
     },
     /// Keep the session alive.
     Ping,
@@ -44,6 +129,9 @@ pub enum Request {
         data: Vec<u8>,
         /// Mode.
         mode: CreateMode,
+        /// Whether the reply carries the node's stat (`create2`, `createContainer`; what
+        /// Curator sends) or only its path (`create`).
+        with_stat: bool,
     },
     /// Delete a node.
     Delete {
@@ -81,6 +169,8 @@ pub enum Request {
         path: String,
         /// Set a watch.
         watch: bool,
+        /// Whether the reply carries the parent's stat (`getChildren2`).
+        with_stat: bool,
     },
     /// Catch up with the leader before answering (reads after it see every write
     /// committed before it).
@@ -101,6 +191,14 @@ pub enum Request {
     },
     /// End the session now.
     CloseSession,
+    /// A request the server answers with an error without running it: an operation it
+    /// does not serve (`Unimplemented`) or arguments it rejects (`BadArguments`).
+    Rejected {
+        /// The operation's number, as sent.
+        op: i32,
+        /// The answer.
+        err: ZkError,
+    },
 }
 
 impl Request {
@@ -114,13 +212,40 @@ impl Request {
                 | Request::CloseSession
         )
     }
+
+    /// Its operation (`None` for the handshake and for a rejected operation).
+    pub fn op(&self) -> Option<OpCode> {
+        Some(match self {
+            Request::Connect { .. } | Request::Rejected { .. } => return None,
+            Request::Ping => OpCode::Ping,
+            Request::Create {
+                mode: CreateMode::Container,
+                ..
+            } => OpCode::CreateContainer,
+            Request::Create {
+                with_stat: true, ..
+            } => OpCode::Create2,
+            Request::Create { .. } => OpCode::Create,
+            Request::Delete { .. } => OpCode::Delete,
+            Request::SetData { .. } => OpCode::SetData,
+            Request::Exists { .. } => OpCode::Exists,
+            Request::GetData { .. } => OpCode::GetData,
+            Request::GetChildren {
+                with_stat: true, ..
+            } => OpCode::GetChildren2,
+            Request::GetChildren { .. } => OpCode::GetChildren,
+            Request::Sync { .. } => OpCode::Sync,
+            Request::SetWatches { .. } => OpCode::SetWatches,
+            Request::CloseSession => OpCode::CloseSession,
+        })
+    }
 }
 
 /// A client frame: a request with its xid.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientFrame {
     /// Client-chosen id, echoed in the reply.
-    pub xid: i64,
+    pub xid: i32,
     /// The request.
     pub req: Request,
 }
@@ -135,6 +260,8 @@ pub enum Response {
         session: SessionId,
         /// The negotiated timeout, ms.
         timeout_ms: u64,
+        /// The session's password, to present when reconnecting.
+        passwd: Vec<u8>,
     },
     /// The session asked for is expired (ZooKeeper answers with timeout 0, then closes).
     Expired,
@@ -144,12 +271,14 @@ pub enum Response {
     Created {
         /// Actual path.
         path: String,
-        /// Its stat.
+        /// Its stat (all zero when the request was a plain `create`, whose reply has
+        /// none).
         stat: Stat,
     },
     /// A delete's result.
     Deleted,
-    /// `exists`: the stat, if the node exists.
+    /// `exists`: the stat, if the node exists (on the wire, a missing node is the error
+    /// `NoNode`).
     Exists {
         /// Stat.
         stat: Option<Stat>,
@@ -165,7 +294,7 @@ pub enum Response {
     Children {
         /// Child names.
         children: Vec<String>,
-        /// The parent's stat.
+        /// The parent's stat (all zero for a plain `getChildren`, whose reply has none).
         stat: Stat,
     },
     /// `setData`.
@@ -174,7 +303,10 @@ pub enum Response {
         stat: Stat,
     },
     /// `sync` done.
-    Synced,
+    Synced {
+        /// The path synced (echoed).
+        path: String,
+    },
     /// `setWatches` done.
     WatchesSet,
     /// `closeSession` done.
@@ -190,14 +322,485 @@ pub enum ServerFrame {
     /// The reply to request `xid`.
     Reply {
         /// The request's xid.
-        xid: i64,
+        xid: i32,
         /// The server's last zxid when it answered.
         zxid: Zxid,
         /// The body.
         resp: Response,
     },
-    /// A watch fired.
+    /// A watch fired (the wire carries no zxid for it: it reads as 0).
     Watch(WatchedEvent),
+}
+
+/// A session's password: 16 bytes derived from its id (ZooKeeper's derivation is its
+/// own; a client only echoes them back).
+pub fn session_passwd(session: SessionId) -> Vec<u8> {
+    let mut x = session ^ 0xb341_5c00;
+    (0..PASSWD_LEN / 8)
+        .flat_map(|_| {
+            // SplitMix64.
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)).to_be_bytes()
+        })
+        .collect()
+}
+
+fn mode_flags(mode: CreateMode) -> i32 {
+    match mode {
+        CreateMode::Persistent => 0,
+        CreateMode::Ephemeral => 1,
+        CreateMode::PersistentSequential => 2,
+        CreateMode::EphemeralSequential => 3,
+        CreateMode::Container => 4,
+    }
+}
+
+fn flags_mode(flags: i32) -> Option<CreateMode> {
+    Some(match flags {
+        0 => CreateMode::Persistent,
+        1 => CreateMode::Ephemeral,
+        2 => CreateMode::PersistentSequential,
+        3 => CreateMode::EphemeralSequential,
+        4 => CreateMode::Container,
+        _ => return None,
+    })
+}
+
+fn event_type(kind: EventKind) -> i32 {
+    match kind {
+        EventKind::NodeCreated => 1,
+        EventKind::NodeDeleted => 2,
+        EventKind::NodeDataChanged => 3,
+        EventKind::NodeChildrenChanged => 4,
+    }
+}
+
+/// `KeeperState.SyncConnected`: the state every notification of a live connection has.
+const SYNC_CONNECTED: i32 = 3;
+/// `ZooDefs.Perms.ALL`.
+const PERMS_ALL: i32 = 31;
+
+fn write_stat(w: &mut Writer, s: &Stat) {
+    w.long(s.czxid as i64)
+        .long(s.mzxid as i64)
+        .long(s.ctime)
+        .long(s.mtime)
+        .int(s.version)
+        .int(s.cversion)
+        .int(0) // aversion: ACLs never change here
+        .long(s.ephemeral_owner as i64)
+        .int(s.data_length as i32)
+        .int(s.num_children as i32)
+        .long(s.pzxid as i64);
+}
+
+fn read_stat(r: &mut Reader) -> Result<Stat, JuteError> {
+    let czxid = r.long("stat.czxid")? as u64;
+    let mzxid = r.long("stat.mzxid")? as u64;
+    let ctime = r.long("stat.ctime")?;
+    let mtime = r.long("stat.mtime")?;
+    let version = r.int("stat.version")?;
+    let cversion = r.int("stat.cversion")?;
+    let _aversion = r.int("stat.aversion")?;
+    let ephemeral_owner = r.long("stat.ephemeralOwner")? as u64;
+    let data_length = r.int("stat.dataLength")? as u32;
+    let num_children = r.int("stat.numChildren")? as u32;
+    let pzxid = r.long("stat.pzxid")? as u64;
+    Ok(Stat {
+        czxid,
+        mzxid,
+        pzxid,
+        ctime,
+        mtime,
+        version,
+        cversion,
+        ephemeral_owner,
+        num_children,
+        data_length,
+    })
+}
+
+/// Encode a client frame as one length-prefixed frame: the `ConnectRequest` for
+/// [`Request::Connect`], a `RequestHeader` and the operation's record otherwise.
+pub fn encode_request(f: &ClientFrame, out: &mut Vec<u8>) {
+    let mut w = Writer::new();
+    if let Request::Connect {
+        session,
+        timeout_ms,
+        last_zxid,
+        passwd,
+    } = &f.req
+    {
+        w.int(0)
+            .long(*last_zxid as i64)
+            .int(i32::try_from(*timeout_ms).unwrap_or(i32::MAX))
+            .long(*session as i64)
+            .buffer(passwd)
+            .bool(false);
+        crate::net::encode_frame(&w.into_bytes(), out);
+        return;
+    }
+    let op = match &f.req {
+        Request::Rejected { op, .. } => *op,
+        req => req.op().expect("not the handshake").code(),
+    };
+    w.int(f.xid).int(op);
+    match &f.req {
+        Request::Connect { .. }
+        | Request::Ping
+        | Request::CloseSession
+        | Request::Rejected { .. } => {}
+        Request::Create {
+            path, data, mode, ..
+        } => {
+            w.string(path).buffer(data).int(1);
+            w.int(PERMS_ALL).string("world").string("anyone");
+            w.int(mode_flags(*mode));
+        }
+        Request::Delete { path, version } => {
+            w.string(path).int(*version);
+        }
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => {
+            w.string(path).buffer(data).int(*version);
+        }
+        Request::Exists { path, watch }
+        | Request::GetData { path, watch }
+        | Request::GetChildren { path, watch, .. } => {
+            w.string(path).bool(*watch);
+        }
+        Request::Sync { path } => {
+            w.string(path);
+        }
+        Request::SetWatches {
+            relative_zxid,
+            data,
+            exist,
+            child,
+        } => {
+            w.long(*relative_zxid as i64)
+                .strings(data)
+                .strings(exist)
+                .strings(child);
+        }
+    }
+    crate::net::encode_frame(&w.into_bytes(), out);
+}
+
+/// Decode a client frame's payload: the `ConnectRequest` when `handshake`, a request
+/// otherwise. An operation this server does not serve, or a create mode it rejects,
+/// decodes to [`Request::Rejected`]; a record that cannot be read is an error (the
+/// server closes the connection, as ZooKeeper does).
+pub fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFrame, JuteError> {
+    let mut r = Reader::new(payload);
+    if handshake {
+        let _protocol = r.int("ConnectRequest.protocolVersion")?;
+        let last_zxid = r.long("ConnectRequest.lastZxidSeen")? as u64;
+        let timeout_ms = r.int("ConnectRequest.timeOut")?.max(0) as u64;
+        let session = r.long("ConnectRequest.sessionId")? as u64;
+        let passwd = r.buffer("ConnectRequest.passwd")?;
+        // Clients since 3.4 append the read-only flag; older ones do not.
+        if r.remaining() > 0 {
+            r.bool("ConnectRequest.readOnly")?;
+        }
+        r.end("ConnectRequest")?;
+        let req = Request::Connect {
+            session,
+            timeout_ms,
+            last_zxid,
+            passwd,
+        };
+        return Ok(ClientFrame { xid: 0, req });
+    }
+    let xid = r.int("RequestHeader.xid")?;
+    let code = r.int("RequestHeader.type")?;
+    let Some(op) = OpCode::from_code(code) else {
+        let err = ZkError::Unimplemented;
+        let req = Request::Rejected { op: code, err };
+        return Ok(ClientFrame { xid, req });
+    };
+    let req = match op {
+        OpCode::Ping => Request::Ping,
+        OpCode::CloseSession => Request::CloseSession,
+        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer => {
+            let path = r.string("CreateRequest.path")?;
+            let data = r.buffer("CreateRequest.data")?;
+            let acls = r.int("CreateRequest.acl")?;
+            // Each ACL is at least 12 bytes (perms and two lengths).
+            if acls > 0 && acls as usize > r.remaining() / 12 {
+                return Err(JuteError {
+                    at: 0,
+                    what: format!("CreateRequest.acl: {acls} entries cannot fit"),
+                });
+            }
+            for _ in 0..acls.max(0) {
+                r.int("ACL.perms")?;
+                r.string("ACL.id.scheme")?;
+                r.string("ACL.id.id")?;
+            }
+            let flags = r.int("CreateRequest.flags")?;
+            match (flags_mode(flags), op) {
+                // ZooKeeper: a container only through createContainer, and
+                // createContainer only for a container.
+                (Some(CreateMode::Container), OpCode::CreateContainer) => Request::Create {
+                    path,
+                    data,
+                    mode: CreateMode::Container,
+                    with_stat: true,
+                },
+                (Some(mode), OpCode::Create | OpCode::Create2) if mode != CreateMode::Container => {
+                    Request::Create {
+                        path,
+                        data,
+                        mode,
+                        with_stat: op == OpCode::Create2,
+                    }
+                }
+                _ => Request::Rejected {
+                    op: code,
+                    err: ZkError::BadArguments,
+                },
+            }
+        }
+        OpCode::Delete => Request::Delete {
+            path: r.string("DeleteRequest.path")?,
+            version: r.int("DeleteRequest.version")?,
+        },
+        OpCode::SetData => Request::SetData {
+            path: r.string("SetDataRequest.path")?,
+            data: r.buffer("SetDataRequest.data")?,
+            version: r.int("SetDataRequest.version")?,
+        },
+        OpCode::Exists => Request::Exists {
+            path: r.string("ExistsRequest.path")?,
+            watch: r.bool("ExistsRequest.watch")?,
+        },
+        OpCode::GetData => Request::GetData {
+            path: r.string("GetDataRequest.path")?,
+            watch: r.bool("GetDataRequest.watch")?,
+        },
+        OpCode::GetChildren | OpCode::GetChildren2 => Request::GetChildren {
+            path: r.string("GetChildrenRequest.path")?,
+            watch: r.bool("GetChildrenRequest.watch")?,
+            with_stat: op == OpCode::GetChildren2,
+        },
+        OpCode::Sync => Request::Sync {
+            path: r.string("SyncRequest.path")?,
+        },
+        OpCode::SetWatches => Request::SetWatches {
+            relative_zxid: r.long("SetWatches.relativeZxid")? as u64,
+            data: r.strings("SetWatches.dataWatches")?,
+            exist: r.strings("SetWatches.existWatches")?,
+            child: r.strings("SetWatches.childWatches")?,
+        },
+    };
+    r.end("request")?;
+    Ok(ClientFrame { xid, req })
+}
+
+/// Encode a server frame as one length-prefixed frame. A reply's record is the one of
+/// operation `op` (the request's); [`Response::Connected`] and [`Response::Expired`]
+/// are the `ConnectResponse`.
+pub fn encode_reply(f: &ServerFrame, op: Option<OpCode>, out: &mut Vec<u8>) {
+    let mut w = Writer::new();
+    match f {
+        ServerFrame::Watch(ev) => {
+            w.int(NOTIFICATION_XID).long(-1).int(0);
+            w.int(event_type(ev.kind))
+                .int(SYNC_CONNECTED)
+                .string(&ev.path);
+        }
+        ServerFrame::Reply {
+            resp:
+                Response::Connected {
+                    session,
+                    timeout_ms,
+                    passwd,
+                },
+            ..
+        } => {
+            w.int(0)
+                .int(i32::try_from(*timeout_ms).unwrap_or(i32::MAX))
+                .long(*session as i64)
+                .buffer(passwd)
+                .bool(false);
+        }
+        ServerFrame::Reply {
+            resp: Response::Expired,
+            ..
+        } => {
+            w.int(0).int(0).long(0).buffer(&[0; PASSWD_LEN]).bool(false);
+        }
+        ServerFrame::Reply { xid, zxid, resp } => {
+            let err = match resp {
+                Response::Err(e) => e.code(),
+                Response::Exists { stat: None } => ZkError::NoNode.code(),
+                _ => 0,
+            };
+            w.int(*xid).long(*zxid as i64).int(err);
+            if err == 0 {
+                write_body(&mut w, resp, op);
+            }
+        }
+    }
+    crate::net::encode_frame(&w.into_bytes(), out);
+}
+
+fn write_body(w: &mut Writer, resp: &Response, op: Option<OpCode>) {
+    match resp {
+        Response::Created { path, stat } => {
+            w.string(path);
+            if op != Some(OpCode::Create) {
+                write_stat(w, stat);
+            }
+        }
+        Response::Exists { stat: Some(stat) } | Response::Set { stat } => write_stat(w, stat),
+        Response::Data { data, stat } => {
+            w.buffer(data);
+            write_stat(w, stat);
+        }
+        Response::Children { children, stat } => {
+            w.strings(children);
+            if op != Some(OpCode::GetChildren) {
+                write_stat(w, stat);
+            }
+        }
+        Response::Synced { path } => {
+            w.string(path);
+        }
+        Response::Connected { .. }
+        | Response::Expired
+        | Response::Pong
+        | Response::Deleted
+        | Response::Exists { stat: None }
+        | Response::WatchesSet
+        | Response::Closed
+        | Response::Err(_) => {}
+    }
+}
+
+/// Decode a server frame's payload: the `ConnectResponse` when `handshake`; otherwise a
+/// notification, or the reply to request `xid`, whose operation `op_of(xid)` gives.
+pub fn decode_reply(
+    payload: &[u8],
+    handshake: bool,
+    op_of: impl Fn(i32) -> Option<OpCode>,
+) -> Result<ServerFrame, JuteError> {
+    let mut r = Reader::new(payload);
+    if handshake {
+        let _protocol = r.int("ConnectResponse.protocolVersion")?;
+        let timeout = r.int("ConnectResponse.timeOut")?;
+        let session = r.long("ConnectResponse.sessionId")? as u64;
+        let passwd = r.buffer("ConnectResponse.passwd")?;
+        if r.remaining() > 0 {
+            r.bool("ConnectResponse.readOnly")?;
+        }
+        r.end("ConnectResponse")?;
+        let resp = if timeout <= 0 {
+            Response::Expired
+        } else {
+            Response::Connected {
+                session,
+                timeout_ms: timeout as u64,
+                passwd,
+            }
+        };
+        return Ok(ServerFrame::Reply {
+            xid: 0,
+            zxid: 0,
+            resp,
+        });
+    }
+    let xid = r.int("ReplyHeader.xid")?;
+    let zxid = r.long("ReplyHeader.zxid")?;
+    let err = r.int("ReplyHeader.err")?;
+    if xid == NOTIFICATION_XID {
+        let kind = match r.int("WatcherEvent.type")? {
+            1 => EventKind::NodeCreated,
+            2 => EventKind::NodeDeleted,
+            3 => EventKind::NodeDataChanged,
+            4 => EventKind::NodeChildrenChanged,
+            t => {
+                return Err(JuteError {
+                    at: 16,
+                    what: format!("WatcherEvent.type {t} is not a node event"),
+                })
+            }
+        };
+        let _state = r.int("WatcherEvent.state")?;
+        let path = r.string("WatcherEvent.path")?;
+        r.end("WatcherEvent")?;
+        return Ok(ServerFrame::Watch(WatchedEvent {
+            kind,
+            path,
+            zxid: 0,
+        }));
+    }
+    let zxid = zxid.max(0) as u64;
+    let op = match xid {
+        PING_XID => Some(OpCode::Ping),
+        _ => op_of(xid),
+    };
+    let Some(op) = op else {
+        return Err(JuteError {
+            at: 0,
+            what: format!("a reply to xid {xid}, which is not outstanding"),
+        });
+    };
+    let resp = if err != 0 {
+        match (op, ZkError::from_code(err)) {
+            (OpCode::Exists, ZkError::NoNode) => Response::Exists { stat: None },
+            (_, e) => Response::Err(e),
+        }
+    } else {
+        read_body(&mut r, op)?
+    };
+    r.end("reply")?;
+    Ok(ServerFrame::Reply { xid, zxid, resp })
+}
+
+fn read_body(r: &mut Reader, op: OpCode) -> Result<Response, JuteError> {
+    Ok(match op {
+        OpCode::Ping => Response::Pong,
+        OpCode::Create => Response::Created {
+            path: r.string("CreateResponse.path")?,
+            stat: Stat::default(),
+        },
+        OpCode::Create2 | OpCode::CreateContainer => Response::Created {
+            path: r.string("Create2Response.path")?,
+            stat: read_stat(r)?,
+        },
+        OpCode::Delete => Response::Deleted,
+        OpCode::Exists => Response::Exists {
+            stat: Some(read_stat(r)?),
+        },
+        OpCode::GetData => Response::Data {
+            data: r.buffer("GetDataResponse.data")?,
+            stat: read_stat(r)?,
+        },
+        OpCode::SetData => Response::Set {
+            stat: read_stat(r)?,
+        },
+        OpCode::GetChildren => Response::Children {
+            children: r.strings("GetChildrenResponse.children")?,
+            stat: Stat::default(),
+        },
+        OpCode::GetChildren2 => Response::Children {
+            children: r.strings("GetChildren2Response.children")?,
+            stat: read_stat(r)?,
+        },
+        OpCode::Sync => Response::Synced {
+            path: r.string("SyncResponse.path")?,
+        },
+        OpCode::SetWatches => Response::WatchesSet,
+        OpCode::CloseSession => Response::Closed,
+    })
 }
 
 /// A message between servers of an ensemble.
@@ -213,19 +816,8 @@ pub enum PeerMsg {
     },
 }
 
-/// Encode a JSON value as one frame.
-pub fn frame<T: Serialize>(value: &T, out: &mut Vec<u8>) {
-    let bytes = serde_json::to_vec(value).expect("wire types serialise");
-    crate::net::encode_frame(&bytes, out);
-}
-
-/// Decode one frame's JSON payload.
-pub fn decode<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(payload).map_err(|e| e.to_string())
-}
-
-/// A peer message's bytes: raft messages go as a tag byte and their protobuf bytes
-/// (compact: they are most of the traffic), others as JSON.
+/// A peer message's bytes: a tag byte, then raft-rs's protobuf bytes for a Raft message,
+/// or the touched sessions as a count and big-endian ids.
 pub fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
     match msg {
         PeerMsg::Raft(bytes) => {
@@ -234,9 +826,14 @@ pub fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
             out.extend_from_slice(bytes);
             out
         }
-        other => {
+        PeerMsg::Touch { sessions } => {
+            let mut w = Writer::new();
+            w.int(i32::try_from(sessions.len()).expect("fewer than 2^31 sessions"));
+            for &id in sessions {
+                w.long(id as i64);
+            }
             let mut out = vec![1];
-            out.extend(serde_json::to_vec(other).expect("peer messages serialise"));
+            out.extend(w.into_bytes());
             out
         }
     }
@@ -246,7 +843,19 @@ pub fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
 pub fn decode_peer(bytes: &[u8]) -> Result<PeerMsg, String> {
     match bytes.split_first() {
         Some((0, rest)) => Ok(PeerMsg::Raft(rest.to_vec())),
-        Some((1, rest)) => decode(rest),
+        Some((1, rest)) => {
+            let mut r = Reader::new(rest);
+            let n = r.int("Touch.count").map_err(|e| e.to_string())?;
+            if n < 0 || n as usize > r.remaining() / 8 {
+                return Err(format!("Touch: {n} sessions cannot fit"));
+            }
+            let sessions = (0..n)
+                .map(|_| r.long("Touch.session").map(|id| id as u64))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            r.end("Touch").map_err(|e| e.to_string())?;
+            Ok(PeerMsg::Touch { sessions })
+        }
         _ => Err("unknown peer message".into()),
     }
 }
@@ -255,33 +864,235 @@ pub fn decode_peer(bytes: &[u8]) -> Result<PeerMsg, String> {
 mod tests {
     use super::*;
 
+    fn stat() -> Stat {
+        Stat {
+            czxid: 5,
+            mzxid: 6,
+            pzxid: 7,
+            ctime: 1_700_000_000_000,
+            mtime: 1_700_000_000_001,
+            version: 2,
+            cversion: 3,
+            ephemeral_owner: 0x0100_0000_0000_0001,
+            num_children: 4,
+            data_length: 1,
+        }
+    }
+
+    fn round_trip(req: Request, resp: Response) {
+        let f = ClientFrame { xid: 7, req };
+        let mut out = Vec::new();
+        encode_request(&f, &mut out);
+        let handshake = matches!(f.req, Request::Connect { .. });
+        let back = decode_request(&out[4..], handshake).unwrap();
+        assert_eq!(back.req, f.req);
+        let op = f.req.op();
+        let reply = ServerFrame::Reply {
+            xid: if handshake { 0 } else { 7 },
+            zxid: if handshake { 0 } else { 9 },
+            resp,
+        };
+        let mut out = Vec::new();
+        encode_reply(&reply, op, &mut out);
+        let back = decode_reply(&out[4..], handshake, |x| (x == 7).then_some(op).flatten());
+        assert_eq!(back.unwrap(), reply);
+    }
+
     #[test]
-    fn frames_round_trip() {
+    fn every_request_and_reply_round_trips() {
+        let s = stat();
+        let p = || "/locks/L".to_string();
+        let passwd = session_passwd(42);
+        assert_eq!(passwd.len(), PASSWD_LEN);
+        let connect = Request::Connect {
+            session: 42,
+            timeout_ms: 1000,
+            last_zxid: 3,
+            passwd: passwd.clone(),
+        };
+        let connected = Response::Connected {
+            session: 42,
+            timeout_ms: 1000,
+            passwd,
+        };
+        round_trip(connect.clone(), connected);
+        round_trip(connect, Response::Expired);
+        round_trip(Request::Ping, Response::Pong);
+        for (mode, with_stat) in [
+            (CreateMode::EphemeralSequential, true),
+            (CreateMode::Persistent, true),
+            (CreateMode::Container, true),
+        ] {
+            let req = Request::Create {
+                path: p(),
+                data: vec![1, 2],
+                mode,
+                with_stat,
+            };
+            round_trip(req, Response::Created { path: p(), stat: s });
+        }
+        let plain = Request::Create {
+            path: p(),
+            data: vec![],
+            mode: CreateMode::Ephemeral,
+            with_stat: false,
+        };
+        let created = Response::Created {
+            path: p(),
+            stat: Stat::default(),
+        };
+        round_trip(plain.clone(), created);
+        round_trip(plain, Response::Err(ZkError::NodeExists));
+        let delete = Request::Delete {
+            path: p(),
+            version: -1,
+        };
+        round_trip(delete.clone(), Response::Deleted);
+        round_trip(delete, Response::Err(ZkError::NotEmpty));
+        let set = Request::SetData {
+            path: p(),
+            data: vec![9],
+            version: 2,
+        };
+        round_trip(set.clone(), Response::Set { stat: s });
+        round_trip(set, Response::Err(ZkError::BadVersion));
+        let exists = Request::Exists {
+            path: p(),
+            watch: true,
+        };
+        round_trip(exists.clone(), Response::Exists { stat: Some(s) });
+        round_trip(exists, Response::Exists { stat: None });
+        let get = Request::GetData {
+            path: p(),
+            watch: false,
+        };
+        round_trip(
+            get,
+            Response::Data {
+                data: vec![7],
+                stat: s,
+            },
+        );
+        for with_stat in [true, false] {
+            let req = Request::GetChildren {
+                path: p(),
+                watch: true,
+                with_stat,
+            };
+            let stat = if with_stat { s } else { Stat::default() };
+            let children = vec!["a".to_string(), "b".to_string()];
+            round_trip(req, Response::Children { children, stat });
+        }
+        round_trip(Request::Sync { path: p() }, Response::Synced { path: p() });
+        let watches = Request::SetWatches {
+            relative_zxid: 12,
+            data: vec![p()],
+            exist: vec![],
+            child: vec!["/x".into()],
+        };
+        round_trip(watches, Response::WatchesSet);
+        round_trip(Request::CloseSession, Response::Closed);
+        round_trip(
+            Request::Ping,
+            Response::Err(ZkError::Other(-127)), // Throttled: not one of ours
+        );
+    }
+
+    #[test]
+    fn the_bytes_are_zookeepers() {
+        // An exists("/a", watch) request: header (xid 1, op 3), path, watch.
         let f = ClientFrame {
-            xid: 3,
-            req: Request::Create {
-                path: "/locks/L/lock-".into(),
-                data: vec![1],
-                mode: CreateMode::EphemeralSequential,
+            xid: 1,
+            req: Request::Exists {
+                path: "/a".into(),
+                watch: true,
             },
         };
         let mut out = Vec::new();
-        frame(&f, &mut out);
-        assert_eq!(decode::<ClientFrame>(&out[4..]).unwrap(), f);
-        let r = ServerFrame::Reply {
-            xid: 3,
-            zxid: 9,
-            resp: Response::Err(ZkError::NodeExists),
-        };
+        encode_request(&f, &mut out);
         assert_eq!(
-            serde_json::to_string(&r).unwrap(),
-            r#"{"reply":{"xid":3,"zxid":9,"resp":{"err":"node-exists"}}}"#
+            out,
+            [0, 0, 0, 15, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 2, b'/', b'a', 1]
         );
+        // A missing node: the reply header alone, with NoNode (-101).
+        let r = ServerFrame::Reply {
+            xid: 1,
+            zxid: 4,
+            resp: Response::Exists { stat: None },
+        };
+        let mut out = Vec::new();
+        encode_reply(&r, Some(OpCode::Exists), &mut out);
+        assert_eq!(
+            out,
+            [0, 0, 0, 16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0x9b]
+        );
+        // A notification: xid -1, zxid -1, err 0, then type, state 3, path.
+        let w = ServerFrame::Watch(WatchedEvent {
+            kind: EventKind::NodeDeleted,
+            path: "/a".into(),
+            zxid: 0,
+        });
+        let mut out = Vec::new();
+        encode_reply(&w, None, &mut out);
+        assert_eq!(&out[4..16], &[0xff; 12]);
+        assert_eq!(&out[16..20], &[0; 4]);
+        assert_eq!(
+            &out[20..],
+            &[0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 2, b'/', b'a']
+        );
+    }
+
+    #[test]
+    fn bad_requests_are_rejected_or_refused() {
+        let header = |xid: i32, op: i32| {
+            let mut w = Writer::new();
+            w.int(xid).int(op);
+            w
+        };
+        // multi (14): not served, answered Unimplemented.
+        let f = decode_request(&header(4, 14).into_bytes(), false).unwrap();
+        assert_eq!(
+            f.req,
+            Request::Rejected {
+                op: 14,
+                err: ZkError::Unimplemented
+            }
+        );
+        // A TTL create mode through create: BadArguments, as CreateMode.fromFlag.
+        let mut w = header(5, 1);
+        w.string("/t").buffer(&[]).int(0).int(5);
+        let f = decode_request(&w.into_bytes(), false).unwrap();
+        assert!(matches!(
+            f.req,
+            Request::Rejected {
+                err: ZkError::BadArguments,
+                ..
+            }
+        ));
+        // Truncated or overlong records are errors.
+        let mut w = header(6, 3);
+        w.string("/a");
+        assert!(decode_request(&w.into_bytes(), false).is_err());
+        let mut w = header(6, 3);
+        w.string("/a").bool(false).int(0);
+        let e = decode_request(&w.into_bytes(), false).unwrap_err();
+        assert!(e.what.contains("after its end"), "{e}");
+        // A reply to nothing outstanding.
+        let mut w = Writer::new();
+        w.int(99).long(1).int(0);
+        assert!(decode_reply(&w.into_bytes(), false, |_| None).is_err());
+    }
+
+    #[test]
+    fn peer_messages_round_trip() {
         for m in [
             PeerMsg::Raft(vec![1, 2, 3]),
-            PeerMsg::Touch { sessions: vec![7] },
+            PeerMsg::Touch {
+                sessions: vec![7, u64::MAX],
+            },
         ] {
             assert_eq!(decode_peer(&encode_peer(&m)).unwrap(), m);
         }
+        assert!(decode_peer(&[1, 0x7f, 0, 0, 0]).is_err());
     }
 }

@@ -287,6 +287,7 @@ mod ensemble {
                                 path: path.clone(),
                                 data: vec![],
                                 mode: CreateMode::Persistent,
+                                with_stat: true,
                             },
                             None,
                         )
@@ -436,7 +437,10 @@ mod ensemble {
     /// 1.5 timeouts after the create it reconnects through zk-1 and is told whether its
     /// session is alive. Returns that, and the run's leader events (process, ms).
     fn pings_behind_a_stuck_write(seed: u64) -> (Back, Vec<(String, f64)>) {
-        use crate::locks::zk::proto::{decode, frame, ClientFrame, ServerFrame, CLIENT_PORT};
+        use crate::locks::zk::proto::{
+            decode_reply, encode_request, ClientFrame, ServerFrame, CLIENT_PORT, PASSWD_LEN,
+            PING_XID,
+        };
         use crate::net::{Conn, Frames};
         const T: u64 = 1000;
         let p = params();
@@ -453,12 +457,12 @@ mod ensemble {
         hosts.push(Host::new("raw", move |ctx| {
             let back = b.clone();
             Box::pin(async move {
-                let send = |req: Request, xid: i64| {
+                let send = |req: Request, xid: i32| {
                     let mut out = Vec::new();
-                    frame(&ClientFrame { xid, req }, &mut out);
+                    encode_request(&ClientFrame { xid, req }, &mut out);
                     out
                 };
-                let open = |server: &'static str, session: u64| {
+                let open = |server: &'static str, session: u64, passwd: Vec<u8>| {
                     let ctx = ctx.clone();
                     async move {
                         let d = Duration::from_millis(200);
@@ -468,19 +472,27 @@ mod ensemble {
                             session,
                             timeout_ms: T,
                             last_zxid: 0,
+                            passwd,
                         };
                         conn.send(&send(hello, 0)).await.ok()?;
                         let reply = ctx.timeout(d, conn.recv()).await.ok()?.ok()?;
-                        match decode::<ServerFrame>(&reply).ok()? {
+                        match decode_reply(&reply, true, |_| None).ok()? {
                             ServerFrame::Reply { resp, .. } => Some((conn, resp)),
                             ServerFrame::Watch(_) => None,
                         }
                     }
                 };
                 ctx.sleep(Duration::from_millis(1000)).await;
-                let (mut conn, session) = loop {
-                    if let Some((c, Response::Connected { session, .. })) = open("zk-0", 0).await {
-                        break (c, session);
+                let (mut conn, session, passwd) = loop {
+                    let hello = open("zk-0", 0, vec![0; PASSWD_LEN]).await;
+                    if let Some((
+                        c,
+                        Response::Connected {
+                            session, passwd, ..
+                        },
+                    )) = hello
+                    {
+                        break (c, session, passwd);
                     }
                     ctx.sleep(Duration::from_millis(50)).await;
                 };
@@ -493,21 +505,22 @@ mod ensemble {
                 // Idle until the stall, pinging as a client does.
                 for ms in [700, 1000] {
                     at(ms).await;
-                    let _ = conn.send(&send(Request::Ping, -2)).await;
+                    let _ = conn.send(&send(Request::Ping, PING_XID)).await;
                 }
                 at(1100).await;
                 let create = Request::Create {
                     path: "/slow".into(),
                     data: vec![],
                     mode: CreateMode::Persistent,
+                    with_stat: true,
                 };
                 let _ = conn.send(&send(create, 1)).await;
                 for k in 1..=3 {
                     at(1100 + k * T / 3).await;
-                    let _ = conn.send(&send(Request::Ping, -2)).await;
+                    let _ = conn.send(&send(Request::Ping, PING_XID)).await;
                 }
                 at(1100 + T * 3 / 2).await;
-                back.set(match open("zk-1", session).await {
+                back.set(match open("zk-1", session, passwd).await {
                     Some((_, Response::Connected { .. })) => Back::Alive,
                     Some((_, Response::Expired)) => Back::Expired,
                     _ => Back::NeverConnected,

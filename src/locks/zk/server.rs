@@ -490,9 +490,9 @@ impl Node {
         };
         match req {
             Request::Ping => Some(Response::Pong),
-            Request::Create { path, data, mode } => {
-                reply(self.write(Op::Create { path, data, mode }, session).await)
-            }
+            Request::Create {
+                path, data, mode, ..
+            } => reply(self.write(Op::Create { path, data, mode }, session).await),
             Request::Delete { path, version } => {
                 reply(self.write(Op::Delete { path, version }, session).await)
             }
@@ -526,14 +526,18 @@ impl Node {
                     Err(e) => Response::Err(e),
                 })
             }
-            Request::GetChildren { path, watch } => {
+            Request::GetChildren { path, watch, .. } => {
                 let mut s = self.s.borrow_mut();
                 Some(match s.db.tree.get_children(&path, watch.then_some(cid)) {
                     Ok((children, stat)) => Response::Children { children, stat },
                     Err(e) => Response::Err(e),
                 })
             }
-            Request::Sync { .. } => self.read_barrier().await.then_some(Response::Synced),
+            Request::Sync { path } => self
+                .read_barrier()
+                .await
+                .then_some(Response::Synced { path }),
+            Request::Rejected { err, .. } => Some(Response::Err(err)),
             Request::SetWatches {
                 relative_zxid,
                 data,

@@ -58,6 +58,8 @@ pub struct Stat {
     pub ephemeral_owner: SessionId,
     /// Number of children.
     pub num_children: u32,
+    /// Length of the node's data, bytes.
+    pub data_length: u32,
 }
 
 /// How a node is created (`org.apache.zookeeper.CreateMode`).
@@ -117,6 +119,12 @@ pub enum ZkError {
     /// Client side: the connection was lost before the reply came (the request may or
     /// may not have been applied).
     ConnectionLoss,
+    /// The server does not implement the operation.
+    Unimplemented,
+    /// A request the server could not read.
+    MarshallingError,
+    /// Any other code a server sent (`KeeperException.Code`).
+    Other(i32),
 }
 
 impl ZkError {
@@ -132,7 +140,30 @@ impl ZkError {
             ZkError::SessionExpired => -112,
             ZkError::SessionMoved => -118,
             ZkError::ConnectionLoss => -4,
+            ZkError::Unimplemented => -6,
+            ZkError::MarshallingError => -5,
+            ZkError::Other(code) => code,
         }
+    }
+
+    /// The error with ZooKeeper's numeric `code` (not 0, which is success).
+    pub fn from_code(code: i32) -> ZkError {
+        [
+            ZkError::NoNode,
+            ZkError::NodeExists,
+            ZkError::BadVersion,
+            ZkError::NotEmpty,
+            ZkError::NoChildrenForEphemerals,
+            ZkError::BadArguments,
+            ZkError::SessionExpired,
+            ZkError::SessionMoved,
+            ZkError::ConnectionLoss,
+            ZkError::Unimplemented,
+            ZkError::MarshallingError,
+        ]
+        .into_iter()
+        .find(|e| e.code() == code)
+        .unwrap_or(ZkError::Other(code))
     }
 }
 
@@ -148,6 +179,9 @@ impl fmt::Display for ZkError {
             ZkError::SessionExpired => "Session expired",
             ZkError::SessionMoved => "Session moved",
             ZkError::ConnectionLoss => "ConnectionLoss",
+            ZkError::Unimplemented => "Unimplemented",
+            ZkError::MarshallingError => "MarshallingError",
+            ZkError::Other(code) => return write!(f, "KeeperErrorCode = {code}"),
         };
         write!(f, "KeeperErrorCode = {name}")
     }
@@ -334,6 +368,7 @@ impl DataTree {
             cversion: 0,
             ephemeral_owner: owner,
             num_children: 0,
+            data_length: data.len() as u32,
         };
         self.nodes.insert(
             path.clone(),
@@ -435,6 +470,7 @@ impl DataTree {
             return Err(ZkError::BadVersion);
         }
         node.data = data.to_vec();
+        node.stat.data_length = data.len() as u32;
         node.stat.version += 1;
         node.stat.mzxid = zxid;
         node.stat.mtime = time_ms;
