@@ -1,6 +1,7 @@
 //! The `locksim` subcommands, one file each: sweep tables and JSON lines (`run`),
 //! explained counterexamples in true and local time (`replay`), linearizability of a
-//! history file (`check`), the catalogue (`list`) and harness speed (`bench`). Each returns its exit code.
+//! history file (`check`), the catalogue (`list`), harness speed (`bench`) and a model
+//! server for real clients (`serve`). Each returns its exit code.
 
 mod bench;
 mod check;
@@ -9,6 +10,7 @@ mod live;
 mod replay;
 mod report;
 mod run;
+mod serve;
 mod shrink;
 
 pub use bench::bench_command;
@@ -18,6 +20,7 @@ pub use live::{live_command, parse_duration_ms};
 pub use replay::replay_command;
 pub use report::report_command;
 pub use run::run_command;
+pub use serve::serve_command;
 pub use shrink::shrink_command;
 
 use crate::sweep::SeedSet;

@@ -53,6 +53,7 @@ pub mod plural;
 pub mod report;
 pub mod resource;
 pub mod scenario;
+pub mod serve;
 pub mod shrink;
 pub mod sim;
 pub mod sweep;

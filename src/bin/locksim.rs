@@ -164,6 +164,25 @@ enum Command {
         #[arg(long)]
         history: Option<std::path::PathBuf>,
     },
+    /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
+    /// clients (zkCli.sh, kazoo, Curator for zk). Exit 0 when stopped, 2 on bad input
+    Serve {
+        /// The family: zk.
+        family: String,
+        /// Loopback port of the (first) server.
+        #[arg(long, default_value_t = 2181)]
+        port: u16,
+        /// Servers (1: standalone; ensembles are not served yet).
+        #[arg(long, default_value_t = 1)]
+        nodes: u32,
+        /// ZooKeeper's tickTime, ms: sessions negotiate to 2 to 20 ticks.
+        #[arg(long, default_value_t = 2000)]
+        tick_ms: u64,
+        /// Print the events the server records (JSON lines), e.g. a session expiry
+        /// that deleted a lock's owner.
+        #[arg(long)]
+        events: bool,
+    },
     /// Measure harness speed: seeds/s, simulated seconds per wall second, checker ops/s.
     Bench {
         /// Seeds to run per measurement, 1 to 10000.
@@ -271,6 +290,13 @@ fn main() -> ExitCode {
                 2
             }
         },
+        Command::Serve {
+            family,
+            port,
+            nodes,
+            tick_ms,
+            events,
+        } => cli::serve_command(&family, port, nodes, tick_ms, events),
         Command::Bench { seeds } => cli::bench_command(seeds),
     };
     ExitCode::from(code)

@@ -6,7 +6,7 @@ use super::db::Op;
 use super::params::negotiate;
 use super::proto::{
     decode_request, encode_reply, session_passwd, ClientFrame, OpCode, Request, Response,
-    ServerFrame, CLIENT_PORT,
+    ServerFrame, CLIENT_PORT, PING_XID,
 };
 use super::server::{ConnEntry, Node};
 use super::tree::{SessionId, WatchedEvent, ZkError};
@@ -264,8 +264,22 @@ async fn answer(
             Err(mpsc::error::TryRecvError::Disconnected) => break,
         }
     }
+    if resp == Response::Err(ZkError::Unimplemented) {
+        // UnimplementedRequestProcessor: zxid 0, then the connection is closed.
+        let f = ServerFrame::Reply {
+            xid: reply.xid,
+            zxid: 0,
+            resp,
+        };
+        let _ = send(conn, &f, reply.op).await;
+        return false;
+    }
     let f = ServerFrame::Reply {
-        xid: reply.xid,
+        // FinalRequestProcessor answers a ping with xid -2, whatever xid it came with.
+        xid: match reply.op {
+            Some(OpCode::Ping) => PING_XID,
+            _ => reply.xid,
+        },
         zxid: node.last_zxid(),
         resp,
     };

@@ -389,7 +389,9 @@ fn write_stat(w: &mut Writer, s: &Stat) {
         .long(s.ctime)
         .long(s.mtime)
         .int(s.version)
-        .int(s.cversion)
+        // DataNode.copyStat: the stored cversion counts creates; the reported one counts
+        // changes, a create and a delete for every child no longer there.
+        .int(s.cversion * 2 - s.num_children as i32)
         .int(0) // aversion: ACLs never change here
         .long(s.ephemeral_owner as i64)
         .int(s.data_length as i32)
@@ -409,6 +411,8 @@ fn read_stat(r: &mut Reader) -> Result<Stat, JuteError> {
     let data_length = r.int("stat.dataLength")? as u32;
     let num_children = r.int("stat.numChildren")? as u32;
     let pzxid = r.long("stat.pzxid")? as u64;
+    // Back to creates (see write_stat).
+    let cversion = (cversion + num_children as i32) / 2;
     Ok(Stat {
         czxid,
         mzxid,

@@ -4,17 +4,22 @@
 //! Semantics follow `org.apache.zookeeper.server.DataTree` and the checks of
 //! `PrepRequestProcessor` (apache/zookeeper, read at 53a78e36f):
 //!
-//! * **create**: the parent must exist (`NoNode`) and not be ephemeral
-//!   (`NoChildrenForEphemerals`); a sequential node's name is the path plus the parent's
-//!   `cversion` as 10 digits (`String.format("%010d", parentCVersion)`); the node must not
-//!   exist (`NodeExists`). The create bumps the parent's `cversion` and sets its `pzxid`;
-//!   the node gets `czxid = mzxid = pzxid = zxid`, versions 0, and its session as
-//!   `ephemeralOwner` when ephemeral. Containers (`CreateMode.CONTAINER`) are tracked for
-//!   the container manager.
+//! * **create**: checked in `PrepRequestProcessor`'s order — a slash (`BadArguments`), the
+//!   parent (`NoNode`), the whole path with its sequence suffix (`BadArguments`: empty,
+//!   `.` or `..` segments, control characters), the node itself (`NodeExists`), an
+//!   ephemeral parent (`NoChildrenForEphemerals`). A sequential node's name is the path
+//!   plus the parent's `cversion` as 10 digits (`String.format("%010d", parentCVersion)`).
+//!   The create bumps the parent's `cversion` and sets its `pzxid`; the node gets
+//!   `czxid = mzxid = pzxid = zxid`, versions 0, and its session as `ephemeralOwner`
+//!   when ephemeral. Containers (`CreateMode.CONTAINER`) are tracked for the container
+//!   manager.
 //! * **delete**: `NoNode`; `BadVersion` unless the version is -1 or the node's; `NotEmpty`
 //!   (checked in that order, as `PrepRequestProcessor`). The parent's `pzxid` moves; its
-//!   `cversion` does **not** (`DataTree.deleteNode` only sets `pzxid`), so sequence
-//!   numbers count creates, never deletes.
+//!   stored `cversion` does not, so sequence numbers count creates, never deletes. On
+//!   the wire `cversion` counts changes (`DataNode.copyStat`: 2 × creates − children),
+//!   see `proto.rs`: both measured against ZooKeeper 3.8 by `tests/zk_fidelity.rs`.
+//! * **the system nodes** `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config` exist
+//!   from the start, as in every ZooKeeper server.
 //! * **setData**: `NoNode`, `BadVersion`; bumps `version`, sets `mzxid`/`mtime`.
 //! * **watches** are one-shot and per watcher (here: a connection id). `getData` and
 //!   `exists` set data watches (`exists` also on a missing node), `getChildren` a child
@@ -250,6 +255,14 @@ pub fn validate_path(path: &str) -> Result<(), ZkError> {
     if !path.starts_with('/') || path.ends_with('/') || path.contains("//") {
         return Err(ZkError::BadArguments);
     }
+    // PathUtils.validatePath: no relative segments, no control characters.
+    let relative = path.split('/').any(|seg| seg == "." || seg == "..");
+    let control = path.chars().any(|c| {
+        c == '\0' || ('\u{1}'..='\u{1f}').contains(&c) || ('\u{7f}'..='\u{9f}').contains(&c)
+    });
+    if relative || control {
+        return Err(ZkError::BadArguments);
+    }
     Ok(())
 }
 
@@ -269,18 +282,25 @@ fn join(parent: &str, name: &str) -> String {
 }
 
 impl DataTree {
-    /// A tree with only the root `/`.
+    /// A fresh tree: the root and ZooKeeper's system nodes `/zookeeper`,
+    /// `/zookeeper/quota` and `/zookeeper/config`, which every server has from the start
+    /// (not created by transactions: zxid 0, no `cversion` counted).
     pub fn new() -> DataTree {
-        let mut nodes = BTreeMap::new();
-        nodes.insert(
-            "/".to_string(),
-            Node {
-                data: Vec::new(),
-                stat: Stat::default(),
-                children: BTreeSet::new(),
-                container: false,
+        let node = |children: &[&str]| Node {
+            data: Vec::new(),
+            stat: Stat {
+                num_children: children.len() as u32,
+                ..Stat::default()
             },
-        );
+            children: children.iter().map(|c| c.to_string()).collect(),
+            container: false,
+        };
+        let nodes = BTreeMap::from([
+            ("/".to_string(), node(&["zookeeper"])),
+            ("/zookeeper".to_string(), node(&["config", "quota"])),
+            ("/zookeeper/config".to_string(), node(&[])),
+            ("/zookeeper/quota".to_string(), node(&[])),
+        ]);
         DataTree {
             nodes,
             ephemerals: BTreeMap::new(),
@@ -333,22 +353,24 @@ impl DataTree {
         time_ms: i64,
         fired: &mut Fired,
     ) -> Result<(String, Stat), ZkError> {
-        validate_path(path)?;
-        if path == "/" {
-            return Err(ZkError::NodeExists);
+        // PrepRequestProcessor's order: a slash, the parent, the whole path (with its
+        // sequence suffix), the node itself, an ephemeral parent.
+        if !path.contains('/') || path.contains('\0') {
+            return Err(ZkError::BadArguments);
         }
         let (parent_path, _) = split_path(path);
         let parent = self.nodes.get(parent_path).ok_or(ZkError::NoNode)?;
-        if parent.stat.ephemeral_owner != 0 {
-            return Err(ZkError::NoChildrenForEphemerals);
-        }
         let path = if mode.is_sequential() {
             format!("{path}{:010}", parent.stat.cversion)
         } else {
             path.to_string()
         };
+        validate_path(&path)?;
         if self.nodes.contains_key(&path) {
             return Err(ZkError::NodeExists);
+        }
+        if parent.stat.ephemeral_owner != 0 {
+            return Err(ZkError::NoChildrenForEphemerals);
         }
         let (parent_path, name) = split_path(&path);
         let (parent_path, name) = (parent_path.to_string(), name.to_string());

@@ -1,0 +1,57 @@
+//! `locksim serve FAMILY`: a model server on loopback for real clients (see
+//! [`crate::serve`]).
+
+use super::EXIT_BAD_INPUT;
+use crate::serve::{ServeConfig, ServeFamily};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Serve `family` until SIGINT or SIGTERM. Exit 0 when stopped so, 2 on bad input (an
+/// unknown family, a port in use).
+pub fn serve_command(family: &str, port: u16, nodes: u32, tick_ms: u64, events: bool) -> u8 {
+    let family = match ServeFamily::parse(family) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A first signal stops the server; a second one exits at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
+        let _ = signal_hook::flag::register(signal, stop.clone());
+    }
+    let config = ServeConfig {
+        family,
+        port,
+        nodes,
+        tick_ms,
+    };
+    let ready = |ports: &[u16]| {
+        let list: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        println!(
+            "serving the zk model (standalone, tickTime {tick_ms} ms: sessions of {} to {} ms) \
+             on {}; Ctrl-C stops it",
+            2 * tick_ms,
+            20 * tick_ms,
+            list.join(",")
+        );
+        println!(
+            "  try: zkCli.sh -server {}   or, with kazoo: KazooClient(hosts=\"{}\")",
+            list[0], list[0]
+        );
+    };
+    let on_event = move |line: &str| {
+        if events {
+            println!("{line}");
+        }
+    };
+    match crate::serve::serve(&config, stop, ready, on_event) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            EXIT_BAD_INPUT
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! A real Apache ZooKeeper server for integration tests: Debian's `zookeeper` package
+//! (3.8), run standalone by `ZooKeeperServerMain` on a free loopback port with a fresh
+//! data directory and a 100 ms tick, and killed when the [`RealZk`] is dropped.
+//!
+//! Include it from a test crate with `#[path = "support/real_zk.rs"] mod real_zk;`.
+//! Without Java or the ZooKeeper jars the start panics and says how to install them:
+//! a test that compares with the real server never skips silently.
+//!
+//! Everything the server writes (snapshot, transaction log, its log) stays in the temporary
+//! directory: nothing under `/var/log` or `/var/lib/zookeeper` is needed or touched.
+#![allow(dead_code)] // Each test crate that includes this file uses only part of it.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The server's tick in milliseconds: the granularity of session expiry (a session
+/// expires between its timeout and its timeout plus one tick after its last request).
+pub const TICK_MS: u32 = 100;
+
+/// The smallest session timeout the server grants (ms); smaller requests are raised to it.
+pub const MIN_SESSION_TIMEOUT_MS: u32 = 2 * TICK_MS;
+
+/// The largest session timeout the server grants (ms); larger requests are lowered to it.
+/// ZooKeeper's defaults (2 and 20 ticks), which the model's negotiation follows.
+pub const MAX_SESSION_TIMEOUT_MS: u32 = 20 * TICK_MS;
+
+/// How long [`start_real_zk`] waits for the server to answer before it gives up.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where Debian's `libzookeeper-java` puts the server jar; its manifest's `Class-Path`
+/// names the dependencies (netty, jute, slf4j, ...), so it is the whole class path.
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// An SLF4J binding and log4j 1.2 (both dependencies of the package): with them the
+/// server logs to the log file; without them SLF4J falls back to a silent logger.
+const LOG4J_JARS: [&str; 2] = [
+    "/usr/share/java/slf4j-log4j12.jar",
+    "/usr/share/java/log4j-1.2.jar",
+];
+
+/// A running ZooKeeper server; dropping it kills the JVM and removes its directory.
+pub struct RealZk {
+    /// The loopback port clients connect to (`127.0.0.1:port`).
+    pub port: u16,
+    /// The temporary directory holding the configuration, the data and the log.
+    pub dir: PathBuf,
+    /// The server's log (its stdout and stderr), useful in assertion messages.
+    pub log: PathBuf,
+    /// How long the server took from spawn to answering `ruok` and `conf`.
+    pub startup: Duration,
+    child: Child,
+    watchdog: Option<Watchdog>,
+}
+
+/// A `sh` that kills the JVM and removes the directory once its stdin closes, that is
+/// when the test process dies without dropping the [`RealZk`] (killed, `process::exit`).
+struct Watchdog {
+    child: Child,
+    _stdin: ChildStdin,
+}
+
+impl RealZk {
+    /// The address clients connect to.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// The `host:port` connect string for ZooKeeper clients and `zkCli.sh -server`.
+    pub fn connect_string(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Sends a four-letter word (`ruok`, `srvr`, `cons`, `dump`, `conf`, ...) and
+    /// returns the reply; all of them are enabled.
+    pub fn four_letter(&self, word: &str) -> std::io::Result<String> {
+        four_letter_word(self.port, word)
+    }
+
+    /// The last `lines` lines of the server's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        tail(&self.log, lines)
+    }
+}
+
+impl Drop for RealZk {
+    fn drop(&mut self) {
+        // The watchdog goes first, so that it can never signal a reused pid.
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = w.child.kill();
+            let _ = w.child.wait();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts a standalone ZooKeeper server on a free loopback port and returns once it
+/// serves requests. Panics, with the tail of the server's log, if it does not within
+/// [`START_TIMEOUT`]; panics with install instructions if Java or ZooKeeper is missing.
+pub fn start_real_zk() -> RealZk {
+    let java = java_binary();
+    let class_path = class_path();
+    // Picking a port by binding :0 and releasing it leaves a short race with other
+    // processes; a server that loses it exits at once and is started again elsewhere.
+    let mut attempt = 1;
+    loop {
+        match try_start(&java, &class_path) {
+            Ok(zk) => return zk,
+            Err(EarlyExit { port_taken, .. }) if port_taken && attempt < 3 => attempt += 1,
+            Err(EarlyExit { message, .. }) => panic!("{message}"),
+        }
+    }
+}
+
+/// Sends a four-letter word to the server on `127.0.0.1:port` and returns its reply.
+pub fn four_letter_word(port: u16, word: &str) -> std::io::Result<String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    stream.write_all(word.as_bytes())?;
+    // The server answers the four bytes and closes the connection.
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    Ok(reply)
+}
+
+/// A server that exited before it answered.
+struct EarlyExit {
+    /// What to report, with the tail of the log.
+    message: String,
+    /// Whether it exited because another process had taken the port.
+    port_taken: bool,
+}
+
+/// One start on a fresh port; `Err` if the JVM exits before it answers.
+fn try_start(java: &Path, class_path: &str) -> Result<RealZk, EarlyExit> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let dir = std::env::temp_dir().join(format!("locksim-zk-{}-{port}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir); // A leftover of an earlier process with our pid.
+    let data = dir.join("data");
+    fs::create_dir_all(&data).expect("a temporary directory for ZooKeeper");
+    let config = dir.join("zoo.cfg");
+    fs::write(&config, server_config(port, &data)).expect("write zoo.cfg");
+    let log4j = dir.join("log4j.properties");
+    fs::write(&log4j, LOG4J_CONFIG).expect("write log4j.properties");
+    let log = dir.join("zookeeper.log");
+    let out = File::create(&log).expect("create the ZooKeeper log file");
+    let err = out.try_clone().expect("clone the log file handle");
+
+    let started = Instant::now();
+    let child = Command::new(java)
+        .args([
+            // A small heap, one GC thread and C1 only: quicker to start, light on 2 cores.
+            "-Xmx128m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Xshare:auto",
+            // No /tmp/hsperfdata_<user> file: the JVM writes nowhere but `dir`.
+            "-XX:-UsePerfData",
+            "-Dzookeeper.admin.enableServer=false",
+            "-Dzookeeper.jmx.log4j.disable=true",
+        ])
+        .arg(format!("-Djava.io.tmpdir={}", dir.display()))
+        .arg(format!("-Dlog4j.configuration=file:{}", log4j.display()))
+        .arg("-cp")
+        .arg(class_path)
+        .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", java.display()));
+    let watchdog = spawn_watchdog(child.id(), &dir);
+    let mut zk = RealZk {
+        port,
+        dir,
+        log,
+        startup: Duration::ZERO,
+        child,
+        watchdog,
+    };
+
+    // Its own directory in `conf` proves the answer comes from this server, not from
+    // another one that took the port; `conf` also waits until it serves requests
+    // (`ruok` answers `imok` while the database is still loading).
+    let marker = format!("locksim-zk-{}-{port}", std::process::id());
+    let deadline = started + START_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = zk.child.try_wait() {
+            let log = fs::read_to_string(&zk.log).unwrap_or_default();
+            return Err(EarlyExit {
+                message: format!(
+                    "ZooKeeper exited ({status}) before it answered on 127.0.0.1:{port}; \
+                     the end of {}:\n{}",
+                    zk.log.display(),
+                    zk.log_tail(40)
+                ),
+                port_taken: log.contains("java.net.BindException"),
+            });
+        }
+        let ready = four_letter_word(port, "ruok").is_ok_and(|r| r == "imok")
+            && four_letter_word(port, "conf").is_ok_and(|r| r.contains(&marker));
+        if ready {
+            zk.startup = started.elapsed();
+            return Ok(zk);
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "ZooKeeper did not answer `ruok` with `imok` on 127.0.0.1:{port} within \
+                 {START_TIMEOUT:?}; the end of {}:\n{}",
+                zk.log.display(),
+                zk.log_tail(40)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The standalone server's configuration: client port only (no admin server, no quorum
+/// ports), session timeouts from [`MIN_SESSION_TIMEOUT_MS`] to [`MAX_SESSION_TIMEOUT_MS`].
+fn server_config(port: u16, data: &Path) -> String {
+    format!(
+        "tickTime={TICK_MS}\n\
+         minSessionTimeout={MIN_SESSION_TIMEOUT_MS}\n\
+         maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}\n\
+         dataDir={}\n\
+         clientPort={port}\n\
+         clientPortAddress=127.0.0.1\n\
+         admin.enableServer=false\n\
+         4lw.commands.whitelist=*\n\
+         # Unlimited connections from 127.0.0.1 (the default is 60 per address).\n\
+         maxClientCnxns=0\n\
+         # A throw-away server: no fsync per transaction, so a busy disk cannot stall it.\n\
+         forceSync=no\n",
+        data.display()
+    )
+}
+
+/// Logs at INFO to stdout, which goes to the log file.
+const LOG4J_CONFIG: &str = "\
+log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
+";
+
+/// `java` from PATH, else `/usr/bin/java`; panics with install instructions if neither.
+fn java_binary() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join("java"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "java not found on PATH or in /usr/bin: this test runs a real ZooKeeper \
+                 server and does not skip. Run the tests with scripts/test, which installs \
+                 it, or install it with `apt-get install -y zookeeper` (it pulls in Java)."
+            )
+        })
+}
+
+/// The server's class path: the ZooKeeper jar, plus log4j when it is installed.
+fn class_path() -> String {
+    if !Path::new(ZOOKEEPER_JAR).is_file() {
+        panic!(
+            "{ZOOKEEPER_JAR} not found: this test runs a real ZooKeeper server and does not \
+             skip. Run the tests with scripts/test, which installs it, or install it with \
+             `apt-get install -y zookeeper`."
+        );
+    }
+    let mut jars = vec![ZOOKEEPER_JAR];
+    if LOG4J_JARS.iter().all(|j| Path::new(j).is_file()) {
+        jars.extend(LOG4J_JARS);
+    }
+    jars.join(":")
+}
+
+/// Starts the [`Watchdog`] for the JVM `pid`; best effort, as it only matters when the
+/// test process dies abnormally.
+fn spawn_watchdog(pid: u32, dir: &Path) -> Option<Watchdog> {
+    let mut child = Command::new("/bin/sh")
+        .args([
+            "-c",
+            "read _ignored; kill -9 \"$1\"; sleep 0.2; rm -rf \"$2\"",
+            "locksim-zk-watchdog",
+        ])
+        .arg(pid.to_string())
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let stdin = child.stdin.take()?;
+    Some(Watchdog {
+        child,
+        _stdin: stdin,
+    })
+}
+
+/// The last `lines` lines of the file at `path` (or why it cannot be read).
+fn tail(path: &Path, lines: usize) -> String {
+    match fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
