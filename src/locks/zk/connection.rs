@@ -82,11 +82,14 @@ async fn client_connection(node: Node, stream: NetStream) {
             _ => return,
         }
     } else if passwd == session_passwd(session) && node.touch(session) {
-        // The session moves here (ZooKeeper's revalidation sets its owner at the leader):
-        // answer once that is in the log, so requests still in flight through its old
-        // server are ordered before it or fail with SessionMoved.
+        // ZooKeeper's revalidation: a follower asks the leader, which touches the
+        // session and makes this server its owner. Modelled as a SetOwner through the
+        // log (the leader touches it when it applies it), answered once applied, so
+        // requests still in flight through an old server are ordered before it or fail
+        // with SessionMoved. Only the leader itself, owning the session already, has
+        // nobody to ask.
         let owner = node.s.borrow().db.owner(session);
-        if owner != Some(node.me as u64 + 1) {
+        if owner != Some(node.me as u64 + 1) || node.is_follower() {
             match node.write(Op::SetOwner, session).await {
                 Some((_, Ok(_))) => {}
                 Some((_, Err(ZkError::SessionExpired))) => {

@@ -279,7 +279,12 @@ impl Node {
         self.params.tick_ms as i64 * 1_000_000
     }
 
-    fn is_leader(&self) -> bool {
+    /// A member of an ensemble that does not lead it.
+    pub(super) fn is_follower(&self) -> bool {
+        self.s.borrow().ens.is_some() && !self.is_leader()
+    }
+
+    pub(super) fn is_leader(&self) -> bool {
         let s = self.s.borrow();
         match &s.ens {
             None => true,
@@ -330,6 +335,15 @@ impl Node {
             (Op::CreateSession { timeout_ms }, Ok(_)) => {
                 if let Some(t) = s.tracker.as_mut() {
                     t.add(txn.session, *timeout_ms, now);
+                }
+            }
+            (Op::SetOwner, Ok(_)) => {
+                // A session that moves here was revalidated with the leader, which
+                // touches it then (Leader.revalidateSession), not half a tick later with
+                // the follower's report: a partition right after the reconnect must not
+                // let it expire early.
+                if let Some(t) = s.tracker.as_mut() {
+                    t.touch(txn.session, now);
                 }
             }
             (Op::CloseSession, Ok(_)) => {
