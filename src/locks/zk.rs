@@ -34,6 +34,7 @@ pub mod proto;
 pub mod server;
 pub mod session;
 pub mod tree;
+mod txn_log;
 mod watches;
 
 #[cfg(test)]

@@ -216,7 +216,8 @@ async fn serve_connection(
                     return;
                 }
             }
-            // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
+            // Conn::recv is cancel-safe: a read (turmoil or tokio) consumes only what it
+            // returns.
             r = conn.recv(), if queued.len() < OUTSTANDING_LIMIT => {
                 let Ok(bytes) = r else { return };
                 let Ok(ClientFrame { xid, req }) = decode_request(&bytes, false) else {
