@@ -4,6 +4,7 @@
 //! machine's monotonic clock, no faults.
 
 use crate::history::Recorder;
+use crate::locks::zk::proto::PEER_PORT;
 use crate::locks::zk::ZkParams;
 use crate::net::LiveNet;
 use crate::sim::{NodeCtx, NodeState};
@@ -16,7 +17,7 @@ use std::time::Duration;
 /// The families `serve` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServeFamily {
-    /// The ZooKeeper model (`algorithm = "zk"`), standalone.
+    /// The ZooKeeper model (`algorithm = "zk"`).
     Zk,
 }
 
@@ -40,26 +41,25 @@ pub struct ServeConfig {
     pub family: ServeFamily,
     /// The loopback port of its (first) server.
     pub port: u16,
-    /// How many servers (only 1 today: ensembles need live peer links).
+    /// How many servers: 1 (standalone), 3 or 5 (an ensemble, on consecutive ports).
     pub nodes: u32,
     /// The server's tick, ms (ZooKeeper's `tickTime`; sessions negotiate to 2 to 20
     /// ticks).
     pub tick_ms: u64,
 }
 
-/// Serve until `stop` is set. `on_ready` is called once the server listens, with the
-/// ports. Every event the server records (a session expiry that deleted a lock's
-/// owner, say) goes to `on_event` as a JSON line. Errors are for exit code 2.
+/// Serve until `stop` is set. `on_ready` is called once every server listens, with their
+/// client ports. Every event the servers record (a session expiry that deleted a lock's
+/// owner, a new leader) goes to `on_event` as a JSON line. Errors are for exit code 2.
 pub fn serve(
     config: &ServeConfig,
     stop: Arc<AtomicBool>,
     on_ready: impl FnOnce(&[u16]),
     on_event: impl Fn(&str) + 'static,
 ) -> Result<(), String> {
-    if config.nodes != 1 {
+    if ![1, 3, 5].contains(&config.nodes) {
         return Err(format!(
-            "serve: --nodes {}: only a standalone server (--nodes 1) can be served today; \
-             an ensemble's peer links do not run on loopback yet",
+            "serve: --nodes {}: expected 1 (standalone), 3 or 5 (an ensemble)",
             config.nodes
         ));
     }
@@ -69,26 +69,88 @@ pub fn serve(
             config.tick_ms
         ));
     }
-    // The listener must be free before anything starts: say so plainly if it is not.
-    std::net::TcpListener::bind(("127.0.0.1", config.port))
-        .map_err(|e| format!("serve: 127.0.0.1:{} is not free: {e}", config.port))?;
+    let ports = address_book(config)?;
+    let client_ports: Vec<u16> = (0..config.nodes)
+        .map(|i| ports[&format!("zk-{i}")])
+        .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("serve: cannot start the runtime: {e}"))?;
     let local = tokio::task::LocalSet::new();
-    let name = "zk-0";
-    let net = Rc::new(LiveNet::new(BTreeMap::from([(
-        name.to_string(),
-        config.port,
-    )])));
+    let net = Rc::new(LiveNet::new(ports));
+    let on_event = Rc::new(on_event);
+    let params = ZkParams {
+        servers: config.nodes,
+        tick_ms: config.tick_ms,
+        // ZooKeeper's znode.container.checkIntervalMs (the simulations scale it down).
+        container_check_ms: 60_000,
+        ..ZkParams::default()
+    };
+    local.block_on(&rt, async move {
+        let mut servers = Vec::new();
+        for i in 0..config.nodes {
+            let ctx = live_ctx(&format!("zk-{i}"), &net, on_event.clone());
+            let main = crate::locks::zk::server::server_main(ctx.clone(), params.clone());
+            servers.push(ctx.spawn(main));
+        }
+        // Wait for the client ports to be bound (each listener is a server's first task).
+        for &port in &client_ports {
+            for _ in 0..200 {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        on_ready(&client_ports);
+        while !stop.load(Ordering::Relaxed) && !servers.iter().any(|s| s.is_finished()) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for s in servers {
+            s.abort();
+        }
+    });
+    Ok(())
+}
+
+/// Server `zk-i` takes client port `port + i`; an ensemble's peer ports (`zk-i:2888`) are
+/// any free ones. Every client port must be free.
+fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, String> {
+    let mut ports = BTreeMap::new();
+    for i in 0..config.nodes {
+        let port = u16::try_from(u32::from(config.port) + i).map_err(|_| {
+            format!(
+                "serve: --port {}: no room for {} servers",
+                config.port, config.nodes
+            )
+        })?;
+        std::net::TcpListener::bind(("127.0.0.1", port))
+            .map_err(|e| format!("serve: 127.0.0.1:{port} is not free: {e}"))?;
+        ports.insert(format!("zk-{i}"), port);
+        if config.nodes > 1 {
+            let peer = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .and_then(|l| l.local_addr())
+                .map_err(|e| format!("serve: no free loopback port: {e}"))?
+                .port();
+            ports.insert(format!("zk-{i}:{PEER_PORT}"), peer);
+        }
+    }
+    Ok(ports)
+}
+
+/// A live context for server `name`: real loopback TCP, the machine's clocks (its wall
+/// clock too: ctime and mtime are real), events to `on_event`.
+fn live_ctx(name: &str, net: &Rc<LiveNet>, on_event: Rc<dyn Fn(&str)>) -> NodeCtx {
     let recorder = Recorder::forwarding(move |e| {
         on_event(&serde_json::to_string(e).expect("events serialise"));
     });
-    // The seed draws session ids and nothing a client could depend on.
+    // The seed draws session ids and Raft's election timeouts: nothing a client could
+    // depend on.
     let state = Rc::new(NodeState::new(name, 0));
-    // Served for real clients, the wall clock (ctime, mtime) is the machine's, not the
-    // simulations' fixed epoch.
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
@@ -96,30 +158,5 @@ pub fn serve(
         .clock
         .borrow_mut()
         .jump(now_ns - crate::sim::EPOCH_NS - net.elapsed_ns() as i64);
-    let ctx = NodeCtx::new(state, recorder).with_live(net.clone());
-    let params = ZkParams {
-        tick_ms: config.tick_ms,
-        // ZooKeeper's znode.container.checkIntervalMs (the simulations scale it down).
-        container_check_ms: 60_000,
-        ..ZkParams::default()
-    };
-    local.block_on(&rt, async move {
-        let server = ctx.spawn(crate::locks::zk::server::server_main(ctx.clone(), params));
-        // Wait for the port to be bound (the listener is the server's first task).
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", config.port))
-                .await
-                .is_ok()
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        on_ready(&[config.port]);
-        while !stop.load(Ordering::Relaxed) && !server.is_finished() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        server.abort();
-    });
-    Ok(())
+    NodeCtx::new(state, recorder).with_live(net.clone())
 }

@@ -164,6 +164,16 @@ fn bad_command_lines_are_rejected() {
         (vec!["run", s, "--shard", "0/0"], "--shard"),
         (vec!["replay", s, "--seed", "-7"], "invalid value '-7'"),
         (vec!["bench", "--seeds", "0"], "--seeds"),
+        (vec!["serve", "redis"], "cannot be served yet"),
+        (
+            vec!["serve", "zk", "--nodes", "2"],
+            "expected 1 (standalone), 3 or 5",
+        ),
+        (vec!["serve", "zk", "--tick-ms", "0"], "--tick-ms 0"),
+        (
+            vec!["serve", "zk", "--port", "65535", "--nodes", "3"],
+            "no room",
+        ),
     ] {
         assert_rejected(&args, &[needle]);
     }

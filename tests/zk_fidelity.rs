@@ -810,3 +810,74 @@ fn the_model_answers_as_zookeeper_does() {
         mismatches.join("\n")
     );
 }
+
+/// `locksim serve zk --nodes 3`: an ensemble on loopback, its Raft links on loopback too. A
+/// write through one server is seen through another after `sync`, and the session and
+/// its ephemeral node are the same everywhere.
+#[test]
+fn the_model_serves_an_ensemble_on_loopback() {
+    let port = (0..50)
+        .map(|_| {
+            TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port()
+        })
+        .find(|p| {
+            (1..3).all(|i| {
+                p.checked_add(i)
+                    .is_some_and(|q| TcpListener::bind(("127.0.0.1", q)).is_ok())
+            })
+        })
+        .expect("three free consecutive ports");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let config = ServeConfig {
+            family: ServeFamily::Zk,
+            port,
+            nodes: 3,
+            tick_ms: 100,
+        };
+        let ready = move |ports: &[u16]| {
+            let _ = tx.send(ports.to_vec());
+        };
+        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
+    });
+    let ports = rx.recv_timeout(Duration::from_secs(10)).expect("listening");
+    assert_eq!(ports, vec![port, port + 1, port + 2]);
+    // Until a leader is elected, servers refuse clients (they close the connection).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut a, mut b) = loop {
+        let a = Wire::connect(ports[0], 0, &[0; PASSWD_LEN], 2000);
+        let b = Wire::connect(ports[2], 0, &[0; PASSWD_LEN], 2000);
+        if let ((_, Some(a)), (_, Some(b))) = (a, b) {
+            break (a, b);
+        }
+        assert!(Instant::now() < deadline, "no leader within 20 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let created = a.call(create("/e", "x", Ephemeral, true));
+    let Some((_, Response::Created { stat, .. })) = created else {
+        panic!("{created:?}");
+    };
+    assert_eq!(stat.ephemeral_owner, a.session);
+    assert!(matches!(
+        b.call(Request::Sync { path: "/e".into() }),
+        Some((_, Response::Synced { .. }))
+    ));
+    match b.call(exists("/e", true)) {
+        Some((_, Response::Exists { stat: Some(seen) })) => assert_eq!(seen, stat),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        a.call(Request::CloseSession),
+        Some((_, Response::Closed))
+    ));
+    let notes = b.notes(Duration::from_secs(2));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].path, "/e");
+    stop.store(true, Ordering::Relaxed);
+    thread.join().unwrap();
+}

@@ -172,7 +172,7 @@ enum Command {
         /// Loopback port of the (first) server.
         #[arg(long, default_value_t = 2181)]
         port: u16,
-        /// Servers (1: standalone; ensembles are not served yet).
+        /// Servers: 1 (standalone), 3 or 5 (an ensemble on consecutive ports).
         #[arg(long, default_value_t = 1)]
         nodes: u32,
         /// ZooKeeper's tickTime, ms: sessions negotiate to 2 to 20 ticks.

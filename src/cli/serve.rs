@@ -30,8 +30,12 @@ pub fn serve_command(family: &str, port: u16, nodes: u32, tick_ms: u64, events: 
     };
     let ready = |ports: &[u16]| {
         let list: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let shape = match nodes {
+            1 => "standalone".to_string(),
+            n => format!("an ensemble of {n}"),
+        };
         println!(
-            "serving the zk model (standalone, tickTime {tick_ms} ms: sessions of {} to {} ms) \
+            "serving the zk model ({shape}, tickTime {tick_ms} ms: sessions of {} to {} ms) \
              on {}; Ctrl-C stops it",
             2 * tick_ms,
             20 * tick_ms,
@@ -39,7 +43,8 @@ pub fn serve_command(family: &str, port: u16, nodes: u32, tick_ms: u64, events: 
         );
         println!(
             "  try: zkCli.sh -server {}   or, with kazoo: KazooClient(hosts=\"{}\")",
-            list[0], list[0]
+            list.join(","),
+            list.join(",")
         );
     };
     let on_event = move |line: &str| {

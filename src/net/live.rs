@@ -97,6 +97,16 @@ impl LiveNet {
         self.ports.get(host).copied()
     }
 
+    /// The loopback port standing for `host`'s simulated port `sim_port`: the entry
+    /// `host:sim_port` for a node that listens on several ports (a ZooKeeper server's
+    /// client and peer ports), else `host`'s own.
+    pub fn port_of(&self, host: &str, sim_port: u16) -> Option<u16> {
+        self.ports
+            .get(&format!("{host}:{sim_port}"))
+            .or_else(|| self.ports.get(host))
+            .copied()
+    }
+
     /// Real time since the run began, ns.
     pub fn elapsed_ns(&self) -> u64 {
         monotonic_ns().saturating_sub(self.epoch_ns)
@@ -231,7 +241,7 @@ impl Connector for Tcp {
                 let s = tcp::connect(ctx, host, port, deadline).await?;
                 return Ok(s.map(NetStream::Sim));
             };
-            let Some(real) = net.port(host) else {
+            let Some(real) = net.port_of(host, port) else {
                 return Ok(Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     format!("live mode has no process for {host}"),
@@ -300,7 +310,7 @@ pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<Listener> {
         let (l, mark) = tcp::listen(ctx, port).await?;
         return Ok(Listener::Sim(l, mark));
     };
-    let Some(real) = net.port(ctx.name()) else {
+    let Some(real) = net.port_of(ctx.name(), port) else {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("live mode has no port for {}", ctx.name()),

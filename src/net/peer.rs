@@ -100,7 +100,8 @@ impl Mesh {
 }
 
 async fn sender(ctx: NodeCtx, mesh: Mesh, to: usize, host: String, port: u16, timeout: Duration) {
-    let mut remote = Remote::new(&host, port, timeout, Frames);
+    // Simulated TCP in a simulation, loopback in a live run (`locksim serve`).
+    let mut remote = Remote::with_connector(&host, port, timeout, Frames, super::Tcp);
     loop {
         let Some(batch) = mesh.take_batch(to) else {
             mesh.0.ready[to].notified().await;

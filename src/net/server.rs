@@ -16,7 +16,7 @@ where
     H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>) + Clone + 'static,
 {
     if ctx.live().is_some() {
-        return serve_live(ctx, decoder, handler).await;
+        return serve_live(ctx, port, decoder, handler).await;
     }
     let (listener, _listening) = listen(&ctx, port)
         .await
@@ -68,14 +68,14 @@ where
 }
 
 /// [`serve`] in a live run: on this node's loopback port from the run's address book.
-async fn serve_live<D, H>(ctx: NodeCtx, decoder: D, handler: H)
+async fn serve_live<D, H>(ctx: NodeCtx, port: u16, decoder: D, handler: H)
 where
     D: Decoder + Clone + 'static,
     H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>) + Clone + 'static,
 {
     let port = ctx
         .live()
-        .and_then(|net| net.port(ctx.name()))
+        .and_then(|net| net.port_of(ctx.name(), port))
         .expect("a live node has a port");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
