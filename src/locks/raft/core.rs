@@ -183,6 +183,21 @@ impl Output {
     }
 }
 
+/// What [`RaftCore::process_ready_async`] hands back: `now` can be acted on at once (its
+/// messages sent, its committed entries applied: raft-rs hands out only entries this node
+/// has persisted); `after_sync` are the messages that must wait until this node's log is
+/// on disk (acknowledgements of appends, votes), to send once Ready `persist` is
+/// confirmed with [`RaftCore::on_persisted`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AsyncOutput {
+    /// What needs no fsync first.
+    pub now: Output,
+    /// What waits for this node's fsync.
+    pub after_sync: Vec<Outgoing>,
+    /// The number of the last Ready handed out, to confirm once its writes are durable.
+    pub persist: Option<u64>,
+}
+
 /// Why a proposal was refused at once (a proposal that was accepted can still be lost).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProposeError {
@@ -438,6 +453,67 @@ impl RaftCore {
         }
         self.fix_timeout();
         out
+    }
+
+    /// Like [`RaftCore::process_ready`], for a driver that persists asynchronously
+    /// (ZooKeeper's servers: a slow log holds only this server's acknowledgements, while
+    /// it goes on heartbeating, forwarding and applying). The writes are handed to the
+    /// disk (an fsync started); raft-rs counts them persisted only at
+    /// [`RaftCore::on_persisted`], so a leader whose own log lags commits with its
+    /// followers' copies alone.
+    pub fn process_ready_async(&mut self, disk: &mut Disk) -> AsyncOutput {
+        let mut out = AsyncOutput::default();
+        while self.raw.has_ready() {
+            self.stats.readies += 1;
+            let mut rd = self.raw.ready();
+            if let Some(ss) = rd.ss() {
+                out.now.soft_state = Some(SoftState {
+                    leader_id: ss.leader_id,
+                    role: ss.raft_state.into(),
+                });
+            }
+            assert!(
+                rd.snapshot().get_metadata().index == 0,
+                "no compaction, so no snapshot is ever sent"
+            );
+            if let Some(hs) = rd.hs() {
+                self.wal.save_hard_state(disk, hs);
+                self.raw.mut_store().wl().set_hardstate(hs.clone());
+            }
+            if !rd.entries().is_empty() {
+                self.wal.append_entries(disk, rd.entries());
+                self.raw
+                    .mut_store()
+                    .wl()
+                    .append(rd.entries())
+                    .expect("append to MemStorage");
+            }
+            out.now.synced |= self.wal.sync(disk);
+            push_messages(&mut out.now, rd.take_messages());
+            out.after_sync.extend(
+                rd.take_persisted_messages()
+                    .into_iter()
+                    .map(|msg| Outgoing { to: msg.to, msg }),
+            );
+            push_committed(&mut out.now, rd.take_committed_entries());
+            out.now
+                .read_states
+                .extend(rd.take_read_states().into_iter().map(|r| ReadState {
+                    index: r.index,
+                    ctx: r.request_ctx,
+                }));
+            out.persist = Some(rd.number());
+            self.raw.advance_append_async(rd);
+            self.raw.advance_apply();
+        }
+        self.fix_timeout();
+        out
+    }
+
+    /// The writes of every Ready up to number `ready` are durable (see
+    /// [`RaftCore::process_ready_async`]); what that allows comes with the next Ready.
+    pub fn on_persisted(&mut self, ready: u64) {
+        self.raw.on_persist_ready(ready);
     }
 
     /// This node's Raft id.

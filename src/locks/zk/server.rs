@@ -6,10 +6,10 @@
 //!
 //! A write gets the next zxid, is appended to the transaction log on the node's disk and
 //! fsynced (ZooKeeper's `forceSync = yes`), then applied and answered; while an fsync
-//! waits for a stalled disk, every later request waits behind it ([`LogGate`]). A restart replays
-//! the log and, like ZooKeeper loading its database, starts every live session over
-//! with a full timeout, so clients that reconnect in time keep their sessions and their
-//! ephemeral nodes.
+//! waits for a stalled disk, every later request waits behind it ([`LogGate`]). A
+//! restart replays the log and, like ZooKeeper loading its database, starts every live
+//! session over with a full timeout, so clients that reconnect in time keep their
+//! sessions and their ephemeral nodes.
 //!
 //! # Ensemble (`servers = 3 | 5`)
 //!
@@ -21,7 +21,9 @@
 //! so it sees its own writes; `sync` is a ReadIndex round after which the server has
 //! applied everything committed before it). As a ZooKeeper follower that loses its
 //! leader stops serving, a server that knows no Raft leader closes its client
-//! connections and refuses new ones.
+//! connections and refuses new ones. A server's log persists asynchronously: only its
+//! acknowledgements and votes wait for the fsync, as in Zab, so a slow disk costs a
+//! server its share of the quorum, not its heartbeats, forwarding or applies.
 //!
 //! Session expiry is the leader's (`LeaderSessionTracker`): a new leader starts every
 //! session over with a full timeout; followers report the sessions their clients touched
@@ -29,8 +31,7 @@
 //! each expired bucket, and again if it was not applied within two ticks. The tracker
 //! belongs to one Raft term (ZooKeeper's epoch), and a server proposes the transactions
 //! it decides on its own only as the leader of that term (`propose_own`), never through
-//! a follower's forwarding. Raft ticks
-//! every `tick_ms / 5` of the node's local clock (election timeout 10 to 20 Raft ticks,
+//! a follower's forwarding. Raft ticks every `tick_ms / 5` of the node's local clock (election timeout 10 to 20 Raft ticks,
 //! heartbeats every 2), so a leader fails over within about half a session timeout.
 //!
 //! # Connections
@@ -60,13 +61,15 @@ use super::session::SessionTracker;
 use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
 use super::txn_log::{append_log, read_log, LogGate};
 use crate::history::EventType;
-use crate::locks::raft::core::{ProposeError, RaftCore, Role};
+use crate::locks::raft::core::{
+    AsyncOutput, Committed, Outgoing, ProposeError, RaftCore, ReadState, Role, SoftState,
+};
 use crate::locks::raft::params::{Fsync, RaftParams, ReadMode};
 use crate::net::{serve_peers, Mesh};
 use crate::sim::NodeCtx;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -122,6 +125,8 @@ struct Ensemble {
     touched: BTreeSet<SessionId>,
     /// The Raft term (ZooKeeper's epoch) the leader-side session tracker was built in.
     epoch: Option<u64>,
+    /// Readies whose writes are not on disk yet, with the messages that wait for them.
+    unsynced: VecDeque<(u64, Vec<Outgoing>)>,
 }
 
 pub(super) struct Server {
@@ -174,6 +179,7 @@ pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
             pending_reads: Vec::new(),
             touched: BTreeSet::new(),
             epoch: None,
+            unsynced: VecDeque::new(),
         });
     } else {
         let txns = read_log(&mut ctx.disk());
@@ -592,73 +598,115 @@ impl Node {
         e.epoch = Some(term);
     }
 
-    /// Handle every pending Raft Ready: leadership, applies, reads, messages. The
-    /// leadership is taken from the Ready before its entries are saved; a stalled disk
-    /// then holds the loop after the log's fsync (a learner cannot acknowledge a
-    /// proposal before it is logged), while peer messages are still stepped.
+    /// Handle every pending Raft Ready: leadership, applies, reads, messages, as
+    /// ZooKeeper's servers do with a log that is slow: the leadership is taken from the
+    /// Ready at once; heartbeats, appends and forwarded proposals go out at once; only
+    /// this server's acknowledgements (and votes) wait until its log is on disk
+    /// ([`RaftCore::process_ready_async`]). A stalled disk therefore holds a server's
+    /// share of the quorum, not its part in the ensemble: a leader keeps leading and
+    /// commits with its followers' copies, as Zab's leader does.
     async fn handle_ready(&self) {
-        let out = {
+        while self.has_ready() {
+            self.handle_one_ready();
+        }
+    }
+
+    fn has_ready(&self) -> bool {
+        matches!(&self.s.borrow().ens, Some(e) if e.core.has_ready())
+    }
+
+    fn handle_one_ready(&self) {
+        let AsyncOutput {
+            now: out,
+            after_sync,
+            persist,
+        } = {
             let mut s = self.s.borrow_mut();
             let Some(e) = s.ens.as_mut() else {
                 return;
             };
-            if !e.core.has_ready() {
-                return;
-            }
             let mut disk = self.ctx.disk();
-            e.core.process_ready(&mut disk)
+            e.core.process_ready_async(&mut disk)
         };
         let now = self.ctx.mono_ns();
         if let Some(ss) = out.soft_state {
-            let mut s = self.s.borrow_mut();
-            let s = &mut *s;
-            let e = s.ens.as_mut().expect("ensemble");
-            let was_leader = e.lead == self.me as u64 + 1;
-            e.lead = ss.leader_id;
-            let leader = ss.role == Role::Leader;
-            if leader && !was_leader {
-                let term = e.core.term();
-                self.ctx.record(
-                    self.ctx
-                        .event(EventType::Event, "leader")
-                        .value(serde_json::json!({ "term": term })),
-                );
-            }
-            if e.lead == 0 && !s.conns.is_empty() {
-                tracing::debug!("no leader: closing client connections");
-                s.conns.clear();
-            }
+            self.on_soft_state(ss);
         }
         self.track_epoch(now);
-        if out.synced {
-            self.ctx.wait_disk().await;
-        }
         for c in &out.committed {
-            if c.data.is_empty() {
-                self.s.borrow_mut().db.skip(c.index);
-                continue;
+            self.apply_committed(c);
+        }
+        self.answer_reads(out.read_states);
+        self.send(out.messages);
+        if let Some(ready) = persist {
+            if let Some(e) = self.s.borrow_mut().ens.as_mut() {
+                e.unsynced.push_back((ready, after_sync));
             }
-            let Ok(p) = serde_json::from_slice::<Proposal>(&c.data) else {
-                self.s.borrow_mut().db.skip(c.index);
-                continue;
-            };
-            let applied = self.s.borrow_mut().db.apply(c.index, &p.txn);
-            self.after_apply(&p.txn, &applied);
-            let waiter = self
-                .s
-                .borrow_mut()
-                .ens
-                .as_mut()
-                .and_then(|e| e.waiters.remove(&p.id));
-            if let Some(w) = waiter {
-                let _ = w.send((c.index, applied.result));
+            if self.ctx.disk_stall_left_ns() == 0 {
+                self.persisted(ready);
+            } else {
+                let node = self.clone();
+                self.ctx.spawn(async move {
+                    node.ctx.wait_disk().await;
+                    node.persisted(ready);
+                    node.wake.notify_one();
+                });
             }
         }
+    }
+
+    /// The leader changed: record a new leadership of ours; without a leader, close the
+    /// client connections (a ZooKeeper follower that loses its leader stops serving).
+    fn on_soft_state(&self, ss: SoftState) {
+        let mut s = self.s.borrow_mut();
+        let s = &mut *s;
+        let e = s.ens.as_mut().expect("ensemble");
+        let was_leader = e.lead == self.me as u64 + 1;
+        e.lead = ss.leader_id;
+        if ss.role == Role::Leader && !was_leader {
+            let term = e.core.term();
+            self.ctx.record(
+                self.ctx
+                    .event(EventType::Event, "leader")
+                    .value(serde_json::json!({ "term": term })),
+            );
+        }
+        if e.lead == 0 && !s.conns.is_empty() {
+            tracing::debug!("no leader: closing client connections");
+            s.conns.clear();
+        }
+    }
+
+    /// Apply one committed entry and answer the client that proposed it here.
+    fn apply_committed(&self, c: &Committed) {
+        let proposal = (!c.data.is_empty())
+            .then(|| serde_json::from_slice::<Proposal>(&c.data).ok())
+            .flatten();
+        let Some(p) = proposal else {
+            // A new leader's no-op entry (or bytes that are no proposal).
+            self.s.borrow_mut().db.skip(c.index);
+            return;
+        };
+        let applied = self.s.borrow_mut().db.apply(c.index, &p.txn);
+        self.after_apply(&p.txn, &applied);
+        let waiter = self
+            .s
+            .borrow_mut()
+            .ens
+            .as_mut()
+            .and_then(|e| e.waiters.remove(&p.id));
+        if let Some(w) = waiter {
+            let _ = w.send((c.index, applied.result));
+        }
+    }
+
+    /// Take Raft's ReadIndex answers, and release the reads whose index is applied.
+    fn answer_reads(&self, read_states: Vec<ReadState>) {
         let mut s = self.s.borrow_mut();
         let s = &mut *s;
         let applied = s.db.last_zxid();
         let e = s.ens.as_mut().expect("ensemble");
-        for rs in out.read_states {
+        for rs in read_states {
             let Some(rid) = rs
                 .ctx
                 .get(..8)
@@ -677,8 +725,29 @@ impl Node {
         for (_, done) in ready {
             let _ = done.send(());
         }
+    }
+
+    /// Readies up to number `ready` are on disk: send their acknowledgements, in order,
+    /// and tell Raft.
+    fn persisted(&self, ready: u64) {
+        let acks = {
+            let mut s = self.s.borrow_mut();
+            let Some(e) = s.ens.as_mut() else {
+                return;
+            };
+            let mut acks = Vec::new();
+            while e.unsynced.front().is_some_and(|(n, _)| *n <= ready) {
+                acks.extend(e.unsynced.pop_front().expect("checked").1);
+            }
+            e.core.on_persisted(ready);
+            acks
+        };
+        self.send(acks);
+    }
+
+    fn send(&self, messages: Vec<Outgoing>) {
         if let Some(mesh) = &self.mesh {
-            for m in out.messages {
+            for m in messages {
                 mesh.send((m.to - 1) as usize, encode_peer(&PeerMsg::Raft(m.encode())));
             }
         }
