@@ -1,5 +1,6 @@
 //! `locksim serve`: a family's model server on 127.0.0.1 in real time, until stopped, so
-//! that any real client can reach it (`zkCli.sh`, kazoo, Curator for `zk`). The same
+//! that any real client can reach it (`zkCli.sh`, kazoo, Curator for `zk`; `redis-cli`,
+//! redis-py for `redis`). The same
 //! server code as in simulation runs on a live [`NodeCtx`]: real loopback TCP, the
 //! machine's monotonic clock, no faults.
 
@@ -19,6 +20,8 @@ use std::time::Duration;
 pub enum ServeFamily {
     /// The ZooKeeper model (`algorithm = "zk"`).
     Zk,
+    /// The Redis model (`algorithm = "redis"`): one primary, no persistence.
+    Redis,
 }
 
 impl ServeFamily {
@@ -26,9 +29,10 @@ impl ServeFamily {
     pub fn parse(name: &str) -> Result<ServeFamily, String> {
         match name {
             "zk" => Ok(ServeFamily::Zk),
+            "redis" => Ok(ServeFamily::Redis),
             other => Err(format!(
-                "serve: `{other}` cannot be served yet; families: zk \
-                 (redis, raft and the others follow: see the README)"
+                "serve: `{other}` cannot be served yet; families: zk, redis \
+                 (raft needs etcd's gRPC API first: see the README)"
             )),
         }
     }
@@ -57,11 +61,20 @@ pub fn serve(
     on_ready: impl FnOnce(&[u16]),
     on_event: impl Fn(&str) + 'static,
 ) -> Result<(), String> {
-    if ![1, 3, 5].contains(&config.nodes) {
-        return Err(format!(
-            "serve: --nodes {}: expected 1 (standalone), 3 or 5 (an ensemble)",
-            config.nodes
-        ));
+    match config.family {
+        ServeFamily::Zk if ![1, 3, 5].contains(&config.nodes) => {
+            return Err(format!(
+                "serve: --nodes {}: expected 1 (standalone), 3 or 5 (an ensemble)",
+                config.nodes
+            ))
+        }
+        ServeFamily::Redis if config.nodes != 1 => {
+            return Err(format!(
+                "serve: --nodes {}: the Redis model is served as one primary (--nodes 1)",
+                config.nodes
+            ))
+        }
+        _ => {}
     }
     if !(1..=60_000).contains(&config.tick_ms) {
         return Err(format!(
@@ -71,7 +84,7 @@ pub fn serve(
     }
     let ports = address_book(config)?;
     let client_ports: Vec<u16> = (0..config.nodes)
-        .map(|i| ports[&format!("zk-{i}")])
+        .map(|i| ports[&node_name(config.family, i)])
         .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -90,8 +103,18 @@ pub fn serve(
     local.block_on(&rt, async move {
         let mut servers = Vec::new();
         for i in 0..config.nodes {
-            let ctx = live_ctx(&format!("zk-{i}"), &net, on_event.clone());
-            let main = crate::locks::zk::server::server_main(ctx.clone(), params.clone());
+            let ctx = live_ctx(&node_name(config.family, i), &net, on_event.clone());
+            let main: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> = match config.family
+            {
+                ServeFamily::Zk => Box::pin(crate::locks::zk::server::server_main(
+                    ctx.clone(),
+                    params.clone(),
+                )),
+                ServeFamily::Redis => Box::pin(crate::locks::redis::node::serve_node(
+                    ctx.clone(),
+                    crate::locks::redis::Persistence::None,
+                )),
+            };
             servers.push(ctx.spawn(main));
         }
         // Wait for the client ports to be bound (each listener is a server's first task).
@@ -117,7 +140,15 @@ pub fn serve(
     Ok(())
 }
 
-/// Server `zk-i` takes client port `port + i`; an ensemble's peer ports (`zk-i:2888`) are
+/// Server `i`'s name, as in simulation.
+fn node_name(family: ServeFamily, i: u32) -> String {
+    match family {
+        ServeFamily::Zk => format!("zk-{i}"),
+        ServeFamily::Redis => format!("redis-{i}"),
+    }
+}
+
+/// Server `i` takes client port `port + i`; an ensemble's peer ports (`zk-i:2888`) are
 /// any free ones. Every client port must be free.
 fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, String> {
     let mut ports = BTreeMap::new();
@@ -130,7 +161,7 @@ fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, String> {
         })?;
         std::net::TcpListener::bind(("127.0.0.1", port))
             .map_err(|e| format!("serve: 127.0.0.1:{port} is not free: {e}"))?;
-        ports.insert(format!("zk-{i}"), port);
+        ports.insert(node_name(config.family, i), port);
         if config.nodes > 1 {
             let peer = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .and_then(|l| l.local_addr())

@@ -164,7 +164,8 @@ fn bad_command_lines_are_rejected() {
         (vec!["run", s, "--shard", "0/0"], "--shard"),
         (vec!["replay", s, "--seed", "-7"], "invalid value '-7'"),
         (vec!["bench", "--seeds", "0"], "--seeds"),
-        (vec!["serve", "redis"], "cannot be served yet"),
+        (vec!["serve", "raft"], "cannot be served yet"),
+        (vec!["serve", "redis", "--nodes", "3"], "one primary"),
         (
             vec!["serve", "zk", "--nodes", "2"],
             "expected 1 (standalone), 3 or 5",

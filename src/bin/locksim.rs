@@ -165,14 +165,15 @@ enum Command {
         history: Option<std::path::PathBuf>,
     },
     /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
-    /// clients (zkCli.sh, kazoo, Curator for zk). Exit 0 when stopped, 2 on bad input
+    /// clients (zkCli.sh, kazoo, Curator for zk; redis-cli, redis-py for redis). Exit 0
+    /// when stopped, 2 on bad input
     Serve {
-        /// The family: zk.
+        /// The family: zk or redis.
         family: String,
-        /// Loopback port of the (first) server.
-        #[arg(long, default_value_t = 2181)]
-        port: u16,
-        /// Servers: 1 (standalone), 3 or 5 (an ensemble on consecutive ports).
+        /// Loopback port of the (first) server [2181 for zk, 6379 for redis].
+        #[arg(long)]
+        port: Option<u16>,
+        /// Servers: 1 (standalone), 3 or 5 (a zk ensemble on consecutive ports).
         #[arg(long, default_value_t = 1)]
         nodes: u32,
         /// ZooKeeper's tickTime, ms: sessions negotiate to 2 to 20 ticks.

@@ -8,7 +8,13 @@ use std::sync::Arc;
 
 /// Serve `family` until SIGINT or SIGTERM. Exit 0 when stopped so, 2 on bad input (an
 /// unknown family, a port in use).
-pub fn serve_command(family: &str, port: u16, nodes: u32, tick_ms: u64, events: bool) -> u8 {
+pub fn serve_command(
+    family: &str,
+    port: Option<u16>,
+    nodes: u32,
+    tick_ms: u64,
+    events: bool,
+) -> u8 {
     let family = match ServeFamily::parse(family) {
         Ok(f) => f,
         Err(e) => {
@@ -22,6 +28,10 @@ pub fn serve_command(family: &str, port: u16, nodes: u32, tick_ms: u64, events: 
         let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
         let _ = signal_hook::flag::register(signal, stop.clone());
     }
+    let port = port.unwrap_or(match family {
+        ServeFamily::Zk => 2181,
+        ServeFamily::Redis => 6379,
+    });
     let config = ServeConfig {
         family,
         port,
@@ -30,22 +40,34 @@ pub fn serve_command(family: &str, port: u16, nodes: u32, tick_ms: u64, events: 
     };
     let ready = |ports: &[u16]| {
         let list: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-        let shape = match nodes {
-            1 => "standalone".to_string(),
-            n => format!("an ensemble of {n}"),
-        };
-        println!(
-            "serving the zk model ({shape}, tickTime {tick_ms} ms: sessions of {} to {} ms) \
-             on {}; Ctrl-C stops it",
-            2 * tick_ms,
-            20 * tick_ms,
-            list.join(",")
-        );
-        println!(
-            "  try: zkCli.sh -server {}   or, with kazoo: KazooClient(hosts=\"{}\")",
-            list.join(","),
-            list.join(",")
-        );
+        match family {
+            ServeFamily::Zk => {
+                let shape = match nodes {
+                    1 => "standalone".to_string(),
+                    n => format!("an ensemble of {n}"),
+                };
+                println!(
+                    "serving the zk model ({shape}, tickTime {tick_ms} ms: sessions of {} to \
+                     {} ms) on {}; Ctrl-C stops it",
+                    2 * tick_ms,
+                    20 * tick_ms,
+                    list.join(",")
+                );
+                println!(
+                    "  try: zkCli.sh -server {}   or, with kazoo: KazooClient(hosts=\"{}\")",
+                    list.join(","),
+                    list.join(",")
+                );
+            }
+            ServeFamily::Redis => {
+                println!(
+                    "serving the redis model (one primary, no persistence) on {}; Ctrl-C \
+                     stops it",
+                    list[0]
+                );
+                println!("  try: redis-cli -p {} SET lock me NX PX 30000", ports[0]);
+            }
+        }
     };
     let on_event = move |line: &str| {
         if events {

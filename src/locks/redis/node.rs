@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Redis's TCP port.
 pub const REDIS_PORT: u16 = 6379;
@@ -141,6 +141,9 @@ pub async fn run_node_with(
     if let Role::Replica { .. } = role {
         replication::start_replica(&ctx, &node, lag_ms);
     }
+    if ctx.live().is_some() {
+        return serve_live(&ctx, &node, lag_ms).await;
+    }
     let (listener, _listening) = crate::net::tcp::listen(&ctx, REDIS_PORT)
         .await
         .expect("bind on a fresh simulated host cannot fail");
@@ -150,6 +153,60 @@ pub async fn run_node_with(
         };
         let peer = turmoil::reverse_lookup(peer.ip()).unwrap_or_default();
         ctx.spawn(connection(ctx.clone(), node.clone(), stream, peer, lag_ms));
+    }
+}
+
+/// The node on real loopback (`locksim serve redis`): clients only, no replication (a
+/// `PSYNC` closes the connection) and no keepalive probes (the kernel's TCP has its own).
+async fn serve_live(ctx: &NodeCtx, node: &Node, lag: [u64; 2]) {
+    let listener = match crate::net::listen(ctx, REDIS_PORT).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{}: cannot listen: {e}", ctx.name());
+            return;
+        }
+    };
+    loop {
+        let Ok(mut stream) = listener.accept().await else {
+            continue;
+        };
+        let (ctx, node) = (ctx.clone(), node.clone());
+        ctx.clone().spawn(async move {
+            let (tx, mut inbox) = tokio::sync::mpsc::unbounded_channel();
+            let mut client = {
+                let mut n = node.borrow_mut();
+                let client = n.server.connect();
+                n.mailboxes.insert(client.id, tx);
+                client
+            };
+            let io = ClientIo {
+                stream: &mut stream,
+                keepalive: None,
+            };
+            serve_client(&ctx, &node, io, &mut client, &mut inbox, lag).await;
+            let mut n = node.borrow_mut();
+            n.mailboxes.remove(&client.id);
+            n.server.disconnect(&mut client);
+        });
+    }
+}
+
+/// A client connection's stream, and the keepalive that probes it in a simulation.
+struct ClientIo<'a, S> {
+    stream: &'a mut S,
+    keepalive: Option<&'a crate::net::tcp::Keepalive>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> ClientIo<'_, S> {
+    async fn read(&mut self, ctx: &NodeCtx, chunk: &mut [u8]) -> std::io::Result<usize> {
+        match self.keepalive {
+            Some(ka) => crate::net::tcp::read_alive(ctx, ka, self.stream, chunk).await,
+            None => self.stream.read(chunk).await,
+        }
+    }
+
+    async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
     }
 }
 
@@ -297,7 +354,11 @@ async fn connection(
         n.mailboxes.insert(client.id, tx);
         client
     };
-    let sync = serve_client(&ctx, &node, &mut stream, &ka, &mut client, &mut inbox, lag).await;
+    let io = ClientIo {
+        stream: &mut stream,
+        keepalive: Some(&ka),
+    };
+    let sync = serve_client(&ctx, &node, io, &mut client, &mut inbox, lag).await;
     {
         let mut n = node.borrow_mut();
         n.mailboxes.remove(&client.id);
@@ -312,11 +373,10 @@ async fn connection(
 /// One connection's loop: decode commands, execute them, write replies and any pub/sub
 /// messages addressed to this connection. True when the connection became a replica's
 /// (`PSYNC`): the caller then feeds it the replication stream.
-async fn serve_client(
+async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
     ctx: &NodeCtx,
     node: &Node,
-    stream: &mut turmoil::net::TcpStream,
-    ka: &crate::net::tcp::Keepalive,
+    mut stream: ClientIo<'_, S>,
     client: &mut Client,
     inbox: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
     lag: [u64; 2],
@@ -375,7 +435,7 @@ async fn serve_client(
         if !client.subscribed() && inbox.is_empty() {
             // The common case: no pub/sub, a plain read (nothing else is polled, so the
             // task's wake-ups are exactly those of the read).
-            let n = match crate::net::tcp::read_alive(ctx, ka, stream, &mut chunk).await {
+            let n = match stream.read(ctx, &mut chunk).await {
                 Ok(0) | Err(_) => return false,
                 Ok(n) => n,
             };
@@ -397,7 +457,7 @@ async fn serve_client(
                     return false;
                 }
             }
-            read = crate::net::tcp::read_alive(ctx, ka, stream, &mut chunk) => {
+            read = stream.read(ctx, &mut chunk) => {
                 let n = match read {
                     Ok(0) | Err(_) => return false,
                     Ok(n) => n,
