@@ -406,29 +406,10 @@ impl RaftCore {
         while self.raw.has_ready() {
             self.stats.readies += 1;
             let mut rd = self.raw.ready();
-            if let Some(ss) = rd.ss() {
-                out.soft_state = Some(SoftState {
-                    leader_id: ss.leader_id,
-                    role: ss.raft_state.into(),
-                });
+            if let Some(ss) = soft_state(&rd) {
+                out.soft_state = Some(ss);
             }
-            assert!(
-                rd.snapshot().get_metadata().index == 0,
-                "no compaction, so no snapshot is ever sent"
-            );
-            if let Some(hs) = rd.hs() {
-                self.wal.save_hard_state(disk, hs);
-                self.raw.mut_store().wl().set_hardstate(hs.clone());
-            }
-            if !rd.entries().is_empty() {
-                self.wal.append_entries(disk, rd.entries());
-                self.raw
-                    .mut_store()
-                    .wl()
-                    .append(rd.entries())
-                    .expect("append to MemStorage");
-            }
-            out.synced |= self.wal.sync(disk);
+            out.synced |= self.save(&rd, disk);
             push_messages(&mut out, rd.take_messages());
             push_messages(&mut out, rd.take_persisted_messages());
             push_committed(&mut out, rd.take_committed_entries());
@@ -466,29 +447,10 @@ impl RaftCore {
         while self.raw.has_ready() {
             self.stats.readies += 1;
             let mut rd = self.raw.ready();
-            if let Some(ss) = rd.ss() {
-                out.now.soft_state = Some(SoftState {
-                    leader_id: ss.leader_id,
-                    role: ss.raft_state.into(),
-                });
+            if let Some(ss) = soft_state(&rd) {
+                out.now.soft_state = Some(ss);
             }
-            assert!(
-                rd.snapshot().get_metadata().index == 0,
-                "no compaction, so no snapshot is ever sent"
-            );
-            if let Some(hs) = rd.hs() {
-                self.wal.save_hard_state(disk, hs);
-                self.raw.mut_store().wl().set_hardstate(hs.clone());
-            }
-            if !rd.entries().is_empty() {
-                self.wal.append_entries(disk, rd.entries());
-                self.raw
-                    .mut_store()
-                    .wl()
-                    .append(rd.entries())
-                    .expect("append to MemStorage");
-            }
-            out.now.synced |= self.wal.sync(disk);
+            out.now.synced |= self.save(&rd, disk);
             push_messages(&mut out.now, rd.take_messages());
             out.after_sync.extend(
                 rd.take_persisted_messages()
@@ -514,6 +476,24 @@ impl RaftCore {
     /// [`RaftCore::process_ready_async`]); what that allows comes with the next Ready.
     pub fn on_persisted(&mut self, ready: u64) {
         self.raw.on_persist_ready(ready);
+    }
+
+    /// Write a Ready's hard state and entries to the WAL and raft-rs's storage, and
+    /// start their fsync; true when one was started.
+    fn save(&mut self, rd: &raft::Ready, disk: &mut Disk) -> bool {
+        if let Some(hs) = rd.hs() {
+            self.wal.save_hard_state(disk, hs);
+            self.raw.mut_store().wl().set_hardstate(hs.clone());
+        }
+        if !rd.entries().is_empty() {
+            self.wal.append_entries(disk, rd.entries());
+            self.raw
+                .mut_store()
+                .wl()
+                .append(rd.entries())
+                .expect("append to MemStorage");
+        }
+        self.wal.sync(disk)
     }
 
     /// This node's Raft id.
@@ -583,6 +563,18 @@ impl RaftCore {
     pub fn raw(&self) -> &RawNode<MemStorage> {
         &self.raw
     }
+}
+
+/// A Ready's new soft state, if any (and no snapshot: the log is never compacted).
+fn soft_state(rd: &raft::Ready) -> Option<SoftState> {
+    assert!(
+        rd.snapshot().get_metadata().index == 0,
+        "no compaction, so no snapshot is ever sent"
+    );
+    rd.ss().map(|ss| SoftState {
+        leader_id: ss.leader_id,
+        role: ss.raft_state.into(),
+    })
 }
 
 fn push_messages(out: &mut Output, msgs: Vec<Message>) {

@@ -172,23 +172,31 @@ async fn serve_live(ctx: &NodeCtx, node: &Node, lag: [u64; 2]) {
         };
         let (ctx, node) = (ctx.clone(), node.clone());
         ctx.clone().spawn(async move {
-            let (tx, mut inbox) = tokio::sync::mpsc::unbounded_channel();
-            let mut client = {
-                let mut n = node.borrow_mut();
-                let client = n.server.connect();
-                n.mailboxes.insert(client.id, tx);
-                client
-            };
+            let (mut client, mut inbox) = open_client(&node);
             let io = ClientIo {
                 stream: &mut stream,
                 keepalive: None,
             };
             serve_client(&ctx, &node, io, &mut client, &mut inbox, lag).await;
-            let mut n = node.borrow_mut();
-            n.mailboxes.remove(&client.id);
-            n.server.disconnect(&mut client);
+            close_client(&node, &mut client);
         });
     }
+}
+
+/// A new client of the node, and the inbox of the pub/sub messages addressed to it.
+fn open_client(node: &Node) -> (Client, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+    let (tx, inbox) = tokio::sync::mpsc::unbounded_channel();
+    let mut n = node.borrow_mut();
+    let client = n.server.connect();
+    n.mailboxes.insert(client.id, tx);
+    (client, inbox)
+}
+
+/// The client's connection is gone.
+fn close_client(node: &Node, client: &mut Client) {
+    let mut n = node.borrow_mut();
+    n.mailboxes.remove(&client.id);
+    n.server.disconnect(client);
 }
 
 /// A client connection's stream, and the keepalive that probes it in a simulation.
@@ -347,23 +355,13 @@ async fn connection(
     let Ok(ka) = crate::net::tcp::Keepalive::of(&stream) else {
         return;
     };
-    let (tx, mut inbox) = tokio::sync::mpsc::unbounded_channel();
-    let mut client = {
-        let mut n = node.borrow_mut();
-        let client = n.server.connect();
-        n.mailboxes.insert(client.id, tx);
-        client
-    };
+    let (mut client, mut inbox) = open_client(&node);
     let io = ClientIo {
         stream: &mut stream,
         keepalive: Some(&ka),
     };
     let sync = serve_client(&ctx, &node, io, &mut client, &mut inbox, lag).await;
-    {
-        let mut n = node.borrow_mut();
-        n.mailboxes.remove(&client.id);
-        n.server.disconnect(&mut client);
-    }
+    close_client(&node, &mut client);
     if sync {
         // Anything the replica sent after PSYNC (its first ACK) is superseded by later ACKs.
         replication::feed_replica(&ctx, &node, stream, peer).await;

@@ -457,16 +457,9 @@ impl Node {
                 Err(e) => Response::Err(e),
             })
         };
-        let is_write = matches!(
-            req,
-            Request::Create { .. }
-                | Request::Delete { .. }
-                | Request::SetData { .. }
-                | Request::CloseSession
-        );
         // Standalone, a read queues behind the writes being logged (a write takes its
         // own turn).
-        let standalone_read = self.s.borrow().ens.is_none() && !is_write;
+        let standalone_read = self.s.borrow().ens.is_none() && !req.is_write();
         let _turn = match standalone_read {
             true => Some(self.log_gate.turn().await),
             false => None,
