@@ -12,12 +12,16 @@
 //! a connection open but wedged: every request has a deadline, and a connection that
 //! missed one is dropped (its late reply would otherwise be read as the next answer).
 //!
+//! etcd's v3 gRPC API runs over HTTP/2 on the same streams, on each node's own executor
+//! ([`grpc`]).
+//!
 //! Replicated families talk server to server through a [`Mesh`] of per-peer outboxes
 //! with batched, acknowledged sends ([`peer`]).
 
 mod conn;
 mod connector;
 mod frame;
+pub mod grpc;
 mod live;
 pub mod peer;
 mod remote;
@@ -27,6 +31,9 @@ pub mod tcp;
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
 pub use frame::{encode_frame, Frames, MAX_FRAME};
+pub use grpc::{
+    serve_grpc, ChannelError, serve_grpc_connection, Deadlines, GrpcChannel, GrpcRouter, HyperIo, NodeExecutor,
+};
 pub use live::{listen, monotonic_ns, Listener, LiveNet, LiveStream, NetStream, Tcp};
 pub use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};

@@ -1,11 +1,11 @@
 //! `locksim serve`: a family's model server on 127.0.0.1 in real time, until stopped, so
-//! that any real client can reach it (`zkCli.sh`, kazoo, Curator for `zk`; `redis-cli`,
-//! redis-py for `redis`). The same
+//! that any real client can reach it (`zkCli.sh`, kazoo, Curator for `zk`; `etcdctl` and
+//! etcd's clients for `raft`; `redis-cli`, redis-py for `redis`). The same
 //! server code as in simulation runs on a live [`NodeCtx`]: real loopback TCP, the
 //! machine's monotonic clock, no faults.
 
 use crate::history::Recorder;
-use crate::locks::zk::proto::PEER_PORT;
+use crate::locks::raft::RaftParams;
 use crate::locks::zk::ZkParams;
 use crate::net::LiveNet;
 use crate::sim::{NodeCtx, NodeState};
@@ -20,6 +20,8 @@ use std::time::Duration;
 pub enum ServeFamily {
     /// The ZooKeeper model (`algorithm = "zk"`).
     Zk,
+    /// The etcd-like Raft service (`algorithm = "raft"`): etcd's v3 gRPC API.
+    Raft,
     /// The Redis model (`algorithm = "redis"`): one primary, no persistence.
     Redis,
 }
@@ -29,11 +31,38 @@ impl ServeFamily {
     pub fn parse(name: &str) -> Result<ServeFamily, String> {
         match name {
             "zk" => Ok(ServeFamily::Zk),
+            "raft" => Ok(ServeFamily::Raft),
             "redis" => Ok(ServeFamily::Redis),
             other => Err(format!(
-                "serve: `{other}` cannot be served yet; families: zk, redis \
-                 (raft needs etcd's gRPC API first: see the README)"
+                "serve: `{other}` cannot be served; families: zk, raft, redis"
             )),
+        }
+    }
+
+    /// The client port of the first server when none is given: the real system's.
+    pub fn default_port(self) -> u16 {
+        match self {
+            ServeFamily::Zk => 2181,
+            ServeFamily::Raft => 2379,
+            ServeFamily::Redis => 6379,
+        }
+    }
+
+    /// The tick when none is given: ZooKeeper's `tickTime` (2000 ms), etcd's
+    /// `--heartbeat-interval` (100 ms); the Redis model has none.
+    pub fn default_tick_ms(self) -> u64 {
+        match self {
+            ServeFamily::Zk => 2000,
+            ServeFamily::Raft | ServeFamily::Redis => 100,
+        }
+    }
+
+    /// A server's peer port in simulation, for families whose servers talk to each other.
+    fn peer_port(self) -> Option<u16> {
+        match self {
+            ServeFamily::Zk => Some(crate::locks::zk::proto::PEER_PORT),
+            ServeFamily::Raft => Some(crate::locks::raft::wire::PEER_PORT),
+            ServeFamily::Redis => None,
         }
     }
 }
@@ -47,8 +76,9 @@ pub struct ServeConfig {
     pub port: u16,
     /// How many servers: 1 (standalone), 3 or 5 (an ensemble, on consecutive ports).
     pub nodes: u32,
-    /// The server's tick, ms (ZooKeeper's `tickTime`; sessions negotiate to 2 to 20
-    /// ticks).
+    /// The server's tick, ms: ZooKeeper's `tickTime` (sessions negotiate to 2 to 20
+    /// ticks), or etcd's heartbeat interval (elections after 10 ticks, lease TTLs of at
+    /// least 15).
     pub tick_ms: u64,
 }
 
@@ -62,9 +92,9 @@ pub fn serve(
     on_event: impl Fn(&str) + 'static,
 ) -> Result<(), String> {
     match config.family {
-        ServeFamily::Zk if ![1, 3, 5].contains(&config.nodes) => {
+        ServeFamily::Zk | ServeFamily::Raft if ![1, 3, 5].contains(&config.nodes) => {
             return Err(format!(
-                "serve: --nodes {}: expected 1 (standalone), 3 or 5 (an ensemble)",
+                "serve: --nodes {}: expected 1 (one server), 3 or 5 (a cluster)",
                 config.nodes
             ))
         }
@@ -100,6 +130,15 @@ pub fn serve(
         container_check_ms: 60_000,
         ..ZkParams::default()
     };
+    // etcd's defaults: a heartbeat every tick, an election timeout of 10 ticks (1 s at the
+    // default 100 ms), so lease TTLs count real seconds.
+    let raft = RaftParams {
+        nodes: config.nodes,
+        tick_ms: config.tick_ms,
+        heartbeat_tick: 1,
+        election_tick: 10,
+        ..RaftParams::default()
+    };
     local.block_on(&rt, async move {
         let mut servers = Vec::new();
         for i in 0..config.nodes {
@@ -109,6 +148,10 @@ pub fn serve(
                 ServeFamily::Zk => Box::pin(crate::locks::zk::server::server_main(
                     ctx.clone(),
                     params.clone(),
+                )),
+                ServeFamily::Raft => Box::pin(crate::locks::raft::node::server_main(
+                    ctx.clone(),
+                    raft.clone(),
                 )),
                 ServeFamily::Redis => Box::pin(crate::locks::redis::node::serve_node(
                     ctx.clone(),
@@ -144,12 +187,13 @@ pub fn serve(
 fn node_name(family: ServeFamily, i: u32) -> String {
     match family {
         ServeFamily::Zk => format!("zk-{i}"),
+        ServeFamily::Raft => format!("raft-{i}"),
         ServeFamily::Redis => format!("redis-{i}"),
     }
 }
 
-/// Server `i` takes client port `port + i`; an ensemble's peer ports (`zk-i:2888`) are
-/// any free ones. Every client port must be free.
+/// Server `i` takes client port `port + i`; a cluster's peer ports (`zk-i:2888`,
+/// `raft-i:2380`) are any free ones. Every client port must be free.
 fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, String> {
     let mut ports = BTreeMap::new();
     for i in 0..config.nodes {
@@ -162,12 +206,14 @@ fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, String> {
         std::net::TcpListener::bind(("127.0.0.1", port))
             .map_err(|e| format!("serve: 127.0.0.1:{port} is not free: {e}"))?;
         ports.insert(node_name(config.family, i), port);
-        if config.nodes > 1 {
+        // A one-server Raft cluster still listens on its peer port.
+        if let Some(peer_port) = config.family.peer_port() {
             let peer = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .and_then(|l| l.local_addr())
                 .map_err(|e| format!("serve: no free loopback port: {e}"))?
                 .port();
-            ports.insert(format!("zk-{i}:{PEER_PORT}"), peer);
+            let name = node_name(config.family, i);
+            ports.insert(format!("{name}:{peer_port}"), peer);
         }
     }
     Ok(ports)

@@ -164,11 +164,18 @@ fn bad_command_lines_are_rejected() {
         (vec!["run", s, "--shard", "0/0"], "--shard"),
         (vec!["replay", s, "--seed", "-7"], "invalid value '-7'"),
         (vec!["bench", "--seeds", "0"], "--seeds"),
-        (vec!["serve", "raft"], "cannot be served yet"),
+        (
+            vec!["serve", "db"],
+            "cannot be served; families: zk, raft, redis",
+        ),
+        (
+            vec!["serve", "raft", "--nodes", "4"],
+            "expected 1 (one server), 3 or 5",
+        ),
         (vec!["serve", "redis", "--nodes", "3"], "one primary"),
         (
             vec!["serve", "zk", "--nodes", "2"],
-            "expected 1 (standalone), 3 or 5",
+            "expected 1 (one server), 3 or 5",
         ),
         (vec!["serve", "zk", "--tick-ms", "0"], "--tick-ms 0"),
         (

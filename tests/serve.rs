@@ -1,7 +1,7 @@
-//! `locksim serve redis`: the Redis model on loopback answers a real socket as the
-//! simulations' clients are answered (the replies themselves are compared with a real
-//! redis-server by `tests/redis_fidelity.rs`; the zk model's serving is tested by
-//! `tests/zk_fidelity.rs`).
+//! `locksim serve`: the Redis model on loopback answers a real socket as the
+//! simulations' clients are answered, and Debian's `etcdctl` works against the Raft
+//! model (the replies themselves are compared with the real servers by
+//! `tests/redis_fidelity.rs`, `tests/etcd_fidelity.rs` and `tests/zk_fidelity.rs`).
 
 use locksim::locks::redis::resp::{decode, encode_command, Value};
 use locksim::serve::{ServeConfig, ServeFamily};
@@ -65,4 +65,111 @@ fn the_redis_model_serves_a_lock_on_loopback() {
     assert_eq!(call(&mut b, own), Value::Integer(1));
     stop.store(true, Ordering::Relaxed);
     thread.join().unwrap();
+}
+
+/// Runs Debian's `etcdctl` (3.4) against `endpoint`; its stdout, or a panic with its
+/// stderr. Without `etcdctl` it panics and says how to install it.
+fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> String {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={endpoint}"))
+        .arg("--command-timeout=5s")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("etcdctl runs (Debian: apt-get install etcd-client; scripts/test does)");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "etcdctl {args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `locksim serve raft`: Debian's etcdctl, a real etcd client, puts, reads, runs a txn,
+/// keeps a lease alive and takes a lock on the etcd model (one member, etcd's timing).
+#[test]
+fn etcdctl_works_against_the_raft_model() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let config = ServeConfig {
+            family: ServeFamily::Raft,
+            port,
+            nodes: 1,
+            tick_ms: 100,
+        };
+        let ready = move |_: &[u16]| {
+            let _ = tx.send(());
+        };
+        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
+    });
+    rx.recv_timeout(Duration::from_secs(10)).expect("listening");
+    let ep = format!("127.0.0.1:{port}");
+    let ep = ep.as_str();
+    // A one-member cluster elects itself within an election timeout or two.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while etcdctl_status(ep).is_none() {
+        assert!(std::time::Instant::now() < deadline, "no leader in 10 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(etcdctl(ep, &["put", "foo", "bar"], None), "OK\n");
+    assert_eq!(etcdctl(ep, &["get", "foo"], None), "foo\nbar\n");
+    let txn = "create(\"foo\") > \"0\"\n\nput foo baz\n\nput foo nope\n\n";
+    assert_eq!(etcdctl(ep, &["txn"], Some(txn)), "SUCCESS\n\nOK\n");
+    assert_eq!(
+        etcdctl(ep, &["get", "foo", "--print-value-only"], None),
+        "baz\n"
+    );
+
+    let grant = etcdctl(ep, &["lease", "grant", "5"], None);
+    let lease = grant.split_whitespace().nth(1).expect("lease <id> granted");
+    assert_eq!(grant, format!("lease {lease} granted with TTL(5s)\n"));
+    assert_eq!(
+        etcdctl(ep, &["put", "k", "v", &format!("--lease={lease}")], None),
+        "OK\n"
+    );
+    assert_eq!(
+        etcdctl(ep, &["lease", "keep-alive", "--once", lease], None),
+        format!("lease {lease} keepalived with TTL(5)\n")
+    );
+    let ttl = etcdctl(ep, &["lease", "timetolive", lease, "--keys"], None);
+    assert!(ttl.ends_with("attached keys([k])\n"), "{ttl}");
+    etcdctl(ep, &["lease", "revoke", lease], None);
+    assert_eq!(
+        etcdctl(ep, &["get", "k"], None),
+        "",
+        "revoked with its lease"
+    );
+
+    // etcdctl's lock is etcd's concurrency.Mutex: it holds the lock while the command runs.
+    let held = etcdctl(ep, &["lock", "mylock", "echo", "held"], None);
+    assert_eq!(held, "held\n");
+    assert_eq!(
+        etcdctl(ep, &["get", "mylock", "--prefix"], None),
+        "",
+        "unlocked"
+    );
+    stop.store(true, Ordering::Relaxed);
+    thread.join().unwrap();
+}
+
+/// `etcdctl endpoint status` once the member has a leader, else `None`.
+fn etcdctl_status(endpoint: &str) -> Option<String> {
+    let out = std::process::Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args([&format!("--endpoints={endpoint}"), "endpoint", "status"])
+        .output()
+        .expect("etcdctl runs (Debian: apt-get install etcd-client; scripts/test does)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success() && text.contains("true")).then_some(text)
 }

@@ -168,17 +168,18 @@ enum Command {
     /// clients (zkCli.sh, kazoo, Curator for zk; redis-cli, redis-py for redis). Exit 0
     /// when stopped, 2 on bad input
     Serve {
-        /// The family: zk or redis.
+        /// The family: zk, raft or redis.
         family: String,
-        /// Loopback port of the (first) server [2181 for zk, 6379 for redis].
+        /// Loopback port of the (first) server [2181 for zk, 2379 for raft, 6379 for redis].
         #[arg(long)]
         port: Option<u16>,
-        /// Servers: 1 (standalone), 3 or 5 (a zk ensemble on consecutive ports).
+        /// Servers: 1, or 3 or 5 (a zk ensemble or raft cluster on consecutive ports).
         #[arg(long, default_value_t = 1)]
         nodes: u32,
-        /// ZooKeeper's tickTime, ms: sessions negotiate to 2 to 20 ticks.
-        #[arg(long, default_value_t = 2000)]
-        tick_ms: u64,
+        /// zk: ZooKeeper's tickTime, ms (sessions negotiate to 2 to 20 ticks) [2000];
+        /// raft: etcd's heartbeat interval, ms (elections after 10) [100].
+        #[arg(long)]
+        tick_ms: Option<u64>,
         /// Print the events the server records (JSON lines), e.g. a session expiry
         /// that deleted a lock's owner.
         #[arg(long)]

@@ -12,7 +12,7 @@ pub fn serve_command(
     family: &str,
     port: Option<u16>,
     nodes: u32,
-    tick_ms: u64,
+    tick_ms: Option<u64>,
     events: bool,
 ) -> u8 {
     let family = match ServeFamily::parse(family) {
@@ -28,10 +28,8 @@ pub fn serve_command(
         let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
         let _ = signal_hook::flag::register(signal, stop.clone());
     }
-    let port = port.unwrap_or(match family {
-        ServeFamily::Zk => 2181,
-        ServeFamily::Redis => 6379,
-    });
+    let port = port.unwrap_or(family.default_port());
+    let tick_ms = tick_ms.unwrap_or(family.default_tick_ms());
     let config = ServeConfig {
         family,
         port,
@@ -56,6 +54,18 @@ pub fn serve_command(
                 println!(
                     "  try: zkCli.sh -server {}   or, with kazoo: KazooClient(hosts=\"{}\")",
                     list.join(","),
+                    list.join(",")
+                );
+            }
+            ServeFamily::Raft => {
+                println!(
+                    "serving the raft model (etcd's v3 API on {nodes} member(s), heartbeat \
+                     {tick_ms} ms, election timeout {} ms) on {}; Ctrl-C stops it",
+                    10 * tick_ms,
+                    list.join(",")
+                );
+                println!(
+                    "  try: ETCDCTL_API=3 etcdctl --endpoints={} lock mylock",
                     list.join(",")
                 );
             }

@@ -19,6 +19,10 @@
 
 pub mod client;
 pub mod core;
+pub mod etcd_api;
+pub mod etcd_client_api;
+pub mod etcd_grpc;
+pub mod etcdpb;
 pub mod invariants;
 pub mod kv;
 pub mod lease;

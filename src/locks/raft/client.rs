@@ -33,25 +33,36 @@
 //! deadline is the grant's answer + TTL, not the client's `firstKeepAliveTimeout` (dial
 //! timeout + 1 s): the grant's validity never outlives the TTL the server promised.
 
-use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response};
+use super::etcd_api::ApiError;
+use super::etcd_client_api as wire;
+use super::etcdpb::etcdserverpb as pb;
+use super::etcdpb::etcdserverpb::watch_client::WatchClient;
+use super::etcdpb::etcdserverpb::{kv_client::KvClient, lease_client::LeaseClient};
+use super::kv::{KeySpec, LeaseId, RangeRequest, RangeResponse, Request, Response, ServiceError};
 use super::params::RaftParams;
-use super::wire::{
-    decode_json, request_frame, ClientReply, ClientRequest, ReplyError, CLIENT_PORT,
-};
-use crate::net::{CallError, Frames, Remote};
+use super::wire::CLIENT_PORT;
+use crate::net::{ChannelError, Deadlines, GrpcChannel};
 use crate::sim::NodeCtx;
 use std::cell::Cell;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
+use tonic::Status;
 
 /// Why a call got no useful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallFailure {
-    /// The node answered with an error.
-    Reply(ReplyError),
-    /// No answer: the transport failed.
-    Transport(CallError),
+    /// The node answered with one of etcd's errors.
+    Reply(ApiError),
+    /// No answer: the transport failed. `sent`: the request may have reached the node.
+    Transport {
+        /// The request may have reached the node.
+        sent: bool,
+        /// What failed.
+        error: String,
+    },
 }
 
 impl CallFailure {
@@ -59,7 +70,29 @@ impl CallFailure {
     pub fn maybe_applied(&self) -> bool {
         match self {
             CallFailure::Reply(e) => e.maybe_applied(),
-            CallFailure::Transport(e) => e.maybe_applied(),
+            CallFailure::Transport { sent, .. } => *sent,
+        }
+    }
+
+    /// What a failed RPC's status says: one of etcd's errors, or the transport's.
+    fn of_status(s: Status) -> CallFailure {
+        if let Some(e) = ApiError::of_status(&s) {
+            return CallFailure::Reply(e);
+        }
+        let channel = std::error::Error::source(&s).and_then(|e| e.downcast_ref::<ChannelError>());
+        match channel {
+            Some(c) => CallFailure::Transport {
+                sent: c.sent(),
+                error: c.to_string(),
+            },
+            // The node answered with another status: nothing applied, nothing to retry.
+            None if s.code() != tonic::Code::Unknown && s.code() != tonic::Code::Unavailable => {
+                CallFailure::Reply(ApiError::Other(s.code() as i32, s.message().to_string()))
+            }
+            None => CallFailure::Transport {
+                sent: true,
+                error: s.to_string(),
+            },
         }
     }
 }
@@ -68,47 +101,72 @@ impl std::fmt::Display for CallFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallFailure::Reply(e) => write!(f, "{e}"),
-            CallFailure::Transport(e) => write!(f, "{e}"),
+            CallFailure::Transport { error, .. } => write!(f, "{error}"),
         }
     }
 }
 
-/// A client of the Raft cluster (one per task: a [`Remote`] has one request in flight).
+/// A client of the Raft cluster over etcd's gRPC API: one channel per node.
 pub struct EtcdClient {
-    remotes: Vec<Remote<Frames>>,
+    channels: Vec<GrpcChannel>,
     preferred: Rc<Cell<usize>>,
     tick: Duration,
+    timeout: Duration,
+    second_ms: u64,
 }
 
 impl EtcdClient {
     /// A client of `params.nodes` nodes whose requests time out after
     /// `request_timeout_ms`, preferring the node `preferred` names (shared).
-    pub fn new(params: &RaftParams, preferred: Rc<Cell<usize>>) -> EtcdClient {
+    pub fn new(ctx: &NodeCtx, params: &RaftParams, preferred: Rc<Cell<usize>>) -> EtcdClient {
         let timeout = Duration::from_millis(params.request_timeout_ms());
+        let deadlines = Deadlines {
+            connect: timeout,
+            call: timeout,
+        };
         EtcdClient {
-            remotes: (0..params.nodes)
-                .map(|i| Remote::new(&format!("raft-{i}"), CLIENT_PORT, timeout, Frames))
+            channels: (0..params.nodes)
+                .map(|i| {
+                    GrpcChannel::with_deadlines(
+                        ctx.clone(),
+                        &format!("raft-{i}"),
+                        CLIENT_PORT,
+                        deadlines,
+                    )
+                })
                 .collect(),
             preferred,
             tick: Duration::from_millis(params.tick_ms),
+            timeout,
+            second_ms: params.second_ms(),
         }
     }
 
     /// The per-request deadline.
     pub fn timeout(&self) -> Duration {
-        self.remotes[0].timeout()
+        self.timeout
+    }
+
+    /// Move on to the next node.
+    pub fn next_node(&self) {
+        self.next();
+    }
+
+    /// The nodes' Raft tick: how long to wait before trying again.
+    pub fn tick(&self) -> Duration {
+        self.tick
     }
 
     fn next(&self) {
-        let n = self.remotes.len();
+        let n = self.channels.len();
         self.preferred.set((self.preferred.get() + 1) % n);
     }
 
     /// Follow a failure's hint, or move on to the next node.
     fn redirect(&self, f: &CallFailure) {
         match f {
-            CallFailure::Reply(ReplyError::NotLeader { hint })
-                if *hint >= 1 && *hint as usize <= self.remotes.len() =>
+            CallFailure::Reply(ApiError::NotLeader { hint })
+                if *hint >= 1 && *hint as usize <= self.channels.len() =>
             {
                 let to = (*hint - 1) as usize;
                 if to == self.preferred.get() {
@@ -121,46 +179,82 @@ impl EtcdClient {
         }
     }
 
+    fn channel(&self) -> GrpcChannel {
+        self.channels[self.preferred.get() % self.channels.len()].clone()
+    }
+
     /// One request to the preferred node, no retry.
-    pub async fn call_once(
-        &mut self,
-        ctx: &NodeCtx,
-        req: &ClientRequest,
-    ) -> Result<ClientReply, CallFailure> {
-        let i = self.preferred.get() % self.remotes.len();
-        let frame = request_frame(req);
-        let payload = self.remotes[i]
-            .request(ctx, &frame)
-            .await
-            .map_err(CallFailure::Transport)?;
-        match decode_json::<ClientReply>(&payload) {
-            Ok(ClientReply::Err(e)) => Err(CallFailure::Reply(e)),
-            Ok(r) => Ok(r),
-            Err(e) => {
-                self.remotes[i].disconnect();
-                Err(CallFailure::Transport(CallError::Io(e)))
-            }
-        }
+    pub async fn call_once(&self, req: &Request) -> Result<Response, CallFailure> {
+        let mut kv = KvClient::new(self.channel());
+        let mut lease = LeaseClient::new(self.channel());
+        let answer = match req {
+            Request::Put(p) => kv
+                .put(wire::put_pb(p))
+                .await
+                .map(|r| Response::Put(wire::put_of(r.into_inner()))),
+            Request::DeleteRange(d) => kv
+                .delete_range(wire::delete_pb(d))
+                .await
+                .map(|r| Response::DeleteRange(wire::delete_of(r.into_inner()))),
+            Request::Range(r) => kv
+                .range(wire::range_pb(r))
+                .await
+                .map(|r| Response::Range(wire::range_of(r.into_inner()))),
+            Request::Txn(t) => kv
+                .txn(wire::txn_pb(t))
+                .await
+                .map(|r| Response::Txn(wire::txn_of(r.into_inner()))),
+            Request::Compact { revision } => kv
+                .compact(pb::CompactionRequest {
+                    revision: *revision as i64,
+                    physical: false,
+                })
+                .await
+                .map(|r| Response::Compact {
+                    revision: r.into_inner().header.map_or(0, |h| h.revision as u64),
+                }),
+            Request::LeaseGrant { id, ttl_ms } => lease
+                .lease_grant(pb::LeaseGrantRequest {
+                    ttl: (ttl_ms / self.second_ms) as i64,
+                    id: *id as i64,
+                })
+                .await
+                .map(|r| {
+                    let r = r.into_inner();
+                    Response::LeaseGrant {
+                        revision: r.header.map_or(0, |h| h.revision as u64),
+                        id: r.id as u64,
+                        ttl_ms: r.ttl.max(0) as u64 * self.second_ms,
+                    }
+                }),
+            Request::LeaseRevoke { id } => lease
+                .lease_revoke(pb::LeaseRevokeRequest { id: *id as i64 })
+                .await
+                .map(|r| Response::LeaseRevoke {
+                    revision: r.into_inner().header.map_or(0, |h| h.revision as u64),
+                }),
+        };
+        answer.map_err(CallFailure::of_status)
     }
 
     /// A request with retries, on other nodes, while it cannot have taken effect and
     /// `deadline` (local mono ns) has not passed. `idempotent`: it has no effect at all
-    /// (a read, a keepalive, a watch), so even a lost answer is retried.
+    /// (a read), so even a lost answer is retried.
     pub async fn call(
         &mut self,
         ctx: &NodeCtx,
-        req: &ClientRequest,
+        req: &Request,
         idempotent: bool,
         deadline: i64,
-    ) -> Result<ClientReply, CallFailure> {
+    ) -> Result<Response, CallFailure> {
         loop {
-            let failure = match self.call_once(ctx, req).await {
+            let failure = match self.call_once(req).await {
                 Ok(r) => return Ok(r),
                 Err(f) => f,
             };
             let retry = match &failure {
-                CallFailure::Reply(ReplyError::NotLeader { .. } | ReplyError::NoLeader) => true,
-                CallFailure::Reply(ReplyError::Timeout) | CallFailure::Transport(_) => {
+                CallFailure::Reply(ApiError::NotLeader { .. } | ApiError::NoLeader) => true,
+                CallFailure::Reply(ApiError::Timeout) | CallFailure::Transport { .. } => {
                     idempotent || !failure.maybe_applied()
                 }
                 CallFailure::Reply(_) => false,
@@ -175,7 +269,7 @@ impl EtcdClient {
             // or the node is down: do not spin (a refused connect also costs turmoil an
             // ephemeral port that is never given back).
             let hinted_elsewhere = match failure {
-                CallFailure::Reply(ReplyError::NotLeader { hint }) => {
+                CallFailure::Reply(ApiError::NotLeader { hint }) => {
                     hint != 0 && hint as usize != before + 1
                 }
                 _ => false,
@@ -194,13 +288,7 @@ impl EtcdClient {
         req: Request,
         deadline: i64,
     ) -> Result<Response, CallFailure> {
-        match self
-            .call(ctx, &ClientRequest::Propose(req), false, deadline)
-            .await?
-        {
-            ClientReply::Ok(r) => Ok(r),
-            other => Err(unexpected(other)),
-        }
+        self.call(ctx, &req, false, deadline).await
     }
 
     /// A read (per the nodes' `read` mode), retried until `deadline`.
@@ -210,18 +298,93 @@ impl EtcdClient {
         r: RangeRequest,
         deadline: i64,
     ) -> Result<RangeResponse, CallFailure> {
-        match self
-            .call(ctx, &ClientRequest::Range(r), true, deadline)
-            .await?
-        {
-            ClientReply::Ok(Response::Range(r)) => Ok(r),
+        match self.call(ctx, &Request::Range(r), true, deadline).await? {
+            Response::Range(r) => Ok(r),
             other => Err(unexpected(other)),
         }
     }
+
+    /// One keepalive on a `LeaseKeepAlive` stream of the preferred node: the TTL granted,
+    /// ms (0: the lease is gone, etcd's answer to a renew of an unknown lease).
+    pub async fn keep_alive_once(&self, ctx: &NodeCtx, lease: LeaseId) -> Result<u64, CallFailure> {
+        let (tx, rx) = mpsc::channel(1);
+        let _ = tx.try_send(pb::LeaseKeepAliveRequest { id: lease as i64 });
+        let mut client = LeaseClient::new(self.channel());
+        let answer = async {
+            let mut replies = client
+                .lease_keep_alive(Requests(rx))
+                .await
+                .map_err(CallFailure::of_status)?
+                .into_inner();
+            match replies.message().await {
+                Ok(Some(r)) => Ok(r.ttl.max(0) as u64 * self.second_ms),
+                Ok(None) => Err(lost("the keepalive stream ended")),
+                Err(s) => Err(CallFailure::of_status(s)),
+            }
+        };
+        let out = ctx.timeout(self.timeout, answer).await;
+        drop(tx);
+        out.unwrap_or_else(|_| Err(lost("keepalive: deadline passed")))
+    }
+
+    /// A watch on `key` from revision `rev` at the preferred node: `Ok(true)` once it
+    /// reports a delete of the key, `Ok(false)` if none came within `wait` (local time).
+    pub async fn watch_delete(
+        &self,
+        ctx: &NodeCtx,
+        key: &str,
+        rev: u64,
+        wait: Duration,
+    ) -> Result<bool, CallFailure> {
+        let (tx, rx) = mpsc::channel(1);
+        let _ = tx.try_send(wire::watch_create_pb(&KeySpec::key(key), rev));
+        let mut client = WatchClient::new(self.channel());
+        let watch = async {
+            let mut replies = client
+                .watch(Requests(rx))
+                .await
+                .map_err(CallFailure::of_status)?
+                .into_inner();
+            loop {
+                match replies.message().await {
+                    Ok(Some(r)) if r.canceled => return Err(lost("the watch was canceled")),
+                    Ok(Some(r)) => {
+                        let delete = super::etcdpb::mvccpb::event::EventType::Delete as i32;
+                        if r.events.iter().any(|e| e.r#type == delete) {
+                            return Ok(true);
+                        }
+                    }
+                    Ok(None) => return Err(lost("the watch stream ended")),
+                    Err(s) => return Err(CallFailure::of_status(s)),
+                }
+            }
+        };
+        let out = ctx.timeout(wait, watch).await;
+        drop(tx);
+        out.unwrap_or(Ok(false))
+    }
 }
 
-fn unexpected(reply: ClientReply) -> CallFailure {
-    CallFailure::Transport(CallError::Io(format!("unexpected reply {reply:?}")))
+fn lost(what: &str) -> CallFailure {
+    CallFailure::Transport {
+        sent: true,
+        error: what.to_string(),
+    }
+}
+
+fn unexpected(reply: Response) -> CallFailure {
+    lost(&format!("unexpected reply {reply:?}"))
+}
+
+/// The requests of a client stream: what the sender half sends, until it is dropped.
+struct Requests<T>(mpsc::Receiver<T>);
+
+impl<T> tokio_stream::Stream for Requests<T> {
+    type Item = T;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.0.poll_recv(cx)
+    }
 }
 
 /// What a session's keepalive task shares with its holder.
@@ -271,7 +434,7 @@ impl Session {
         };
         let ttl_ms = match client.propose(ctx, req, deadline).await? {
             Response::LeaseGrant { ttl_ms, .. } => ttl_ms,
-            other => return Err(unexpected(ClientReply::Ok(other))),
+            other => return Err(unexpected(other)),
         };
         let valid_until = Rc::new(Cell::new(ctx.mono_ns() + ms(ttl_ms)));
         let shared = Rc::new(Shared {
@@ -281,7 +444,7 @@ impl Session {
         });
         let task = keepalive(
             ctx.clone(),
-            EtcdClient::new(params, preferred),
+            EtcdClient::new(ctx, params, preferred),
             lease,
             Timers::of(params),
             shared.clone(),
@@ -403,7 +566,7 @@ async fn send_loop(
                     shared.valid_until.set(now + ms(ttl_ms));
                     next = now + ms(ttl_ms) / 3;
                 }
-                Err(Some(ReplyError::LeaseNotFound)) => {
+                Err(Some(ApiError::Service(ServiceError::LeaseNotFound))) => {
                     let now = ctx.mono_ns();
                     shared.valid_until.set(shared.valid_until.get().min(now));
                     return;
@@ -416,37 +579,37 @@ async fn send_loop(
     }
 }
 
-/// One keepalive: the TTL, or the node's error (`None`: no answer). `NotLeader` and
-/// `NoLeader` are retried on the hinted (or next) node for up to a request timeout, as
-/// etcd's server forwards a renew to the leader and waits for one to exist.
+/// One keepalive: the TTL, or the node's error (`None`: no answer; a TTL of 0 is
+/// `LeaseNotFound`). `NotLeader` and `NoLeader` are retried on the hinted (or next) node
+/// for up to a request timeout, as etcd's server forwards a renew to the leader and
+/// waits for one to exist.
 async fn renew(
     ctx: &NodeCtx,
     client: &mut EtcdClient,
     lease: LeaseId,
-) -> Result<u64, Option<ReplyError>> {
-    let req = ClientRequest::KeepAlive { id: lease };
+) -> Result<u64, Option<ApiError>> {
     let deadline = ctx.mono_ns() + client.timeout().as_nanos() as i64;
     loop {
         let before = client.preferred.get();
-        let failure = match client.call_once(ctx, &req).await {
-            Ok(ClientReply::KeepAlive { ttl_ms }) => {
+        let failure = match client.keep_alive_once(ctx, lease).await {
+            Ok(0) => return Err(Some(ApiError::Service(ServiceError::LeaseNotFound))),
+            Ok(ttl_ms) => {
                 tracing::debug!(lease, node = before, "keepalive answered by raft-{before}");
                 return Ok(ttl_ms);
             }
-            Ok(_) => return Err(None),
             Err(f) => f,
         };
         client.redirect(&failure);
         match failure {
-            CallFailure::Reply(ReplyError::NotLeader { hint })
+            CallFailure::Reply(ApiError::NotLeader { hint })
                 if hint != 0 && hint as usize != before + 1 && ctx.mono_ns() < deadline => {}
-            CallFailure::Reply(ReplyError::NotLeader { .. } | ReplyError::NoLeader)
+            CallFailure::Reply(ApiError::NotLeader { .. } | ApiError::NoLeader)
                 if ctx.mono_ns() < deadline =>
             {
                 ctx.sleep(client.tick).await
             }
             CallFailure::Reply(e) => return Err(Some(e)),
-            CallFailure::Transport(_) => return Err(None),
+            CallFailure::Transport { .. } => return Err(None),
         }
     }
 }

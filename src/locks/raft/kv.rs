@@ -43,360 +43,11 @@
 //!   are not recorded; the history is never compacted (a lock workload deletes a few keys
 //!   per acquire: kilobytes per simulated minute).
 
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
-/// A lease id; 0 means "no lease" (etcd's `NoLease`).
-pub type LeaseId = u64;
-
-/// A key and its metadata, as etcd's `mvccpb.KeyValue`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyValue {
-    /// The key.
-    pub key: String,
-    /// The value.
-    pub value: String,
-    /// Revision of the put that created the key.
-    pub create_revision: u64,
-    /// Revision of the last put.
-    pub mod_revision: u64,
-    /// Puts since creation (1 after the first).
-    pub version: u64,
-    /// Attached lease, 0 for none.
-    pub lease: LeaseId,
-}
-
-/// Which keys a range, delete or compare covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeySpec {
-    /// The key, or the prefix.
-    pub key: String,
-    /// Every key starting with `key` (etcd's `WithPrefix()`).
-    #[serde(default)]
-    pub prefix: bool,
-}
-
-impl KeySpec {
-    /// Exactly `key`.
-    pub fn key(key: impl Into<String>) -> KeySpec {
-        KeySpec {
-            key: key.into(),
-            prefix: false,
-        }
-    }
-
-    /// Every key starting with `prefix`.
-    pub fn prefix(prefix: impl Into<String>) -> KeySpec {
-        KeySpec {
-            key: prefix.into(),
-            prefix: true,
-        }
-    }
-
-    fn matches(&self, k: &str) -> bool {
-        if self.prefix {
-            k.starts_with(&self.key)
-        } else {
-            k == self.key
-        }
-    }
-}
-
-/// Sort order of a range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Sort {
-    /// By key, ascending (etcd's default).
-    #[default]
-    Key,
-    /// By create revision, ascending (`WithFirstCreate`).
-    CreateAscend,
-    /// By create revision, descending (`WithLastCreate`).
-    CreateDescend,
-}
-
-/// A range read (etcd's `RangeRequest`, the subset used).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RangeRequest {
-    /// Keys to read.
-    pub keys: KeySpec,
-    /// Order.
-    #[serde(default)]
-    pub sort: Sort,
-    /// At most this many keys, 0 for all.
-    #[serde(default)]
-    pub limit: u64,
-    /// Only keys with `create_revision ≤` this (0: no filter; `WithMaxCreateRev`).
-    #[serde(default)]
-    pub max_create_revision: u64,
-    /// Only keys with `create_revision ≥` this (0: no filter; `WithMinCreateRev`).
-    #[serde(default)]
-    pub min_create_revision: u64,
-}
-
-impl RangeRequest {
-    /// Read one key.
-    pub fn get(key: impl Into<String>) -> RangeRequest {
-        RangeRequest {
-            keys: KeySpec::key(key),
-            sort: Sort::Key,
-            limit: 0,
-            max_create_revision: 0,
-            min_create_revision: 0,
-        }
-    }
-
-    /// The oldest key under `prefix` (etcd's `OpGet(pfx, WithFirstCreate()...)`).
-    pub fn first_created(prefix: impl Into<String>) -> RangeRequest {
-        RangeRequest {
-            keys: KeySpec::prefix(prefix),
-            sort: Sort::CreateAscend,
-            limit: 1,
-            ..RangeRequest::get("")
-        }
-    }
-
-    /// The newest key under `prefix` created at or before `max_create_revision` (etcd's
-    /// `Get(pfx, WithLastCreate()..., WithMaxCreateRev(rev))`, as in `waitDeletes`).
-    pub fn last_created_at_or_before(
-        prefix: impl Into<String>,
-        max_create_revision: u64,
-    ) -> RangeRequest {
-        RangeRequest {
-            keys: KeySpec::prefix(prefix),
-            sort: Sort::CreateDescend,
-            limit: 1,
-            max_create_revision,
-            min_create_revision: 0,
-        }
-    }
-}
-
-/// A range's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RangeResponse {
-    /// Store revision the read saw.
-    pub revision: u64,
-    /// Matching keys, sorted and limited.
-    pub kvs: Vec<KeyValue>,
-    /// Keys in the range before filters and limit.
-    pub count: u64,
-    /// The limit cut the answer.
-    pub more: bool,
-}
-
-/// What a compare looks at (etcd's `Compare.target`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompareTarget {
-    /// `create_revision` against a revision.
-    Create(u64),
-    /// `mod_revision` against a revision.
-    Mod(u64),
-    /// `version` against a count.
-    Version(u64),
-    /// The value against a string (false on a missing key).
-    Value(String),
-    /// The attached lease against an id.
-    Lease(LeaseId),
-}
-
-/// How a compare compares (etcd's `Compare.result`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompareResult {
-    /// `=`
-    Equal,
-    /// `!=`
-    NotEqual,
-    /// `<` (actual < given)
-    Less,
-    /// `>` (actual > given)
-    Greater,
-}
-
-/// One txn guard: `actual(key) result target`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Compare {
-    /// The key.
-    pub key: String,
-    /// How to compare.
-    pub result: CompareResult,
-    /// What to compare, and with what.
-    pub target: CompareTarget,
-}
-
-impl Compare {
-    /// `create_revision(key) == rev` (etcd `Compare(CreateRevision(key), "=", rev)`; with
-    /// `rev = 0`: the key does not exist).
-    pub fn create_revision_is(key: impl Into<String>, rev: u64) -> Compare {
-        Compare {
-            key: key.into(),
-            result: CompareResult::Equal,
-            target: CompareTarget::Create(rev),
-        }
-    }
-}
-
-/// An operation inside a txn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TxnOp {
-    /// Put.
-    Put(PutRequest),
-    /// Delete.
-    DeleteRange(KeySpec),
-    /// Read.
-    Range(RangeRequest),
-}
-
-/// A put.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PutRequest {
-    /// Key.
-    pub key: String,
-    /// Value.
-    #[serde(default)]
-    pub value: String,
-    /// Lease to attach, 0 for none.
-    #[serde(default)]
-    pub lease: LeaseId,
-}
-
-/// A transaction: `if all(compare) then success else failure`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TxnRequest {
-    /// Guards, all must hold.
-    pub compare: Vec<Compare>,
-    /// Ops when they hold.
-    pub success: Vec<TxnOp>,
-    /// Ops when one fails.
-    pub failure: Vec<TxnOp>,
-}
-
-/// A request applied through the Raft log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Request {
-    /// Put a key.
-    Put(PutRequest),
-    /// Delete a key or a prefix.
-    DeleteRange(KeySpec),
-    /// Read through the log (linearizable without ReadIndex).
-    Range(RangeRequest),
-    /// A transaction.
-    Txn(TxnRequest),
-    /// Grant a lease with a caller-chosen id (non-zero) and TTL.
-    LeaseGrant {
-        /// The id.
-        id: LeaseId,
-        /// Requested TTL, ms (raised to the minimum).
-        ttl_ms: u64,
-    },
-    /// Revoke a lease and delete its keys (also how an expiry is applied).
-    LeaseRevoke {
-        /// The id.
-        id: LeaseId,
-    },
-}
-
-/// The answer to one txn op.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OpResponse {
-    /// A put happened.
-    Put,
-    /// This many keys were deleted.
-    DeleteRange {
-        /// Count.
-        deleted: u64,
-    },
-    /// A read.
-    Range(RangeResponse),
-}
-
-/// The answer to a [`Request`]. `revision` is the response header's revision: the store's
-/// revision after the request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Response {
-    /// Put done.
-    Put {
-        /// Header revision (the key's new `mod_revision`).
-        revision: u64,
-    },
-    /// Delete done.
-    DeleteRange {
-        /// Header revision.
-        revision: u64,
-        /// Keys deleted.
-        deleted: u64,
-    },
-    /// A read through the log.
-    Range(RangeResponse),
-    /// Txn done.
-    Txn {
-        /// Header revision.
-        revision: u64,
-        /// The compares held (the success branch ran).
-        succeeded: bool,
-        /// One answer per op of the branch that ran.
-        responses: Vec<OpResponse>,
-    },
-    /// Lease granted.
-    LeaseGrant {
-        /// Header revision.
-        revision: u64,
-        /// The id.
-        id: LeaseId,
-        /// The TTL granted, ms.
-        ttl_ms: u64,
-    },
-    /// Lease revoked.
-    LeaseRevoke {
-        /// Header revision.
-        revision: u64,
-    },
-}
-
-impl Response {
-    /// The header revision.
-    pub fn revision(&self) -> u64 {
-        match self {
-            Response::Put { revision }
-            | Response::DeleteRange { revision, .. }
-            | Response::Txn { revision, .. }
-            | Response::LeaseGrant { revision, .. }
-            | Response::LeaseRevoke { revision } => *revision,
-            Response::Range(r) => r.revision,
-        }
-    }
-}
-
-/// Why a request failed (it changed nothing).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ServiceError {
-    /// etcd `ErrLeaseNotFound` ("requested lease not found").
-    LeaseNotFound,
-    /// etcd `ErrLeaseExists`.
-    LeaseExists,
-    /// The entry did not decode (a bug).
-    Decode(String),
-}
-
-impl fmt::Display for ServiceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServiceError::LeaseNotFound => write!(f, "requested lease not found"),
-            ServiceError::LeaseExists => write!(f, "lease already exists"),
-            ServiceError::Decode(e) => write!(f, "undecodable entry: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ServiceError {}
+#[path = "kv_request.rs"]
+mod request;
+pub use request::*;
 
 /// A lease as the replicated state knows it (its expiry is the lessor's business).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -407,13 +58,45 @@ pub struct Lease {
     pub keys: BTreeSet<String>,
 }
 
+/// What a change did to a key (etcd's `mvccpb.Event_EventType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// Created or updated.
+    Put,
+    /// Deleted.
+    Delete,
+}
+
+/// One change to one key, as a watch delivers it (etcd's `mvccpb.Event`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Put or delete.
+    pub kind: EventKind,
+    /// The key after a put; after a delete, its tombstone: the key and the delete's
+    /// revision as `mod_revision`, everything else zero (as etcd's).
+    pub kv: KeyValue,
+    /// The key before the change, if it existed.
+    pub prev_kv: Option<KeyValue>,
+}
+
+impl Event {
+    /// The revision of the change.
+    pub fn revision(&self) -> u64 {
+        self.kv.mod_revision
+    }
+}
+
 /// The replicated store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Store {
     revision: u64,
+    /// Revisions before this one are forgotten (etcd's `compactMainRev`; 0: none).
+    compacted: u64,
     kvs: BTreeMap<String, KeyValue>,
     leases: BTreeMap<LeaseId, Lease>,
-    deletions: BTreeMap<String, Vec<u64>>,
+    /// Every change since revision 1, in order. Compaction only moves `compacted`: the
+    /// events before it stay, so that a read at any later revision can be rebuilt.
+    events: Vec<Event>,
     min_lease_ttl_ms: u64,
     applied_index: u64,
     /// Chubby's lock-delay, ms (0: off); see [`lock_delay`].
@@ -426,14 +109,27 @@ struct Write {
     changed: bool,
 }
 
+impl Write {
+    /// The revision a read inside the write sees (etcd's `storeTxnWrite.Range`): the
+    /// write's own once it changed something.
+    fn seen(&self) -> u64 {
+        if self.changed {
+            self.rev
+        } else {
+            self.rev - 1
+        }
+    }
+}
+
 impl Store {
     /// An empty store at revision 1; granted TTLs are raised to `min_lease_ttl_ms`.
     pub fn new(min_lease_ttl_ms: u64) -> Store {
         Store {
             revision: 1,
+            compacted: 0,
             kvs: BTreeMap::new(),
             leases: BTreeMap::new(),
-            deletions: BTreeMap::new(),
+            events: Vec::new(),
             min_lease_ttl_ms,
             applied_index: 0,
             lock_delay_ms: 0,
@@ -443,6 +139,11 @@ impl Store {
     /// Current revision.
     pub fn revision(&self) -> u64 {
         self.revision
+    }
+
+    /// The compacted revision (0: never compacted).
+    pub fn compacted(&self) -> u64 {
+        self.compacted
     }
 
     /// Index of the last Raft entry applied.
@@ -476,141 +177,184 @@ impl Store {
         self.min_lease_ttl_ms
     }
 
+    /// The changes at revision `rev` and after, in order (a watch from `rev`).
+    pub fn events_since(&self, rev: u64) -> &[Event] {
+        let i = self.events.partition_point(|e| e.revision() < rev);
+        &self.events[i..]
+    }
+
     /// The first revision ≥ `rev` at which `key` was deleted, if any: what a watch on
     /// `key` from `rev` would report as its first delete event.
     pub fn first_delete_at_or_after(&self, key: &str, rev: u64) -> Option<u64> {
-        let revs = self.deletions.get(key)?;
-        let i = revs.partition_point(|&r| r < rev);
-        revs.get(i).copied()
+        self.events_since(rev)
+            .iter()
+            .find(|e| e.kind == EventKind::Delete && e.kv.key == key)
+            .map(Event::revision)
     }
 
-    /// A read of the current state (not through the log: the caller decides whether it
-    /// is linearizable).
-    pub fn range(&self, r: &RangeRequest) -> RangeResponse {
-        self.range_at(r, self.revision)
-    }
-
-    fn range_at(&self, r: &RangeRequest, revision: u64) -> RangeResponse {
-        let in_range: Vec<&KeyValue> = if r.keys.prefix {
-            self.kvs
-                .range(r.keys.key.clone()..)
-                .take_while(|(k, _)| k.starts_with(&r.keys.key))
-                .map(|(_, kv)| kv)
-                .collect()
-        } else {
-            self.kvs.get(&r.keys.key).into_iter().collect()
-        };
-        let count = in_range.len() as u64;
-        let mut kvs: Vec<KeyValue> = in_range
-            .into_iter()
-            .filter(|kv| r.max_create_revision == 0 || kv.create_revision <= r.max_create_revision)
-            .filter(|kv| r.min_create_revision == 0 || kv.create_revision >= r.min_create_revision)
-            .cloned()
-            .collect();
-        match r.sort {
-            Sort::Key => {}
-            Sort::CreateAscend => kvs.sort_by_key(|kv| kv.create_revision),
-            Sort::CreateDescend => kvs.sort_by_key(|kv| std::cmp::Reverse(kv.create_revision)),
+    /// Whether a read at `rev` (0: now) can be served: etcd's `ErrFutureRev` and
+    /// `ErrCompacted` otherwise.
+    pub fn check_revision(&self, rev: u64, now: u64) -> Result<(), ServiceError> {
+        if rev > now {
+            return Err(ServiceError::FutureRev);
         }
-        let mut more = false;
-        if r.limit > 0 && kvs.len() as u64 > r.limit {
-            kvs.truncate(r.limit as usize);
-            more = true;
-        }
-        RangeResponse {
-            revision,
-            kvs,
-            count,
-            more,
-        }
-    }
-
-    fn compare(&self, c: &Compare) -> bool {
-        let kv = self.kvs.get(&c.key);
-        let ord = match (&c.target, kv) {
-            (CompareTarget::Value(_), None) => return false,
-            (CompareTarget::Value(v), Some(kv)) => kv.value.as_str().cmp(v.as_str()),
-            (CompareTarget::Create(n), _) => kv.map_or(0, |kv| kv.create_revision).cmp(n),
-            (CompareTarget::Mod(n), _) => kv.map_or(0, |kv| kv.mod_revision).cmp(n),
-            (CompareTarget::Version(n), _) => kv.map_or(0, |kv| kv.version).cmp(n),
-            (CompareTarget::Lease(n), _) => kv.map_or(0, |kv| kv.lease).cmp(n),
-        };
-        use std::cmp::Ordering::*;
-        match c.result {
-            CompareResult::Equal => ord == Equal,
-            CompareResult::NotEqual => ord != Equal,
-            CompareResult::Less => ord == Less,
-            CompareResult::Greater => ord == Greater,
-        }
-    }
-
-    fn check_leases<'a>(
-        &self,
-        puts: impl IntoIterator<Item = &'a PutRequest>,
-    ) -> Result<(), ServiceError> {
-        for p in puts {
-            if p.lease != 0 && !self.leases.contains_key(&p.lease) {
-                return Err(ServiceError::LeaseNotFound);
-            }
+        if rev != 0 && rev < self.compacted {
+            return Err(ServiceError::Compacted);
         }
         Ok(())
     }
 
-    fn put(&mut self, w: &mut Write, p: &PutRequest) {
+    /// A read of the current state (not through the log: the caller decides whether it
+    /// is linearizable).
+    pub fn range(&self, r: &RangeRequest) -> Result<RangeResponse, ServiceError> {
+        self.range_seen(r, self.revision)
+    }
+
+    /// A read by a request that sees revision `seen` (a txn's ranges see its writes).
+    fn range_seen(&self, r: &RangeRequest, seen: u64) -> Result<RangeResponse, ServiceError> {
+        self.check_revision(r.revision, seen)?;
+        if r.revision == 0 || r.revision == seen {
+            return Ok(range::answer(r, seen, range::in_range(&self.kvs, &r.keys)));
+        }
+        // etcd heads a read of the past with the current revision.
+        let past = self.kvs_at(r.revision);
+        Ok(range::answer(r, seen, range::in_range(&past, &r.keys)))
+    }
+
+    /// The keys as they were at revision `rev`, rebuilt from the events.
+    fn kvs_at(&self, rev: u64) -> BTreeMap<String, KeyValue> {
+        let mut kvs = BTreeMap::new();
+        for e in self.events.iter().take_while(|e| e.revision() <= rev) {
+            match e.kind {
+                EventKind::Put => kvs.insert(e.kv.key.clone(), e.kv.clone()),
+                EventKind::Delete => kvs.remove(&e.kv.key),
+            };
+        }
+        kvs
+    }
+
+    /// Whether compare `c` holds: for every key in its range (a missing key compares as
+    /// all zeros, and its value compare fails: etcd's `applyCompare`).
+    fn compare(&self, c: &Compare) -> bool {
+        let kvs = range::in_range(&self.kvs, &c.keys);
+        if kvs.is_empty() {
+            if matches!(c.target, CompareTarget::Value(_)) {
+                return false;
+            }
+            return range::compare_kv(c, &KeyValue::default());
+        }
+        kvs.iter().all(|kv| range::compare_kv(c, kv))
+    }
+
+    /// The ops a txn will run: its compares (and those of the txns nested in the chosen
+    /// branch) evaluated against the state before any of them (etcd's `compareToPath`).
+    fn txn_path<'t>(&self, t: &'t TxnRequest) -> TxnPath<'t> {
+        let succeeded = t.compare.iter().all(|c| self.compare(c));
+        let ops = if succeeded { &t.success } else { &t.failure };
+        let nested = ops
+            .iter()
+            .filter_map(|op| match op {
+                TxnOp::Txn(t) => Some(self.txn_path(t)),
+                _ => None,
+            })
+            .collect();
+        TxnPath {
+            succeeded,
+            ops,
+            nested,
+        }
+    }
+
+    /// etcd's `checkRequests` over the chosen path: puts name existing leases (and
+    /// existing keys when they keep the value or lease), ranges name served revisions.
+    fn check_path(&self, path: &TxnPath<'_>) -> Result<(), ServiceError> {
+        for op in path.ops {
+            match op {
+                TxnOp::Put(p) => self.check_put(p)?,
+                TxnOp::Range(r) if r.revision != 0 => {
+                    self.check_revision(r.revision, self.revision)?
+                }
+                _ => {}
+            }
+        }
+        path.nested.iter().try_for_each(|n| self.check_path(n))
+    }
+
+    fn check_put(&self, p: &PutRequest) -> Result<(), ServiceError> {
+        if (p.ignore_value || p.ignore_lease) && !self.kvs.contains_key(&p.key) {
+            return Err(ServiceError::KeyNotFound);
+        }
+        if p.lease != 0 && !self.leases.contains_key(&p.lease) {
+            return Err(ServiceError::LeaseNotFound);
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, w: &mut Write, p: &PutRequest) -> PutResponse {
         let rev = w.rev;
-        let old_lease = match self.kvs.get_mut(&p.key) {
-            Some(kv) => {
-                let old = kv.lease;
-                kv.value = p.value.clone();
-                kv.mod_revision = rev;
-                kv.version += 1;
-                kv.lease = p.lease;
-                old
-            }
-            None => {
-                self.kvs.insert(
-                    p.key.clone(),
-                    KeyValue {
-                        key: p.key.clone(),
-                        value: p.value.clone(),
-                        create_revision: rev,
-                        mod_revision: rev,
-                        version: 1,
-                        lease: p.lease,
-                    },
-                );
-                0
-            }
+        let prev = self.kvs.get(&p.key).cloned();
+        let kv = match &prev {
+            Some(old) => KeyValue {
+                key: p.key.clone(),
+                value: if p.ignore_value {
+                    old.value.clone()
+                } else {
+                    p.value.clone()
+                },
+                create_revision: old.create_revision,
+                mod_revision: rev,
+                version: old.version + 1,
+                lease: if p.ignore_lease { old.lease } else { p.lease },
+            },
+            None => KeyValue {
+                key: p.key.clone(),
+                value: p.value.clone(),
+                create_revision: rev,
+                mod_revision: rev,
+                version: 1,
+                lease: p.lease,
+            },
         };
-        if old_lease != p.lease {
+        let old_lease = prev.as_ref().map_or(0, |kv| kv.lease);
+        if old_lease != kv.lease {
             if let Some(l) = self.leases.get_mut(&old_lease) {
                 l.keys.remove(&p.key);
             }
         }
-        if let Some(l) = self.leases.get_mut(&p.lease) {
+        if let Some(l) = self.leases.get_mut(&kv.lease) {
             l.keys.insert(p.key.clone());
         }
+        self.record_put(w, kv, prev.clone());
+        PutResponse {
+            revision: rev,
+            prev_kv: if p.prev_kv { prev } else { None },
+        }
+    }
+
+    /// Store `kv` (written by `w`) and record its event.
+    fn record_put(&mut self, w: &mut Write, kv: KeyValue, prev_kv: Option<KeyValue>) {
+        self.kvs.insert(kv.key.clone(), kv.clone());
+        self.events.push(Event {
+            kind: EventKind::Put,
+            kv,
+            prev_kv,
+        });
         w.changed = true;
     }
 
-    fn delete(&mut self, w: &mut Write, keys: &KeySpec) -> u64 {
-        let doomed: Vec<String> = if keys.prefix {
-            self.kvs
-                .range(keys.key.clone()..)
-                .take_while(|(k, _)| keys.matches(k))
-                .map(|(k, _)| k.clone())
-                .collect()
-        } else {
-            self.kvs
-                .get(&keys.key)
-                .map(|kv| kv.key.clone())
-                .into_iter()
-                .collect()
-        };
-        for k in &doomed {
-            self.delete_key(w, k);
+    fn delete(&mut self, w: &mut Write, d: &DeleteRequest) -> DeleteResponse {
+        let doomed: Vec<KeyValue> = range::in_range(&self.kvs, &d.keys)
+            .into_iter()
+            .cloned()
+            .collect();
+        for kv in &doomed {
+            self.delete_key(w, &kv.key);
         }
-        doomed.len() as u64
+        DeleteResponse {
+            revision: w.seen(),
+            deleted: doomed.len() as u64,
+            prev_kvs: if d.prev_kv { doomed } else { Vec::new() },
+        }
     }
 
     fn delete_key(&mut self, w: &mut Write, key: &str) {
@@ -618,28 +362,96 @@ impl Store {
             if let Some(l) = self.leases.get_mut(&kv.lease) {
                 l.keys.remove(key);
             }
-            self.deletions
-                .entry(key.to_string())
-                .or_default()
-                .push(w.rev);
+            let tombstone = KeyValue {
+                key: key.to_string(),
+                mod_revision: w.rev,
+                ..KeyValue::default()
+            };
+            self.events.push(Event {
+                kind: EventKind::Delete,
+                kv: tombstone,
+                prev_kv: Some(kv),
+            });
             w.changed = true;
         }
     }
 
-    fn run_op(&mut self, w: &mut Write, op: &TxnOp) -> OpResponse {
-        match op {
-            TxnOp::Put(p) => {
-                self.put(w, p);
-                OpResponse::Put
-            }
-            TxnOp::DeleteRange(keys) => OpResponse::DeleteRange {
-                deleted: self.delete(w, keys),
-            },
-            TxnOp::Range(r) => {
-                let seen = if w.changed { w.rev } else { self.revision };
-                OpResponse::Range(self.range_at(r, seen))
-            }
+    /// Run the ops of a checked path in order.
+    fn run_path(&mut self, w: &mut Write, path: &TxnPath<'_>) -> TxnResponse {
+        let mut nested = path.nested.iter();
+        let mut responses = Vec::with_capacity(path.ops.len());
+        for op in path.ops {
+            let r = match op {
+                TxnOp::Put(p) => OpResponse::Put(self.put(w, p)),
+                TxnOp::DeleteRange(d) => OpResponse::DeleteRange(self.delete(w, d)),
+                TxnOp::Range(r) => {
+                    let seen = w.seen();
+                    let answer = self.range_seen(r, seen);
+                    OpResponse::Range(answer.expect("revisions checked before the txn ran"))
+                }
+                TxnOp::Txn(_) => {
+                    let n = nested.next().expect("one path per nested txn");
+                    OpResponse::Txn(self.run_path(w, n))
+                }
+            };
+            responses.push(r);
         }
+        TxnResponse {
+            revision: w.seen(),
+            succeeded: path.succeeded,
+            responses,
+        }
+    }
+
+    fn txn(&mut self, w: &mut Write, t: &TxnRequest) -> Result<TxnResponse, ServiceError> {
+        let path = self.txn_path(t);
+        self.check_path(&path)?;
+        let mut r = self.run_path(w, &path);
+        r.revision = w.seen();
+        Ok(r)
+    }
+
+    fn grant(&mut self, id: LeaseId, ttl_ms: u64) -> Result<Response, ServiceError> {
+        if id == 0 {
+            return Err(ServiceError::LeaseNotFound);
+        }
+        if self.leases.contains_key(&id) {
+            return Err(ServiceError::LeaseExists);
+        }
+        let ttl_ms = ttl_ms.max(self.min_lease_ttl_ms);
+        let keys = BTreeSet::new();
+        self.leases.insert(id, Lease { ttl_ms, keys });
+        Ok(Response::LeaseGrant {
+            revision: self.revision,
+            id,
+            ttl_ms,
+        })
+    }
+
+    fn revoke(&mut self, w: &mut Write, id: LeaseId) -> Result<Response, ServiceError> {
+        let Some(lease) = self.leases.remove(&id) else {
+            return Err(ServiceError::LeaseNotFound);
+        };
+        let keys: Vec<String> = lease.keys.into_iter().collect();
+        self.revoke_keys(w, id, &keys);
+        Ok(Response::LeaseRevoke {
+            revision: w.seen(),
+        })
+    }
+
+    /// etcd's `Compact`: `ErrCompacted` at or before the compacted revision,
+    /// `ErrFutureRev` after the current one.
+    fn compact(&mut self, rev: u64) -> Result<Response, ServiceError> {
+        if rev <= self.compacted {
+            return Err(ServiceError::Compacted);
+        }
+        if rev > self.revision {
+            return Err(ServiceError::FutureRev);
+        }
+        self.compacted = rev;
+        Ok(Response::Compact {
+            revision: self.revision,
+        })
     }
 
     /// Apply a request committed at log `index`. A failed request changes nothing but the
@@ -651,63 +463,13 @@ impl Store {
             changed: false,
         };
         let result = match req {
-            Request::Put(p) => {
-                self.check_leases([p])?;
-                self.put(&mut w, p);
-                Ok(Response::Put { revision: w.rev })
-            }
-            Request::DeleteRange(keys) => {
-                let deleted = self.delete(&mut w, keys);
-                let revision = if w.changed { w.rev } else { self.revision };
-                Ok(Response::DeleteRange { revision, deleted })
-            }
-            Request::Range(r) => Ok(Response::Range(self.range(r))),
-            Request::Txn(t) => {
-                let succeeded = t.compare.iter().all(|c| self.compare(c));
-                let ops = if succeeded { &t.success } else { &t.failure };
-                self.check_leases(ops.iter().filter_map(|op| match op {
-                    TxnOp::Put(p) => Some(p),
-                    _ => None,
-                }))?;
-                let responses = ops.iter().map(|op| self.run_op(&mut w, op)).collect();
-                let revision = if w.changed { w.rev } else { self.revision };
-                Ok(Response::Txn {
-                    revision,
-                    succeeded,
-                    responses,
-                })
-            }
-            Request::LeaseGrant { id, ttl_ms } => {
-                if *id == 0 {
-                    return Err(ServiceError::LeaseNotFound);
-                }
-                if self.leases.contains_key(id) {
-                    return Err(ServiceError::LeaseExists);
-                }
-                let ttl_ms = (*ttl_ms).max(self.min_lease_ttl_ms);
-                self.leases.insert(
-                    *id,
-                    Lease {
-                        ttl_ms,
-                        keys: BTreeSet::new(),
-                    },
-                );
-                Ok(Response::LeaseGrant {
-                    revision: self.revision,
-                    id: *id,
-                    ttl_ms,
-                })
-            }
-            Request::LeaseRevoke { id } => {
-                let Some(lease) = self.leases.get(id) else {
-                    return Err(ServiceError::LeaseNotFound);
-                };
-                let keys: Vec<String> = lease.keys.iter().cloned().collect();
-                self.leases.remove(id);
-                self.revoke_keys(&mut w, *id, &keys);
-                let revision = if w.changed { w.rev } else { self.revision };
-                Ok(Response::LeaseRevoke { revision })
-            }
+            Request::Put(p) => self.check_put(p).map(|()| Response::Put(self.put(&mut w, p))),
+            Request::DeleteRange(d) => Ok(Response::DeleteRange(self.delete(&mut w, d))),
+            Request::Range(r) => self.range(r).map(Response::Range),
+            Request::Txn(t) => self.txn(&mut w, t).map(Response::Txn),
+            Request::LeaseGrant { id, ttl_ms } => self.grant(*id, *ttl_ms),
+            Request::LeaseRevoke { id } => self.revoke(&mut w, *id),
+            Request::Compact { revision } => self.compact(*revision),
         };
         if w.changed {
             self.revision = w.rev;
@@ -715,6 +477,16 @@ impl Store {
         result
     }
 }
+
+/// The chosen branch of a txn and, for each txn nested in it, its own path.
+struct TxnPath<'t> {
+    succeeded: bool,
+    ops: &'t [TxnOp],
+    nested: Vec<TxnPath<'t>>,
+}
+
+#[path = "kv_range.rs"]
+mod range;
 
 #[path = "lock_delay.rs"]
 pub mod lock_delay;

@@ -103,7 +103,7 @@ impl Store {
             kv.version = 1;
             kv.lease = delay_id;
             delay_keys.insert(kv.key.clone());
-            self.kvs.insert(kv.key.clone(), kv);
+            self.record_put(w, kv, None);
         }
         if !delay_keys.is_empty() {
             tracing::debug!(lease = id, ?delay_keys, "lock-delay: holder keys kept");
@@ -121,18 +121,14 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locks::raft::kv::{KeySpec, PutRequest, RangeRequest, Request, Response};
+    use crate::locks::raft::kv::{
+        DeleteRequest, DeleteResponse, KeySpec, PutRequest, RangeRequest, RangeResponse, Request,
+        Response,
+    };
 
     fn put(s: &mut Store, i: &mut u64, key: &str, lease: LeaseId) -> u64 {
         *i += 1;
-        let r = s.apply(
-            *i,
-            &Request::Put(PutRequest {
-                key: key.into(),
-                value: String::new(),
-                lease,
-            }),
-        );
+        let r = s.apply(*i, &Request::Put(PutRequest::new(key, "", lease)));
         r.unwrap().revision()
     }
 
@@ -154,9 +150,16 @@ mod tests {
         (s, i)
     }
 
+    fn first_created(s: &Store, prefix: &str) -> RangeResponse {
+        s.range(&RangeRequest::first_created(prefix)).unwrap()
+    }
+
     fn first(s: &Store) -> String {
-        let r = s.range(&RangeRequest::first_created("L/"));
-        r.kvs[0].key.clone()
+        first_created(s, "L/").kvs[0].key.clone()
+    }
+
+    fn delete(key: &str) -> Request {
+        Request::DeleteRange(DeleteRequest::of(KeySpec::key(key)))
     }
 
     #[test]
@@ -174,8 +177,11 @@ mod tests {
         assert_eq!(s.lease(delay_lease_id(rev)).unwrap().ttl_ms, 1000);
         assert_eq!(first(&s), "L/lock-delay-1", "the waiter does not own L");
         // The stale holder's unlock deletes nothing.
-        let r = apply(&mut s, &mut i, Request::DeleteRange(KeySpec::key("L/1")));
-        assert!(matches!(r, Response::DeleteRange { deleted: 0, .. }));
+        let r = apply(&mut s, &mut i, delete("L/1"));
+        assert!(matches!(
+            r,
+            Response::DeleteRange(DeleteResponse { deleted: 0, .. })
+        ));
         // The delay lease's revoke frees the lock, with no further delay.
         let r = apply(
             &mut s,
@@ -197,10 +203,10 @@ mod tests {
         let (mut s, mut i) = two_keys();
         // A waiter's revoke: nothing to delay.
         apply(&mut s, &mut i, Request::LeaseRevoke { id: 2 });
-        assert_eq!(s.range(&RangeRequest::first_created("L/")).count, 1);
+        assert_eq!(first_created(&s, "L/").count, 1);
         // A release.
-        apply(&mut s, &mut i, Request::DeleteRange(KeySpec::key("L/1")));
-        assert_eq!(s.range(&RangeRequest::first_created("L/")).count, 0);
+        apply(&mut s, &mut i, delete("L/1"));
+        assert_eq!(first_created(&s, "L/").count, 0);
         // Off: a revoked holder's key simply goes.
         let (mut s, mut i) = two_keys();
         s.set_lock_delay_ms(0);
@@ -216,6 +222,6 @@ mod tests {
         apply(&mut s, &mut i, Request::LeaseGrant { id: 5, ttl_ms: 500 });
         put(&mut s, &mut i, "plain", 5);
         apply(&mut s, &mut i, Request::LeaseRevoke { id: 5 });
-        assert_eq!(s.range(&RangeRequest::first_created("")).count, 0);
+        assert_eq!(first_created(&s, "").count, 0);
     }
 }

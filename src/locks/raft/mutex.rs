@@ -39,12 +39,12 @@
 //!   key and reuse its revision as a token.
 
 use super::client::{CallFailure, EtcdClient, Session};
+use super::etcd_api::ApiError;
 use super::kv::{
-    Compare, KeySpec, LeaseId, OpResponse, PutRequest, RangeRequest, RangeResponse, Request,
-    Response, ServiceError, TxnOp, TxnRequest,
+    Compare, DeleteRequest, KeySpec, LeaseId, OpResponse, PutRequest, RangeRequest, RangeResponse,
+    Request, Response, ServiceError, TxnOp, TxnRequest, TxnResponse,
 };
 use super::params::{OnSessionLost, RaftParams, RaftToken};
-use super::wire::{ClientReply, ClientRequest, ReplyError};
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::Cell;
@@ -66,14 +66,7 @@ pub fn try_acquire(key: &str, prefix: &str, lease: LeaseId) -> TxnRequest {
     let owner = TxnOp::Range(RangeRequest::first_created(prefix));
     TxnRequest {
         compare: vec![Compare::create_revision_is(key, 0)],
-        success: vec![
-            TxnOp::Put(PutRequest {
-                key: key.to_string(),
-                value: String::new(),
-                lease,
-            }),
-            owner.clone(),
-        ],
+        success: vec![TxnOp::Put(PutRequest::new(key, "", lease)), owner.clone()],
         failure: vec![TxnOp::Range(RangeRequest::get(key)), owner],
     }
 }
@@ -95,11 +88,11 @@ pub enum Acquired {
 
 /// Read `tryAcquire`'s Txn response.
 pub fn after_txn(resp: &Response) -> Result<Acquired, String> {
-    let Response::Txn {
+    let Response::Txn(TxnResponse {
         revision,
         succeeded,
         responses,
-    } = resp
+    }) = resp
     else {
         return Err(format!("unexpected reply to the lock Txn: {resp:?}"));
     };
@@ -143,7 +136,8 @@ pub fn still_ours(resp: &RangeResponse) -> bool {
 pub struct EtcdMutex {
     params: RaftParams,
     preferred: Rc<Cell<usize>>,
-    client: EtcdClient,
+    /// Made on first use (its channels belong to the client node).
+    client: Option<EtcdClient>,
     session: Option<Session>,
     /// The key of the last acquire attempt, which `abandon` deletes.
     last_key: Option<String>,
@@ -155,13 +149,20 @@ impl EtcdMutex {
     pub fn new(params: RaftParams) -> EtcdMutex {
         let preferred = Rc::new(Cell::new(0));
         EtcdMutex {
-            client: EtcdClient::new(&params, preferred.clone()),
+            client: None,
             preferred,
             params,
             session: None,
             last_key: None,
             started: false,
         }
+    }
+
+    /// The client, made on first use.
+    fn client(&mut self, ctx: &NodeCtx) -> &mut EtcdClient {
+        let (params, preferred) = (&self.params, &self.preferred);
+        self.client
+            .get_or_insert_with(|| EtcdClient::new(ctx, params, preferred.clone()))
     }
 
     fn start(&mut self, ctx: &NodeCtx) {
@@ -195,7 +196,8 @@ impl EtcdMutex {
         self.orphan_session();
         let s = Session::start(
             ctx,
-            &mut self.client,
+            self.client
+                .get_or_insert_with(|| EtcdClient::new(ctx, &self.params, self.preferred.clone())),
             &self.params,
             self.preferred.clone(),
             deadline,
@@ -232,13 +234,13 @@ impl EtcdMutex {
             let key = my_key(lock, lease);
             self.last_key = Some(key.clone());
             let txn = Request::Txn(try_acquire(&key, &pfx, lease));
-            match self.client.propose(ctx, txn, deadline).await {
+            match self.client(ctx).propose(ctx, txn, deadline).await {
                 Ok(resp) => match after_txn(&resp) {
                     Ok(a) => break (key, a),
                     Err(e) => return Err(LockError::Indeterminate(e)),
                 },
                 // The lease is gone (the Txn wrote nothing): a new session, if time allows.
-                Err(CallFailure::Reply(ReplyError::Service(ServiceError::LeaseNotFound))) => {
+                Err(CallFailure::Reply(ApiError::Service(ServiceError::LeaseNotFound))) => {
                     self.orphan_session();
                     if ctx.mono_ns() >= deadline {
                         return Err(LockError::Failed("session expired".into()));
@@ -261,7 +263,7 @@ impl EtcdMutex {
             .map_err(|e| LockError::Indeterminate(format!("waiting for the keys ahead: {e}")))?;
         if self.params.post_wait_check {
             let r = self
-                .client
+                .client(ctx)
                 .range(ctx, RangeRequest::get(&key), deadline)
                 .await
                 .map_err(|e| LockError::Indeterminate(format!("post-wait check: {e}")))?;
@@ -285,24 +287,27 @@ impl EtcdMutex {
         max_rev: u64,
         deadline: i64,
     ) -> Result<(), String> {
-        let wait_ms = (self.params.request_timeout_ms() / 2).max(1);
+        let wait = Duration::from_millis((self.params.request_timeout_ms() / 2).max(1));
         loop {
             if ctx.mono_ns() >= deadline {
                 return Err("timed out".into());
             }
             let r = self
-                .client
+                .client(ctx)
                 .range(ctx, keys_ahead(pfx, max_rev), deadline)
                 .await
                 .map_err(|e| e.to_string())?;
             let Some((key, rev)) = next_wait(&r) else {
                 return Ok(());
             };
-            let watch = ClientRequest::WaitDelete { key, rev, wait_ms };
-            match self.client.call(ctx, &watch, true, deadline).await {
-                Ok(ClientReply::Deleted { .. } | ClientReply::NotYet) => {}
-                Ok(other) => return Err(format!("unexpected reply {other:?}")),
-                Err(e) => return Err(e.to_string()),
+            // Either way, read again: a watch that saw no delete within its wait (or
+            // broke) is a polling fallback, so a node that never shows the delete cannot
+            // hang the waiter.
+            if let Err(e) = self.client(ctx).watch_delete(ctx, &key, rev, wait).await {
+                tracing::debug!(key, "watch failed: {e}");
+                let c = self.client(ctx);
+                c.next_node();
+                ctx.sleep(c.tick()).await;
             }
         }
     }
@@ -315,7 +320,7 @@ impl EtcdMutex {
         let deadline = ctx.mono_ns() + self.params.ttl_ms as i64 * 1_000_000;
         let lock = key.rsplit_once('/').map_or(key, |(l, _)| l);
         let req = Request::Txn(unlock(key, &prefix(lock)));
-        match self.client.propose(ctx, req, deadline).await {
+        match self.client(ctx).propose(ctx, req, deadline).await {
             Ok(resp) => match released(&resp, key) {
                 Some(r) => Ok(r),
                 None => {
@@ -345,7 +350,7 @@ pub fn unlock(key: &str, prefix: &str) -> TxnRequest {
         compare: vec![],
         success: vec![
             TxnOp::Range(RangeRequest::first_created(prefix)),
-            TxnOp::DeleteRange(KeySpec::key(key)),
+            TxnOp::DeleteRange(DeleteRequest::of(KeySpec::key(key))),
         ],
         failure: vec![],
     }
@@ -353,12 +358,12 @@ pub fn unlock(key: &str, prefix: &str) -> TxnRequest {
 
 /// Whether [`unlock`]'s answer says it released the lock; `None` for an unexpected reply.
 pub fn released(resp: &Response, key: &str) -> Option<bool> {
-    let Response::Txn { responses, .. } = resp else {
+    let Response::Txn(TxnResponse { responses, .. }) = resp else {
         return None;
     };
     match &responses[..] {
-        [OpResponse::Range(first), OpResponse::DeleteRange { deleted }] => {
-            Some(*deleted > 0 && first.kvs.first().is_some_and(|kv| kv.key == key))
+        [OpResponse::Range(first), OpResponse::DeleteRange(d)] => {
+            Some(d.deleted > 0 && first.kvs.first().is_some_and(|kv| kv.key == key))
         }
         _ => None,
     }
@@ -449,7 +454,7 @@ mod tests {
 
     /// `waitDeletes` on the store's current state: the key still ahead of `my_rev`.
     fn ahead(s: &Store, my_rev: u64) -> Option<String> {
-        next_wait(&s.range(&keys_ahead(&prefix("L"), my_rev - 1))).map(|(k, _)| k)
+        next_wait(&s.range(&keys_ahead(&prefix("L"), my_rev - 1)).unwrap()).map(|(k, _)| k)
     }
 
     #[test]
@@ -484,12 +489,12 @@ mod tests {
         apply(
             &mut s,
             &mut i,
-            Request::DeleteRange(KeySpec::key(my_key("L", 1))),
+            Request::DeleteRange(DeleteRequest::of(KeySpec::key(my_key("L", 1)))),
         );
         assert_eq!(ahead(&s, 4), None);
-        assert!(still_ours(&s.range(&RangeRequest::get("L/3"))));
+        assert!(still_ours(&s.range(&RangeRequest::get("L/3")).unwrap()));
         assert_eq!(
-            s.range(&RangeRequest::first_created("L/")).kvs[0].key,
+            s.range(&RangeRequest::first_created("L/")).unwrap().kvs[0].key,
             "L/3"
         );
         assert_eq!(ahead(&s, 6).as_deref(), Some("L/3"));
@@ -506,14 +511,16 @@ mod tests {
         apply(
             &mut s,
             &mut i,
-            Request::DeleteRange(KeySpec::key(my_key("L", 1))),
+            Request::DeleteRange(DeleteRequest::of(KeySpec::key(my_key("L", 1)))),
         );
         assert_eq!(lock(&mut s, &mut i, 3), Acquired::Owner { my_rev: 6 });
         // The waiter wakes: nothing is ahead of it any more, so without the check it
         // would be granted while the third client holds the lock ...
         assert_eq!(ahead(&s, 3), None);
         // ... and the check sees its key is gone.
-        assert!(!still_ours(&s.range(&RangeRequest::get(my_key("L", 2)))));
+        assert!(!still_ours(
+            &s.range(&RangeRequest::get(my_key("L", 2))).unwrap()
+        ));
     }
 
     #[test]

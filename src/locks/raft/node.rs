@@ -81,28 +81,27 @@
 
 use super::core::{Committed, Output, ProposeError, RaftCore, Role, SoftState};
 use super::kv::lock_delay::is_delay_lease;
-use super::kv::{LeaseId, RangeRequest, Request, Response, ServiceError};
+use super::etcd_api::ApiError;
+use super::etcd_grpc::EtcdService;
+use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response, ServiceError};
 use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
-use super::wire::{
-    decode_json, encode_json, push_message, split_batch, ClientReply, ClientRequest, ReplyError,
-    CLIENT_PORT, PEER_PORT,
-};
+use super::wire::{CLIENT_PORT, PEER_PORT};
 use crate::history::{fnv1a, EventType};
-use crate::net::{encode_frame, serve, Frames, Remote};
+use crate::net::{serve_peers, Mesh};
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
-/// Messages a peer's queue holds before new ones are dropped (etcd drops too).
-const PEER_QUEUE: usize = 1024;
-/// Messages sent in one batch at most.
-const PEER_BATCH: usize = 256;
+#[path = "node_calls.rs"]
+mod calls;
+#[path = "node_watch.rs"]
+mod watch;
+pub use calls::{cluster_id, member_id};
 
 /// The Raft id (1-based) of node `raft-N`.
 pub fn raft_id(name: &str) -> u64 {
@@ -123,13 +122,6 @@ struct PendingRead {
     done: oneshot::Sender<()>,
 }
 
-/// A watch waiting for a delete.
-struct Watch {
-    key: String,
-    rev: u64,
-    done: oneshot::Sender<u64>,
-}
-
 /// The state the node's tasks share.
 struct Server {
     id: u64,
@@ -145,9 +137,6 @@ struct Server {
     reads: BTreeMap<u64, oneshot::Sender<()>>,
     /// ReadIndex answers waiting for the apply index.
     pending_reads: Vec<PendingRead>,
-    watches: Vec<Watch>,
-    /// Per peer (index = Raft id − 1): queued message bytes.
-    outbox: Vec<VecDeque<Vec<u8>>>,
 }
 
 impl Server {
@@ -164,11 +153,13 @@ struct Node {
     server: Rc<RefCell<Server>>,
     /// Wakes the Raft loop (work to handle).
     wake: Rc<Notify>,
-    /// Per peer: wakes its sender.
-    send: Rc<Vec<Notify>>,
+    /// Outboxes to the peers (index = Raft id − 1), drained by the shared senders.
+    mesh: Mesh,
     /// Woken when a Ready applied entries or changed the role: keepalives of expired
     /// leases wait on it for the revoke or the demotion.
     lessor_changed: Rc<Notify>,
+    /// Woken when a Ready applied entries: watch streams look for new events.
+    applied: Rc<Notify>,
 }
 
 /// What a Raft node runs, from start to crash. Recovers the log from the node's disk; a
@@ -190,35 +181,30 @@ pub async fn server_main(ctx: NodeCtx, params: RaftParams) {
         waiters: BTreeMap::new(),
         reads: BTreeMap::new(),
         pending_reads: Vec::new(),
-        watches: Vec::new(),
-        outbox: vec![VecDeque::new(); n],
     };
     let node = Node {
         ctx: ctx.clone(),
         params: Rc::new(params),
         server: Rc::new(RefCell::new(server)),
         wake: Rc::new(Notify::new()),
-        send: Rc::new((0..n).map(|_| Notify::new()).collect()),
+        mesh: Mesh::new(n),
         lessor_changed: Rc::new(Notify::new()),
+        applied: Rc::new(Notify::new()),
     };
-    for peer in 1..=n as u64 {
-        if peer != id {
-            ctx.spawn(sender(node.clone(), peer));
-        }
-    }
+    // etcd's rafthttp pipeline: each batch's acknowledgement must arrive within half an
+    // election timeout, else the connection is replaced.
+    let hosts: Vec<String> = (1..=n as u64).map(node_name).collect();
+    let timeout = Duration::from_millis((node.params.election_timeout_ms() / 2).max(1));
+    node.mesh
+        .spawn_senders(&ctx, (id - 1) as usize, &hosts, PEER_PORT, timeout);
     let receiver = node.clone();
-    ctx.spawn(serve(
-        ctx.clone(),
-        PEER_PORT,
-        Frames,
-        move |_ctx: &NodeCtx, req: Result<Vec<u8>, String>, out: &mut Vec<u8>| {
-            if let Ok(batch) = req {
-                receiver.step_batch(&batch);
-            }
-            encode_frame(b"", out);
-        },
-    ));
-    ctx.spawn(client_listener(node.clone()));
+    ctx.spawn(serve_peers(ctx.clone(), PEER_PORT, move |_ctx, msg| {
+        receiver.step_message(msg)
+    }));
+    let (calls, serve_calls) = mpsc::unbounded_channel();
+    ctx.spawn(calls::dispatch(node.clone(), serve_calls));
+    let service = EtcdService::new(calls, node.params.second_ms());
+    ctx.spawn(client_listener(node.clone(), service));
     raft_loop(node).await
 }
 
@@ -231,16 +217,11 @@ impl Node {
         Duration::from_millis(self.params.request_timeout_ms())
     }
 
-    /// Step a batch from a peer (Raft-level state changes now; the server's view when the
-    /// Raft loop handles the Ready).
-    fn step_batch(&self, batch: &[u8]) {
-        {
-            let mut s = self.server.borrow_mut();
-            for msg in split_batch(batch) {
-                // A message for another cluster or a malformed one changes nothing.
-                let _ = s.core.step_bytes(msg);
-            }
-        }
+    /// Step a message from a peer (Raft-level state changes now; the server's view when
+    /// the Raft loop handles the Ready).
+    fn step_message(&self, msg: &[u8]) {
+        // A message for another cluster or a malformed one changes nothing.
+        let _ = self.server.borrow_mut().core.step_bytes(msg);
         self.wake.notify_one();
     }
 
@@ -323,31 +304,14 @@ impl Node {
             let _ = r.done.send(());
         }
         if !out.committed.is_empty() {
-            let watches = std::mem::take(&mut s.watches);
-            for w in watches {
-                if w.done.is_closed() {
-                    continue;
-                }
-                match s.service.store().first_delete_at_or_after(&w.key, w.rev) {
-                    Some(rev) => {
-                        let _ = w.done.send(rev);
-                    }
-                    None => s.watches.push(w),
-                }
-            }
+            self.applied.notify_waiters();
         }
         if out.soft_state.is_some() || !out.committed.is_empty() {
             self.lessor_changed.notify_waiters();
         }
         for m in out.messages {
-            let i = (m.to - 1) as usize;
-            let Some(q) = s.outbox.get_mut(i) else {
-                continue;
-            };
-            if q.len() < PEER_QUEUE {
-                q.push_back(m.encode());
-                self.send[i].notify_one();
-            }
+            // Dropped when the peer's outbox is full, as etcd does: Raft retransmits.
+            let _ = self.mesh.send((m.to - 1) as usize, m.encode());
         }
     }
 
@@ -451,7 +415,7 @@ impl Node {
 
     /// A ReadIndex round: returns once this node has applied the index the leader
     /// confirmed (or fails after the request timeout).
-    async fn read_barrier(&self) -> Result<(), ReplyError> {
+    async fn read_barrier(&self) -> Result<(), ApiError> {
         let rid = self.ctx.rand_u64();
         let (tx, rx) = oneshot::channel();
         {
@@ -464,12 +428,12 @@ impl Node {
             Ok(Ok(())) => Ok(()),
             _ => {
                 self.server.borrow_mut().reads.remove(&rid);
-                Err(ReplyError::Timeout)
+                Err(ApiError::Timeout)
             }
         }
     }
 
-    async fn propose(&self, req: Request) -> ClientReply {
+    async fn propose(&self, req: Request) -> Result<Response, ApiError> {
         let pid = self.ctx.rand_u64();
         let (tx, rx) = oneshot::channel();
         {
@@ -479,41 +443,41 @@ impl Node {
                     s.waiters.insert(pid, tx);
                 }
                 Err(ProposeError::Dropped) | Err(ProposeError::Raft(_)) => {
-                    return ClientReply::Err(ReplyError::NoLeader);
+                    return Err(ApiError::NoLeader);
                 }
             }
         }
         self.wake.notify_one();
         match self.ctx.timeout(self.request_timeout(), rx).await {
-            Ok(Ok(Ok(resp))) => ClientReply::Ok(resp),
-            Ok(Ok(Err(e))) => ClientReply::Err(ReplyError::Service(e)),
+            Ok(Ok(Ok(resp))) => Ok(resp),
+            Ok(Ok(Err(e))) => Err(ApiError::Service(e)),
             _ => {
                 self.server.borrow_mut().waiters.remove(&pid);
-                ClientReply::Err(ReplyError::Timeout)
+                Err(ApiError::Timeout)
             }
         }
     }
 
-    async fn range(&self, r: RangeRequest) -> ClientReply {
-        if self.params.read != ReadMode::Local {
-            if let Err(e) = self.read_barrier().await {
-                return ClientReply::Err(e);
-            }
+    /// A read: after a ReadIndex round unless the node reads locally or the request is
+    /// `serializable` (etcd serves those from its own state).
+    async fn range(&self, r: RangeRequest) -> Result<RangeResponse, ApiError> {
+        if self.params.read != ReadMode::Local && !r.serializable {
+            self.read_barrier().await?;
         }
-        ClientReply::Ok(Response::Range(
-            self.server.borrow().service.store().range(&r),
-        ))
+        let s = self.server.borrow();
+        Ok(s.service.store().range(&r)?)
     }
 
-    async fn keep_alive(&self, id: LeaseId) -> ClientReply {
+    /// LeaseKeepAlive: the TTL granted, ms.
+    async fn keep_alive(&self, id: LeaseId) -> Result<u64, ApiError> {
         if !self.server.borrow().is_leader() {
-            return not_leader(&self.server.borrow());
+            return Err(not_leader(&self.server.borrow()));
         }
         if self.params.lessor_check == LessorCheck::EnsureLeadership
             && !self.ensure_leadership().await
         {
             let s = self.server.borrow();
-            return ClientReply::Err(ReplyError::NotLeader {
+            return Err(ApiError::NotLeader {
                 hint: s.core.leader_id(),
             });
         }
@@ -532,69 +496,43 @@ impl Node {
                 .await
                 .is_err()
             {
-                return ClientReply::Err(ReplyError::Timeout);
+                return Err(ApiError::Timeout);
             }
         }
     }
 
     /// One renew attempt at `now`: the answer, or `None` while the lease is expired and
     /// its revoke not yet applied (the caller waits for the next change).
-    fn renew(&self, id: LeaseId, now: i64) -> Option<ClientReply> {
+    fn renew(&self, id: LeaseId, now: i64) -> Option<Result<u64, ApiError>> {
         let mut s = self.server.borrow_mut();
         match s.service.keep_alive(id, now) {
             Ok(ttl_ms) => {
                 tracing::debug!(lease = id, "lease renewed");
-                Some(ClientReply::KeepAlive { ttl_ms })
+                Some(Ok(ttl_ms))
             }
             // Leader, but the lessor is not promoted yet (its term's no-op is not
             // applied), or demoted while this renew waited: the client retries at the new
             // leader, whose promotion extended every lease.
-            Err(LeaseError::NotPrimary) => Some(not_leader(&s)),
+            Err(LeaseError::NotPrimary) => Some(Err(not_leader(&s))),
             // Revoked (possibly while this renew waited).
-            Err(LeaseError::NotFound) => Some(ClientReply::Err(ReplyError::LeaseNotFound)),
+            Err(LeaseError::NotFound) => Some(Err(ServiceError::LeaseNotFound.into())),
             // etcd's `Renew` blocks on an expired lease until its revoke applies or the
             // lessor is demoted; the request timeout bounds the wait here (the client
             // gives up on the request then anyway).
             Err(LeaseError::Expired) => None,
         }
     }
-
-    async fn wait_delete(&self, key: String, rev: u64, wait_ms: u64) -> ClientReply {
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut s = self.server.borrow_mut();
-            if let Some(revision) = s.service.store().first_delete_at_or_after(&key, rev) {
-                return ClientReply::Deleted { revision };
-            }
-            s.watches.push(Watch { key, rev, done: tx });
-        }
-        match self.ctx.timeout(Duration::from_millis(wait_ms), rx).await {
-            Ok(Ok(revision)) => ClientReply::Deleted { revision },
-            _ => ClientReply::NotYet,
-        }
-    }
-
-    async fn serve_request(&self, req: ClientRequest) -> ClientReply {
-        match req {
-            ClientRequest::Propose(r) => self.propose(r).await,
-            ClientRequest::Range(r) => self.range(r).await,
-            ClientRequest::KeepAlive { id } => self.keep_alive(id).await,
-            ClientRequest::WaitDelete { key, rev, wait_ms } => {
-                self.wait_delete(key, rev, wait_ms).await
-            }
-        }
-    }
 }
 
 /// `NotLeader`, with the leader this node knows as a hint.
-fn not_leader(s: &Server) -> ClientReply {
-    ClientReply::Err(ReplyError::NotLeader {
+fn not_leader(s: &Server) -> ApiError {
+    ApiError::NotLeader {
         hint: if s.lead != 0 {
             s.lead
         } else {
             s.core.leader_id()
         },
-    })
+    }
 }
 
 /// The keys of lease `id` that own their lock (the first-created key under `lock/`), as
@@ -614,7 +552,8 @@ fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
             continue;
         };
         let first = store.range(&RangeRequest::first_created(format!("{lock}/")));
-        if first.kvs.first().is_some_and(|kv| &kv.key == key) {
+        let owner = first.ok().and_then(|r| r.kvs.into_iter().next());
+        if owner.is_some_and(|kv| &kv.key == key) {
             out.push(lock.to_string());
         }
     }
@@ -658,77 +597,20 @@ async fn raft_loop(node: Node) {
     }
 }
 
-/// Sends the queued messages for `peer` in batches (see the module docs).
-async fn sender(node: Node, peer: u64) {
-    let ctx = node.ctx.clone();
-    let timeout = Duration::from_millis((node.params.election_timeout_ms() / 2).max(1));
-    let mut remote = Remote::new(&node_name(peer), PEER_PORT, timeout, Frames);
-    let i = (peer - 1) as usize;
-    loop {
-        let batch = {
-            let mut s = node.server.borrow_mut();
-            let q = &mut s.outbox[i];
-            let n = q.len().min(PEER_BATCH);
-            let mut batch = Vec::new();
-            for m in q.drain(..n) {
-                push_message(&mut batch, &m);
-            }
-            (n > 0).then_some(batch)
-        };
-        let Some(batch) = batch else {
-            node.send[i].notified().await;
-            continue;
-        };
-        let mut frame = Vec::with_capacity(batch.len() + 4);
-        encode_frame(&batch, &mut frame);
-        // A lost batch is lost: Raft retransmits what matters.
-        let _ = remote.request(&ctx, &frame).await;
-    }
-}
-
-/// Accepts lock clients.
-async fn client_listener(node: Node) {
-    let (listener, _listening) = crate::net::tcp::listen(&node.ctx, CLIENT_PORT)
+/// Accepts lock clients: one HTTP/2 connection each, serving etcd's gRPC services.
+async fn client_listener(node: Node, service: EtcdService) {
+    let listener = crate::net::listen(&node.ctx, CLIENT_PORT)
         .await
         .expect("bind on a fresh simulated host cannot fail");
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok(stream) = listener.accept().await else {
             continue;
         };
-        node.ctx.spawn(client_connection(node.clone(), stream));
-    }
-}
-
-/// One client connection: decode a request, serve it, answer; in turn.
-async fn client_connection(node: Node, mut stream: turmoil::net::TcpStream) {
-    use crate::net::Decoder;
-    let Ok(ka) = crate::net::tcp::Keepalive::of(&stream) else {
-        return;
-    };
-    let mut buf = Vec::with_capacity(256);
-    let mut chunk = [0u8; 4096];
-    loop {
-        match Frames.decode(&buf) {
-            Ok(Some((payload, used))) => {
-                buf.drain(..used);
-                let reply = match decode_json::<ClientRequest>(&payload) {
-                    Ok(req) => node.serve_request(req).await,
-                    Err(_) => return,
-                };
-                let mut out = Vec::new();
-                encode_json(&reply, &mut out);
-                if stream.write_all(&out).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            Ok(None) => {}
-            Err(_) => return,
-        }
-        let n = match crate::net::tcp::read_alive(&node.ctx, &ka, &mut stream, &mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
+        let router = service.clone().router();
+        let ctx = node.ctx.clone();
+        node.ctx.spawn(async move {
+            // A connection that fails is the client's to redo.
+            let _ = crate::net::serve_grpc_connection(ctx, stream, router).await;
+        });
     }
 }

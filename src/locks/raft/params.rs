@@ -223,7 +223,18 @@ impl RaftParams {
     /// etcd's minimum lease TTL, ⌈1.5 × election timeout⌉, ms (etcd computes it in whole
     /// seconds: `minTTL := time.Duration((3*electionTicks)/2) * heartbeat`, rounded up).
     pub fn min_lease_ttl_ms(&self) -> u64 {
-        (3 * self.election_timeout_ms()).div_ceil(2)
+        let second = self.second_ms();
+        (3 * self.election_timeout_ms())
+            .div_ceil(2)
+            .div_ceil(second)
+            * second
+    }
+
+    /// How long one second of etcd's wire API lasts here, ms: lease TTLs travel in whole
+    /// seconds, each [`Self::etcd_scaled_ms`]`(1000)` long (1000 ms at etcd's default
+    /// 100 ms heartbeat, 100 ms in the simulations' ten-times-faster clusters).
+    pub fn second_ms(&self) -> u64 {
+        self.etcd_scaled_ms(1000)
     }
 
     /// A client's per-request deadline, local ms: `request_timeout_ms`, or two election
@@ -285,6 +296,19 @@ impl RaftParams {
         // Derived times must stay within an hour too.
         param::at_most_an_hour("tick_ms", 2 * self.election_timeout_ms())?;
         param::positive("ttl_ms", self.ttl_ms)?;
+        if self.ttl_ms % self.second_ms() != 0 {
+            return Err(ParamError::new(
+                "ttl_ms",
+                format!(
+                    "expected a multiple of {} (etcd's lease TTLs are whole seconds; a second \
+                     here lasts one election timeout, {} ticks × {} ms), got {}",
+                    self.second_ms(),
+                    self.election_tick,
+                    self.tick_ms,
+                    self.ttl_ms
+                ),
+            ));
+        }
         if self.ttl_ms < self.min_lease_ttl_ms() {
             return Err(ParamError::new(
                 "ttl_ms",
@@ -361,7 +385,7 @@ mod tests {
         assert_eq!(p.nodes, 3);
         assert_eq!((p.tick_ms, p.election_tick, p.heartbeat_tick), (10, 10, 2));
         assert_eq!(p.election_timeout_ms(), 100);
-        assert_eq!(p.min_lease_ttl_ms(), 150);
+        assert_eq!(p.min_lease_ttl_ms(), 200);
         assert!(p.check_quorum && p.pre_vote && p.post_wait_check);
         assert_eq!(p.read, ReadMode::ReadIndex);
         assert_eq!(p.lessor_check, LessorCheck::EnsureLeadership);
@@ -435,8 +459,8 @@ mod tests {
             },
             "election_tick",
         );
-        bad(RaftParams { ttl_ms: 149, ..d() }, "ttl_ms");
-        RaftParams { ttl_ms: 150, ..d() }.validate().unwrap();
+        bad(RaftParams { ttl_ms: 150, ..d() }, "ttl_ms");
+        RaftParams { ttl_ms: 200, ..d() }.validate().unwrap();
         bad(
             RaftParams {
                 read: ReadMode::Lease,

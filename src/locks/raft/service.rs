@@ -255,11 +255,7 @@ mod tests {
         env.run_ms(50);
         assert!(env.services[(l - 1) as usize].lessor().is_primary());
         env.request(Request::LeaseGrant { id: 9, ttl_ms: 300 });
-        env.request(Request::Put(PutRequest {
-            key: "lock/9".into(),
-            value: String::new(),
-            lease: 9,
-        }));
+        env.request(Request::Put(PutRequest::new("lock/9", "", 9)));
         let granted_at = env.c.now_ms;
         // Kept alive on the leader: survives well past its TTL.
         for _ in 0..6 {
@@ -337,7 +333,8 @@ mod tests {
         assert_eq!(primaries, 1);
         let r = env.services[(l2 - 1) as usize]
             .store()
-            .range(&RangeRequest::get("x"));
+            .range(&RangeRequest::get("x"))
+            .unwrap();
         assert_eq!(r.count, 0);
     }
 
