@@ -2,7 +2,8 @@
 //! recipe as the client.
 //!
 //! * Servers `raft-0 .. raft-{nodes-1}` ([`node`]): a Raft core on raft-rs ([`core`])
-//!   ticked on each node's local clock, its log on the node's disk ([`storage`]), an
+//!   ticked on each node's local clock by the driver both replicated families share
+//!   ([`driver`]), its log on the node's disk ([`storage`]), an
 //!   etcd-like service applied from the log ([`kv`]: revisioned keys, transactions,
 //!   leases; [`service`]), the leader-local lessor that decides lease expiry ([`lease`]),
 //!   the wire formats ([`wire`]).
@@ -19,6 +20,7 @@
 
 pub mod client;
 pub mod core;
+pub mod driver;
 pub mod etcd_api;
 pub mod etcd_client_api;
 pub mod etcd_grpc;

@@ -80,9 +80,10 @@
 //! before taking over) be dropped (see [`super::invariants`]).
 
 use super::core::{Committed, Output, ProposeError, RaftCore, Role, SoftState};
-use super::kv::lock_delay::is_delay_lease;
+use super::driver::{self, RaftHost};
 use super::etcd_api::ApiError;
 use super::etcd_grpc::EtcdService;
+use super::kv::lock_delay::is_delay_lease;
 use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response, ServiceError};
 use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
@@ -91,7 +92,7 @@ use super::wire::{CLIENT_PORT, PEER_PORT};
 use crate::history::{fnv1a, EventType};
 use crate::net::{serve_peers, Mesh};
 use crate::sim::NodeCtx;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
@@ -560,41 +561,44 @@ fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
     out
 }
 
-/// The Raft loop (see the module docs for the order of its steps).
-async fn raft_loop(node: Node) {
-    let ctx = node.ctx.clone();
-    // A restarted node applies its recovered log at once.
-    node.handle_ready().await;
-    let mut next_tick = ctx.mono_ns() + node.tick_ns();
-    let lessor_every = node.params.lessor_check_ms() as i64 * 1_000_000;
-    let mut next_lessor_check = ctx.mono_ns();
-    loop {
-        let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
-        tokio::select! {
-            biased;
-            _ = node.wake.notified() => {}
-            _ = ctx.sleep(Duration::from_nanos(wait)) => {}
-        }
-        let now = ctx.mono_ns();
-        let tick = now >= next_tick;
-        // etcd's lessor runs its own 500 ms loop; here it runs at the first tick of each
-        // `lessor_check_ms` round (a tick is far shorter than a round).
-        if tick && now >= next_lessor_check {
-            node.lessor_check(now);
-            next_lessor_check = now + lessor_every;
-        }
-        node.handle_ready().await;
-        if tick {
-            {
-                let mut s = node.server.borrow_mut();
-                s.core.tick();
-                s.last_tick_ns = now;
-            }
-            node.handle_ready().await;
-            // Like a `time.Ticker`, ticks missed during a stall are not made up.
-            next_tick = now + node.tick_ns();
+/// The raft family's side of the shared Raft driver (see the module docs for the order of
+/// its steps): etcd's lessor check at the first tick of each `lessor_check_ms` round.
+struct EtcdHost {
+    node: Node,
+    lessor_every: i64,
+    next_lessor_check: Cell<i64>,
+}
+
+impl RaftHost for EtcdHost {
+    async fn handle_ready(&self) {
+        self.node.handle_ready().await;
+    }
+
+    fn tick(&self, now: i64) {
+        let mut s = self.node.server.borrow_mut();
+        s.core.tick();
+        s.last_tick_ns = now;
+    }
+
+    // etcd's lessor runs its own 500 ms loop; here it runs at the first tick of each
+    // `lessor_check_ms` round (a tick is far shorter than a round).
+    fn before_tick(&self, now: i64) {
+        if now >= self.next_lessor_check.get() {
+            self.node.lessor_check(now);
+            self.next_lessor_check.set(now + self.lessor_every);
         }
     }
+}
+
+/// The Raft loop: the shared driver with etcd's lessor check.
+async fn raft_loop(node: Node) {
+    let ctx = node.ctx.clone();
+    let host = EtcdHost {
+        lessor_every: node.params.lessor_check_ms() as i64 * 1_000_000,
+        next_lessor_check: Cell::new(ctx.mono_ns()),
+        node: node.clone(),
+    };
+    driver::drive(&ctx, &node.wake, node.tick_ns(), &host).await
 }
 
 /// Accepts lock clients: one HTTP/2 connection each, serving etcd's gRPC services.

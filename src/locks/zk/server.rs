@@ -64,6 +64,7 @@ use crate::history::EventType;
 use crate::locks::raft::core::{
     AsyncOutput, Committed, Outgoing, ProposeError, RaftCore, ReadState, Role, SoftState,
 };
+use crate::locks::raft::driver::{self, RaftHost};
 use crate::locks::raft::params::{Fsync, RaftParams, ReadMode};
 use crate::net::{serve_peers, Mesh};
 use crate::sim::NodeCtx;
@@ -782,31 +783,23 @@ impl Proposal {
     }
 }
 
-/// The Raft loop: ticks on the local clock, handles Readies when woken.
-async fn raft_loop(node: Node) {
-    let ctx = node.ctx.clone();
-    let tick_ns = raft_params(&node.params).tick_ms as i64 * 1_000_000;
-    // A restarted server applies its recovered log at once.
-    node.handle_ready().await;
-    let mut next_tick = ctx.mono_ns() + tick_ns;
-    loop {
-        let wait = (next_tick - ctx.mono_ns()).max(0) as u64;
-        tokio::select! {
-            biased;
-            _ = node.wake.notified() => {}
-            _ = ctx.sleep(Duration::from_nanos(wait)) => {}
-        }
-        node.handle_ready().await;
-        let now = ctx.mono_ns();
-        if now >= next_tick {
-            if let Some(e) = node.s.borrow_mut().ens.as_mut() {
-                e.core.tick();
-            }
-            node.handle_ready().await;
-            // Like a ticker, ticks missed during a stall are not made up.
-            next_tick = now + tick_ns;
+impl RaftHost for Node {
+    async fn handle_ready(&self) {
+        Node::handle_ready(self).await;
+    }
+
+    fn tick(&self, _now: i64) {
+        if let Some(e) = self.s.borrow_mut().ens.as_mut() {
+            e.core.tick();
         }
     }
+}
+
+/// The Raft loop: the shared Raft driver, ticking on the local clock.
+async fn raft_loop(node: Node) {
+    let tick_ns = raft_params(&node.params).tick_ms as i64 * 1_000_000;
+    let ctx = node.ctx.clone();
+    driver::drive(&ctx, &node.wake.clone(), tick_ns, &node).await
 }
 
 /// The session expirer: at every tick boundary of the local clock, close the sessions
