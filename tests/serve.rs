@@ -3,12 +3,13 @@
 //! model (the replies themselves are compared with the real servers by
 //! `tests/redis_fidelity.rs`, `tests/etcd_fidelity.rs` and `tests/zk_fidelity.rs`).
 
+#[path = "support/served.rs"]
+mod served;
+
 use locksim::locks::redis::resp::{decode, encode_command, Value};
-use locksim::serve::{ServeConfig, ServeFamily};
+use locksim::serve::ServeFamily;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::net::TcpStream;
 use std::time::Duration;
 
 fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Value {
@@ -29,26 +30,8 @@ fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Value {
 
 #[test]
 fn the_redis_model_serves_a_lock_on_loopback() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let s = stop.clone();
-    let thread = std::thread::spawn(move || {
-        let config = ServeConfig {
-            family: ServeFamily::Redis,
-            port,
-            nodes: 1,
-            tick_ms: 100,
-        };
-        let ready = move |_: &[u16]| {
-            let _ = tx.send(());
-        };
-        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
-    });
-    rx.recv_timeout(Duration::from_secs(10)).expect("listening");
+    let model = served::serve(ServeFamily::Redis, 1, 100);
+    let port = model.port();
     let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let lock: &[&[u8]] = &[b"SET", b"lock", b"a", b"NX", b"PX", b"200"];
@@ -63,8 +46,6 @@ fn the_redis_model_serves_a_lock_on_loopback() {
     assert_eq!(call(&mut a, stale), Value::Integer(0));
     let own: &[&[u8]] = &[b"EVAL", release, b"1", b"lock", b"b"];
     assert_eq!(call(&mut b, own), Value::Integer(1));
-    stop.store(true, Ordering::Relaxed);
-    thread.join().unwrap();
 }
 
 /// Runs Debian's `etcdctl` (3.4) against `endpoint`; its stdout, or a panic with its
@@ -94,26 +75,8 @@ fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> String {
 /// keeps a lease alive and takes a lock on the etcd model (one member, etcd's timing).
 #[test]
 fn etcdctl_works_against_the_raft_model() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let s = stop.clone();
-    let thread = std::thread::spawn(move || {
-        let config = ServeConfig {
-            family: ServeFamily::Raft,
-            port,
-            nodes: 1,
-            tick_ms: 100,
-        };
-        let ready = move |_: &[u16]| {
-            let _ = tx.send(());
-        };
-        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
-    });
-    rx.recv_timeout(Duration::from_secs(10)).expect("listening");
+    let model = served::serve(ServeFamily::Raft, 1, 100);
+    let port = model.port();
     let ep = format!("127.0.0.1:{port}");
     let ep = ep.as_str();
     // A one-member cluster elects itself within an election timeout or two.
@@ -159,8 +122,6 @@ fn etcdctl_works_against_the_raft_model() {
         "",
         "unlocked"
     );
-    stop.store(true, Ordering::Relaxed);
-    thread.join().unwrap();
 }
 
 /// `etcdctl endpoint status` once the member has a leader, else `None`.

@@ -17,64 +17,19 @@
 
 #[path = "support/real_zk.rs"]
 mod real_zk;
+#[path = "support/served.rs"]
+mod served;
 
 use locksim::locks::zk::proto::{
     decode_reply, encode_request, ClientFrame, OpCode, Request, Response, ServerFrame, PASSWD_LEN,
     PING_XID,
 };
 use locksim::locks::zk::tree::{CreateMode, SessionId, Stat, WatchedEvent};
-use locksim::serve::{ServeConfig, ServeFamily};
+use locksim::serve::ServeFamily;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// The model served on loopback in a thread of its own, stopped when dropped.
-struct Model {
-    port: u16,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn start_model() -> Model {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let s = stop.clone();
-    let thread = std::thread::spawn(move || {
-        let config = ServeConfig {
-            family: ServeFamily::Zk,
-            port,
-            nodes: 1,
-            tick_ms: u64::from(real_zk::TICK_MS),
-        };
-        let ready = move |_: &[u16]| {
-            let _ = tx.send(());
-        };
-        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("the model listens within 10 s");
-    Model {
-        port,
-        stop,
-        thread: Some(thread),
-    }
-}
 
 /// One connection, speaking ZooKeeper's protocol through locksim's codec.
 struct Wire {
@@ -777,9 +732,9 @@ fn transcript(port: u16) -> Transcript {
 #[test]
 fn the_model_answers_as_zookeeper_does() {
     let real = real_zk::start_real_zk();
-    let model = start_model();
+    let model = served::serve(ServeFamily::Zk, 1, u64::from(real_zk::TICK_MS));
     let theirs = transcript(real.port);
-    let ours = transcript(model.port);
+    let ours = transcript(model.port());
     assert_eq!(theirs.len(), ours.len(), "the transcripts differ in length");
     let mut mismatches = Vec::new();
     let mut deliberate = Vec::new();
@@ -816,37 +771,8 @@ fn the_model_answers_as_zookeeper_does() {
 /// its ephemeral node are the same everywhere.
 #[test]
 fn the_model_serves_an_ensemble_on_loopback() {
-    let port = (0..50)
-        .map(|_| {
-            TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a free loopback port")
-                .port()
-        })
-        .find(|p| {
-            (1..3).all(|i| {
-                p.checked_add(i)
-                    .is_some_and(|q| TcpListener::bind(("127.0.0.1", q)).is_ok())
-            })
-        })
-        .expect("three free consecutive ports");
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let s = stop.clone();
-    let thread = std::thread::spawn(move || {
-        let config = ServeConfig {
-            family: ServeFamily::Zk,
-            port,
-            nodes: 3,
-            tick_ms: 100,
-        };
-        let ready = move |ports: &[u16]| {
-            let _ = tx.send(ports.to_vec());
-        };
-        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
-    });
-    let ports = rx.recv_timeout(Duration::from_secs(10)).expect("listening");
-    assert_eq!(ports, vec![port, port + 1, port + 2]);
+    let model = served::serve(ServeFamily::Zk, 3, 100);
+    let ports = &model.ports;
     // Until a leader is elected, servers refuse clients (they close the connection).
     let deadline = Instant::now() + Duration::from_secs(20);
     let (mut a, mut b) = loop {
@@ -878,6 +804,4 @@ fn the_model_serves_an_ensemble_on_loopback() {
     let notes = b.notes(Duration::from_secs(2));
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert_eq!(notes[0].path, "/e");
-    stop.store(true, Ordering::Relaxed);
-    thread.join().unwrap();
 }

@@ -97,8 +97,10 @@ pub type GrpcResponse = http::Response<tonic::body::Body>;
 type Route = Rc<dyn Fn(http::Request<Incoming>) -> LocalBoxFuture<'static, GrpcResponse>>;
 
 /// Dispatches requests by path (`/etcdserverpb.KV/Range` → the `etcdserverpb.KV`
-/// service) to tonic's generated servers; any other path gets gRPC `Unimplemented`
-/// (HTTP 200, `grpc-status: 12`), as a real gRPC server answers.
+/// service) to tonic's generated servers; any other path gets what grpc-go answers
+/// (HTTP 200 with a `grpc-status`): `Unimplemented` "unknown service S" or "unknown
+/// method M for service S", and `ResourceExhausted` "malformed method name" for a path
+/// that is not `/service/method`.
 #[derive(Clone, Default)]
 pub struct GrpcRouter {
     routes: Vec<(String, Route)>,
@@ -112,7 +114,7 @@ impl GrpcRouter {
 
     /// This router also serving `service` (a generated server such as
     /// `KvServer::new(impl)`) under `/<its full name>/`.
-    pub fn add<S>(mut self, service: S) -> GrpcRouter
+    pub fn serving<S>(mut self, service: S) -> GrpcRouter
     where
         S: Service<http::Request<Incoming>, Response = GrpcResponse, Error = Infallible>
             + NamedService
@@ -123,10 +125,11 @@ impl GrpcRouter {
         let prefix = format!("/{}/", S::NAME);
         let route: Route = Rc::new(move |req| {
             let mut svc = service.clone();
+            let path = req.uri().path().to_string();
             Box::pin(async move {
                 let Ok(()) = poll_fn(|cx| svc.poll_ready(cx)).await;
                 let Ok(resp) = svc.call(req).await;
-                resp
+                unknown_method(resp, &path)
             })
         });
         self.routes.push((prefix, route));
@@ -164,12 +167,44 @@ impl Service<http::Request<Incoming>> for GrpcRouter {
                 Box::pin(async move { Ok(fut.await) })
             }
             None => {
-                let msg = format!("unknown service or method {}", req.uri().path());
-                let resp = tonic::Status::unimplemented(msg).into_http();
-                Box::pin(std::future::ready(Ok(resp)))
+                let resp = match method_of(req.uri().path()) {
+                    Some((service, _)) => {
+                        tonic::Status::unimplemented(format!("unknown service {service}"))
+                    }
+                    None => tonic::Status::resource_exhausted(format!(
+                        "malformed method name: {:?}",
+                        req.uri().path()
+                    )),
+                };
+                Box::pin(std::future::ready(Ok(resp.into_http())))
             }
         }
     }
+}
+
+/// The service and method of a gRPC path `/service/method` (grpc-go's split: at the
+/// last `/`), or `None` for a malformed one.
+fn method_of(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    rest.rsplit_once('/')
+}
+
+/// tonic's generated servers answer a method they lack with a bare `Unimplemented`;
+/// grpc-go says which: "unknown method M for service S".
+fn unknown_method(mut resp: GrpcResponse, path: &str) -> GrpcResponse {
+    let unimplemented = resp
+        .headers()
+        .get("grpc-status")
+        .is_some_and(|v| v.as_bytes() == b"12");
+    if unimplemented && !resp.headers().contains_key("grpc-message") {
+        if let Some((service, method)) = method_of(path) {
+            let msg = format!("unknown method {method} for service {service}");
+            if let Ok(v) = http::HeaderValue::from_str(&msg) {
+                resp.headers_mut().insert("grpc-message", v);
+            }
+        }
+    }
+    resp
 }
 
 /// A tower service as hyper's (which calls through `&self`): each request is served by

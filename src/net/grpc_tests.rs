@@ -150,8 +150,8 @@ async fn toy_server(ctx: NodeCtx) {
     drop(ctx.spawn(node_loop(ctx.clone(), store, rx)));
     let bridge = Bridge(tx);
     let router = GrpcRouter::new()
-        .add(pb::kv_server::KvServer::new(bridge.clone()))
-        .add(pb::watch_server::WatchServer::new(bridge));
+        .serving(pb::kv_server::KvServer::new(bridge.clone()))
+        .serving(pb::watch_server::WatchServer::new(bridge));
     assert_eq!(router.services(), ["etcdserverpb.KV", "etcdserverpb.Watch"]);
     serve_grpc(ctx, PORT, router).await.unwrap();
 }

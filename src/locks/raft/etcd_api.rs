@@ -64,13 +64,18 @@ impl ApiError {
     /// The gRPC status etcd answers.
     pub fn status(&self) -> Status {
         let (code, msg): (Code, String) = match self {
-            ApiError::EmptyKey => (Code::InvalidArgument, "etcdserver: key is not provided".into()),
-            ApiError::ValueProvided => {
-                (Code::InvalidArgument, "etcdserver: value is provided".into())
-            }
-            ApiError::LeaseProvided => {
-                (Code::InvalidArgument, "etcdserver: lease is provided".into())
-            }
+            ApiError::EmptyKey => (
+                Code::InvalidArgument,
+                "etcdserver: key is not provided".into(),
+            ),
+            ApiError::ValueProvided => (
+                Code::InvalidArgument,
+                "etcdserver: value is provided".into(),
+            ),
+            ApiError::LeaseProvided => (
+                Code::InvalidArgument,
+                "etcdserver: lease is provided".into(),
+            ),
             ApiError::TooManyOps => (
                 Code::InvalidArgument,
                 "etcdserver: too many operations in txn request".into(),
@@ -79,7 +84,9 @@ impl ApiError {
                 Code::InvalidArgument,
                 "etcdserver: duplicate key given in txn request".into(),
             ),
-            ApiError::LeaseTtlTooLarge => (Code::OutOfRange, "etcdserver: too large lease TTL".into()),
+            ApiError::LeaseTtlTooLarge => {
+                (Code::OutOfRange, "etcdserver: too large lease TTL".into())
+            }
             ApiError::Service(e) => (service_code(e), e.to_string()),
             ApiError::NotLeader { hint } => {
                 let mut s = Status::new(Code::FailedPrecondition, "etcdserver: not leader");
@@ -260,7 +267,11 @@ fn txn(r: pb::TxnRequest, max_ops: usize) -> Result<TxnRequest, ApiError> {
     if ops > max_ops {
         return Err(ApiError::TooManyOps);
     }
-    let compare = r.compare.into_iter().map(compare).collect::<Result<_, _>>()?;
+    let compare = r
+        .compare
+        .into_iter()
+        .map(compare)
+        .collect::<Result<_, _>>()?;
     let budget = max_ops - ops;
     let branch = |b: Vec<pb::RequestOp>| -> Result<Vec<TxnOp>, ApiError> {
         b.into_iter().map(|op| request_op(op, budget)).collect()
@@ -346,7 +357,9 @@ impl Writes {
     /// end is the interval `[key, "\0")`, which no key meets (etcd 3.4 accepts
     /// `del --from-key a` and `put b` in one branch).
     fn deletes(&self, key: &str) -> bool {
-        self.dels.iter().any(|d| d.range_end != "\0" && d.contains(key))
+        self.dels
+            .iter()
+            .any(|d| d.range_end != "\0" && d.contains(key))
     }
 }
 
@@ -415,7 +428,11 @@ impl HeaderIds {
     /// A full header at `revision` (0: the store's revision when the node answered, as
     /// etcd's `header.fill`).
     pub fn header(&self, revision: u64) -> Option<pb::ResponseHeader> {
-        let revision = if revision == 0 { self.revision } else { revision };
+        let revision = if revision == 0 {
+            self.revision
+        } else {
+            revision
+        };
         Some(pb::ResponseHeader {
             cluster_id: self.cluster_id,
             member_id: self.member_id,
@@ -481,7 +498,10 @@ pub fn txn_response(r: TxnResponse, ids: Option<&HeaderIds>) -> pb::TxnResponse 
         })
         .collect();
     // etcd leaves a nested txn's header empty.
-    let header = ids.map_or_else(|| Some(pb::ResponseHeader::default()), |h| h.header(r.revision));
+    let header = ids.map_or_else(
+        || Some(pb::ResponseHeader::default()),
+        |h| h.header(r.revision),
+    );
     pb::TxnResponse {
         header,
         succeeded: r.succeeded,

@@ -9,8 +9,8 @@
 
 use super::etcd_api::{self as api, ApiError, HeaderIds, MAX_LEASE_TTL_S};
 use super::etcdpb::etcdserverpb as pb;
-use super::etcdpb::etcdserverpb::{cluster_server, kv_server, lease_server, maintenance_server};
 use super::etcdpb::etcdserverpb::watch_server;
+use super::etcdpb::etcdserverpb::{cluster_server, kv_server, lease_server, maintenance_server};
 use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response};
 use crate::net::GrpcRouter;
 use std::pin::Pin;
@@ -109,11 +109,11 @@ impl EtcdService {
     /// The router serving every service on one connection.
     pub fn router(self) -> GrpcRouter {
         GrpcRouter::new()
-            .add(kv_server::KvServer::new(self.clone()))
-            .add(watch_server::WatchServer::new(self.clone()))
-            .add(lease_server::LeaseServer::new(self.clone()))
-            .add(cluster_server::ClusterServer::new(self.clone()))
-            .add(maintenance_server::MaintenanceServer::new(self))
+            .serving(kv_server::KvServer::new(self.clone()))
+            .serving(watch_server::WatchServer::new(self.clone()))
+            .serving(lease_server::LeaseServer::new(self.clone()))
+            .serving(cluster_server::ClusterServer::new(self.clone()))
+            .serving(maintenance_server::MaintenanceServer::new(self))
     }
 
     /// Hand a call to the node and wait for its answer.
@@ -149,9 +149,7 @@ impl EtcdService {
         A: Send + 'static,
     {
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        self.calls
-            .send(call(requests, tx))
-            .map_err(|_| stopped())?;
+        self.calls.send(call(requests, tx)).map_err(|_| stopped())?;
         Ok(tonic::Response::new(Box::pin(ReplyStream(rx))))
     }
 }
@@ -228,11 +226,11 @@ impl kv_server::Kv for EtcdService {
     ) -> Rpc<pb::CompactionResponse> {
         let revision = req.into_inner().revision.max(0) as u64;
         match self.propose(Request::Compact { revision }).await? {
-            (Response::Compact { revision }, ids) => Ok(tonic::Response::new(
-                pb::CompactionResponse {
+            (Response::Compact { revision }, ids) => {
+                Ok(tonic::Response::new(pb::CompactionResponse {
                     header: ids.header(revision),
-                },
-            )),
+                }))
+            }
             (other, _) => Err(unexpected(other)),
         }
     }
@@ -248,18 +246,29 @@ impl lease_server::Lease for EtcdService {
         if r.ttl > MAX_LEASE_TTL_S {
             return Err(ApiError::LeaseTtlTooLarge.status());
         }
-        // A negative id can name no lease: etcd's lessor refuses it as not found.
-        let id = u64::try_from(r.id).unwrap_or(u64::MAX);
+        // etcd grants a negative id like any other; the model's ids are unsigned and
+        // their top bit marks its own lock-delay leases, so it refuses one (a
+        // deliberate difference, tests/etcd_fidelity.rs).
+        let Ok(id) = u64::try_from(r.id) else {
+            return Err(Status::invalid_argument(
+                "locksim: negative lease ids are reserved for the model's lock-delay leases",
+            ));
+        };
         let ttl_ms = self.ttl_ms(r.ttl);
         match self.propose(Request::LeaseGrant { id, ttl_ms }).await? {
-            (Response::LeaseGrant { revision, id, ttl_ms }, ids) => {
-                Ok(tonic::Response::new(pb::LeaseGrantResponse {
-                    header: ids.header(revision),
-                    id: id as i64,
-                    ttl: self.ttl_s(ttl_ms),
-                    error: String::new(),
-                }))
-            }
+            (
+                Response::LeaseGrant {
+                    revision,
+                    id,
+                    ttl_ms,
+                },
+                ids,
+            ) => Ok(tonic::Response::new(pb::LeaseGrantResponse {
+                header: ids.header(revision),
+                id: id as i64,
+                ttl: self.ttl_s(ttl_ms),
+                error: String::new(),
+            })),
             (other, _) => Err(unexpected(other)),
         }
     }

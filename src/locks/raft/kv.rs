@@ -434,9 +434,7 @@ impl Store {
         };
         let keys: Vec<String> = lease.keys.into_iter().collect();
         self.revoke_keys(w, id, &keys);
-        Ok(Response::LeaseRevoke {
-            revision: w.seen(),
-        })
+        Ok(Response::LeaseRevoke { revision: w.seen() })
     }
 
     /// etcd's `Compact`: `ErrCompacted` at or before the compacted revision,
@@ -463,7 +461,9 @@ impl Store {
             changed: false,
         };
         let result = match req {
-            Request::Put(p) => self.check_put(p).map(|()| Response::Put(self.put(&mut w, p))),
+            Request::Put(p) => self
+                .check_put(p)
+                .map(|()| Response::Put(self.put(&mut w, p))),
             Request::DeleteRange(d) => Ok(Response::DeleteRange(self.delete(&mut w, d))),
             Request::Range(r) => self.range(r).map(Response::Range),
             Request::Txn(t) => self.txn(&mut w, t).map(Response::Txn),

@@ -539,7 +539,10 @@ impl std::fmt::Display for ServiceError {
                 write!(f, "etcdserver: mvcc: required revision has been compacted")
             }
             ServiceError::FutureRev => {
-                write!(f, "etcdserver: mvcc: required revision is a future revision")
+                write!(
+                    f,
+                    "etcdserver: mvcc: required revision is a future revision"
+                )
             }
             ServiceError::Decode(e) => write!(f, "undecodable entry: {e}"),
         }

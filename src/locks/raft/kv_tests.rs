@@ -475,7 +475,7 @@ fn count_is_before_filters_and_limit_and_more_says_the_limit_cut() {
     // etcd: count is every key in the range (rr.Count), before the limit; more says the
     // limit cut the answer.
     assert_eq!(seen(all(2, 0)), (vec!["a".into(), "ab".into()], 6, true));
-    assert_eq!(seen(all(6, 0)).2, false, "a limit that cuts nothing");
+    assert!(!seen(all(6, 0)).2, "a limit that cuts nothing");
     assert_eq!(seen(all(0, 0)), (keys_of(&all(0, 0)), 6, false));
     assert_eq!(keys_of(&all(0, 0)).len(), 6, "limit 0: no limit");
     // etcd (pruneKVs before the limit): the filters prune first, the limit cuts what is
@@ -1098,7 +1098,7 @@ fn events_record_puts_and_deletes_with_prev_kv() {
     use EventKind::{Delete, Put};
     // etcd watch: every change in revision order; prev_kv is the key before the change
     // (none for a creation); a lease revoke deletes its keys (lessor.Revoke).
-    let all = vec![
+    let all = [
         event(Put, a1.clone(), None),
         event(Put, a2.clone(), Some(a1)),
         event(Put, b.clone(), None),

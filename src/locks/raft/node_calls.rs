@@ -109,12 +109,23 @@ impl Node {
         })
     }
 
-    /// `LeaseLeases`: the leases a client granted (not the lock-delay ones).
+    /// `LeaseLeases`: the leases a client granted (not the lock-delay ones), soonest
+    /// expiry first, as etcd's lessor sorts them (`leasesByExpiry`); ties by id.
     async fn leases(&self) -> Result<Vec<LeaseId>, ApiError> {
         self.leader_only().await?;
         let s = self.server.borrow();
-        let ids = s.service.store().leases().map(|(id, _)| id);
-        Ok(ids.filter(|&id| !is_delay_lease(id)).collect())
+        let now = self.ctx.mono_ns();
+        let lessor = s.service.lessor();
+        let mut ids: Vec<(i64, LeaseId)> = s
+            .service
+            .store()
+            .leases()
+            .map(|(id, _)| id)
+            .filter(|&id| !is_delay_lease(id))
+            .map(|id| (lessor.remaining_ns(id, now).unwrap_or(i64::MAX), id))
+            .collect();
+        ids.sort_unstable();
+        Ok(ids.into_iter().map(|(_, id)| id).collect())
     }
 
     /// Fails unless this node is the server-level leader (etcd forwards lessor calls to
@@ -152,7 +163,11 @@ impl Node {
 
     fn status(&self) -> StatusInfo {
         let s = self.server.borrow();
-        let lead = if s.lead != 0 { s.lead } else { s.core.leader_id() };
+        let lead = if s.lead != 0 {
+            s.lead
+        } else {
+            s.core.leader_id()
+        };
         StatusInfo {
             leader: if lead == 0 { 0 } else { member_id(lead) },
             raft_index: s.core.last_index(),

@@ -1,8 +1,9 @@
 //! One `Watch` stream, served from the node's applied state (etcd's `watchServer` over
 //! its `watchableStore`):
 //!
-//! * **Create** answers `created` with the watch's id (the client's, or the next free one
-//!   from 0), then, if `start_revision` is at or before the store's revision, every event
+//! * **Create** answers `created` with the watch's id (the client's, or the stream's next
+//!   one: ids count up from 0, skipping those in use, and are never reused), then, if
+//!   `start_revision` is at or before the store's revision, every event
 //!   since then in one response (etcd's catch-up of an unsynced watcher), headed with the
 //!   current revision. A start before the compacted revision answers `canceled` with
 //!   `compact_revision` instead (etcd's `ErrCompacted` for a watcher).
@@ -61,6 +62,9 @@ struct Stream {
     node: Node,
     replies: Replies,
     watchers: BTreeMap<i64, Watcher>,
+    /// The next id to give a watch created without one: etcd's `watchStream.nextID`,
+    /// which only grows (ids are not reused after a cancel).
+    next_id: i64,
 }
 
 /// Serve one stream until the client closes it or goes away.
@@ -69,6 +73,7 @@ pub(super) async fn serve(node: Node, mut requests: Streaming<pb::WatchRequest>,
         node: node.clone(),
         replies,
         watchers: BTreeMap::new(),
+        next_id: 0,
     };
     loop {
         // Registered before the delivery: an apply after it still wakes us.
@@ -158,7 +163,11 @@ impl Stream {
         let id = if c.watch_id != 0 {
             c.watch_id
         } else {
-            (0..).find(|i| !self.watchers.contains_key(i)).unwrap_or(0)
+            while self.watchers.contains_key(&self.next_id) {
+                self.next_id += 1;
+            }
+            self.next_id += 1;
+            self.next_id - 1
         };
         let (revision, compacted) = {
             let s = self.node.server.borrow();
@@ -185,7 +194,11 @@ impl Stream {
                 })
                 .await;
         }
-        let filters: Vec<_> = c.filters.iter().filter_map(|f| F::try_from(*f).ok()).collect();
+        let filters: Vec<_> = c
+            .filters
+            .iter()
+            .filter_map(|f| F::try_from(*f).ok())
+            .collect();
         let w = Watcher {
             keys,
             next: if start == 0 { revision + 1 } else { start },
@@ -205,7 +218,11 @@ impl Stream {
         let events: Vec<mvccpb::Event> = {
             let s = self.node.server.borrow();
             let since = s.service.store().events_since(w.next);
-            since.iter().filter(|e| w.wants(e)).map(|e| w.event_pb(e)).collect()
+            since
+                .iter()
+                .filter(|e| w.wants(e))
+                .map(|e| w.event_pb(e))
+                .collect()
         };
         w.next = revision + 1;
         self.watchers.insert(id, w);
@@ -232,7 +249,8 @@ impl Stream {
                 for e in store.events_since(w.next).iter().filter(|e| w.wants(e)) {
                     by_rev.entry(e.revision()).or_default().push(w.event_pb(e));
                 }
-                w.next = store.revision() + 1;
+                // A watch from a future revision waits for it.
+                w.next = w.next.max(store.revision() + 1);
                 out.extend(by_rev.into_iter().map(|(rev, events)| (id, rev, events)));
             }
         }

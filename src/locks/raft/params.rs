@@ -296,7 +296,7 @@ impl RaftParams {
         // Derived times must stay within an hour too.
         param::at_most_an_hour("tick_ms", 2 * self.election_timeout_ms())?;
         param::positive("ttl_ms", self.ttl_ms)?;
-        if self.ttl_ms % self.second_ms() != 0 {
+        if !self.ttl_ms.is_multiple_of(self.second_ms()) {
             return Err(ParamError::new(
                 "ttl_ms",
                 format!(
