@@ -32,7 +32,8 @@ pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
 pub use frame::{encode_frame, Frames, MAX_FRAME};
 pub use grpc::{
-    serve_grpc, ChannelError, serve_grpc_connection, Deadlines, GrpcChannel, GrpcRouter, HyperIo, NodeExecutor,
+    serve_grpc, serve_grpc_connection, ChannelError, Deadlines, GrpcChannel, GrpcRouter, HyperIo,
+    NodeExecutor,
 };
 pub use live::{listen, monotonic_ns, Listener, LiveNet, LiveStream, NetStream, Tcp};
 pub use peer::{serve_peers, Mesh};
