@@ -137,6 +137,8 @@ pub fn serve(
         tick_ms: config.tick_ms,
         heartbeat_tick: 1,
         election_tick: 10,
+        // Real clients do not follow locksim's leader hints: forward, as etcd does.
+        forward_lease_calls: true,
         ..RaftParams::default()
     };
     local.block_on(&rt, async move {

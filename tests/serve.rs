@@ -134,3 +134,39 @@ fn etcdctl_status(endpoint: &str) -> Option<String> {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     (out.status.success() && text.contains("true")).then_some(text)
 }
+
+/// `locksim serve raft --nodes 3`: etcdctl through a follower. Its proposals go through
+/// Raft, and its lessor calls (keep-alive, time-to-live, lease list) are forwarded to the
+/// leader, as etcd's followers do: a real client need not find the leader.
+#[test]
+fn etcdctl_works_through_a_follower_of_a_raft_cluster() {
+    let model = served::serve(ServeFamily::Raft, 3, 100);
+    let all: Vec<String> = model
+        .ports
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let follower = loop {
+        let leader = all.iter().position(|ep| etcdctl_status(ep).is_some());
+        if let Some(leader) = leader {
+            break all[(leader + 1) % all.len()].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "no leader in 15 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let ep = follower.as_str();
+    assert_eq!(etcdctl(ep, &["put", "k", "v"], None), "OK\n");
+    let grant = etcdctl(ep, &["lease", "grant", "5"], None);
+    let lease = grant.split_whitespace().nth(1).expect("lease <id> granted");
+    assert_eq!(
+        etcdctl(ep, &["lease", "keep-alive", "--once", lease], None),
+        format!("lease {lease} keepalived with TTL(5)\n")
+    );
+    let ttl = etcdctl(ep, &["lease", "timetolive", lease], None);
+    assert!(ttl.contains("granted with TTL(5s)"), "{ttl}");
+    let list = etcdctl(ep, &["lease", "list"], None);
+    assert!(list.contains(lease), "{list}");
+    let held = etcdctl(ep, &["lock", "mylock", "echo", "held"], None);
+    assert_eq!(held, "held\n");
+}

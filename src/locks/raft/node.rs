@@ -30,8 +30,9 @@
 //!   forwards them to its leader) and are answered when *this* node applies them, or with
 //!   `Timeout` after `request_timeout_ms`; reads per the `read` key; LeaseKeepAlive by the
 //!   server-level leader's lessor — a follower answers `NotLeader` with the leader it
-//!   knows as a hint and the client retries there (we do not forward: one hop less, same
-//!   outcome); a keepalive of an expired lease is held, as etcd's `Renew` blocks, until
+//!   knows as a hint and the client retries there (one hop less than etcd, same outcome),
+//!   or, with `forward_lease_calls` (as `locksim serve` runs, for real clients), forwards
+//!   it to that leader as etcd does ([`forward`]); a keepalive of an expired lease is held, as etcd's `Renew` blocks, until
 //!   the revoke is applied (`LeaseNotFound`) or the node is demoted (`NotLeader`: the
 //!   client retries at the new leader, whose promotion extended every lease), or the
 //!   request timeout passes; `WaitDelete` from the applied state, like an etcd watch.
@@ -90,7 +91,7 @@ use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
 use super::wire::{CLIENT_PORT, PEER_PORT};
 use crate::history::{fnv1a, EventType};
-use crate::net::{serve_peers, Mesh};
+use crate::net::{serve_peers, GrpcChannel, Mesh};
 use crate::sim::NodeCtx;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -100,6 +101,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 #[path = "node_calls.rs"]
 mod calls;
+#[path = "node_forward.rs"]
+mod forward;
 #[path = "node_watch.rs"]
 mod watch;
 pub use calls::{cluster_id, member_id};
@@ -161,6 +164,8 @@ struct Node {
     lessor_changed: Rc<Notify>,
     /// Woken when a Ready applied entries: watch streams look for new events.
     applied: Rc<Notify>,
+    /// Channels to the leaders this node forwarded lessor calls to, by Raft id.
+    leader_channels: Rc<RefCell<BTreeMap<u64, GrpcChannel>>>,
 }
 
 /// What a Raft node runs, from start to crash. Recovers the log from the node's disk; a
@@ -191,6 +196,7 @@ pub async fn server_main(ctx: NodeCtx, params: RaftParams) {
         mesh: Mesh::new(n),
         lessor_changed: Rc::new(Notify::new()),
         applied: Rc::new(Notify::new()),
+        leader_channels: Rc::default(),
     };
     // etcd's rafthttp pipeline: each batch's acknowledgement must arrive within half an
     // election timeout, else the connection is replaced.

@@ -87,7 +87,10 @@ impl Node {
     /// `LeaseTimeToLive`, by the leader's lessor (etcd forwards it there): a lease it does
     /// not know has TTL −1.
     async fn time_to_live(&self, id: LeaseId, keys: bool) -> Result<LeaseTtl, ApiError> {
-        self.leader_only().await?;
+        if let Err(refused) = self.leader_only().await {
+            let leader = self.forward_to(&refused).ok_or(refused)?;
+            return self.forward_time_to_live(leader, id, keys).await;
+        }
         let s = self.server.borrow();
         let Some(lease) = s.service.store().lease(id) else {
             return Ok(LeaseTtl {
@@ -112,7 +115,10 @@ impl Node {
     /// `LeaseLeases`: the leases a client granted (not the lock-delay ones), soonest
     /// expiry first, as etcd's lessor sorts them (`leasesByExpiry`); ties by id.
     async fn leases(&self) -> Result<Vec<LeaseId>, ApiError> {
-        self.leader_only().await?;
+        if let Err(refused) = self.leader_only().await {
+            let leader = self.forward_to(&refused).ok_or(refused)?;
+            return self.forward_leases(leader).await;
+        }
         let s = self.server.borrow();
         let now = self.ctx.mono_ns();
         let lessor = s.service.lessor();
@@ -129,7 +135,8 @@ impl Node {
     }
 
     /// Fails unless this node is the server-level leader (etcd forwards lessor calls to
-    /// the leader; the client here retries at the hinted one).
+    /// the leader, as this node does with `forward_lease_calls`; else the client retries
+    /// at the hinted one).
     async fn leader_only(&self) -> Result<(), ApiError> {
         let s = self.server.borrow();
         if s.is_leader() {
@@ -186,7 +193,14 @@ impl Node {
         let second_ms = self.params.second_ms();
         while let Ok(Some(req)) = requests.message().await {
             let id = u64::try_from(req.id).unwrap_or(u64::MAX);
-            let ttl_ms = match self.keep_alive(id).await {
+            let renewed = match self.keep_alive(id).await {
+                Err(refused) => match self.forward_to(&refused) {
+                    Some(leader) => self.forward_keep_alive(leader, req.id).await,
+                    None => Err(refused),
+                },
+                renewed => renewed,
+            };
+            let ttl_ms = match renewed {
                 Ok(ttl_ms) => ttl_ms,
                 Err(ApiError::Service(super::ServiceError::LeaseNotFound)) => 0,
                 Err(e) => {

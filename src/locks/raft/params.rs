@@ -152,6 +152,12 @@ pub struct RaftParams {
     /// release frees it at once. See [`super::kv::lock_delay`].
     #[serde(default)]
     pub lock_delay_ms: u64,
+    /// A follower forwards the lessor calls (`LeaseKeepAlive`, `LeaseTimeToLive`,
+    /// `LeaseLeases`) to its leader, as etcd does, instead of answering `NotLeader` with
+    /// a hint for the client to follow [false: locksim's client follows the hint, one hop
+    /// less; `locksim serve` forwards, for real clients that do not].
+    #[serde(default)]
+    pub forward_lease_calls: bool,
 }
 
 fn default_nodes() -> u32 {
@@ -210,6 +216,7 @@ impl Default for RaftParams {
             lessor_check_ms: None,
             revoke_retry_ms: None,
             lock_delay_ms: 0,
+            forward_lease_calls: false,
         }
     }
 }
@@ -367,6 +374,7 @@ pub const DOCS: &[ParamDoc] = &[
     ParamDoc::new("deadline_check_ms", "", "how often the client ends sessions past their deadline, local ms [etcd's 1 s × election timeout / 1 s]"),
     ParamDoc::new("lessor_check_ms", "", "how often the leader's lessor looks for expired leases, local ms [etcd's 500 ms × election timeout / 1 s]"),
     ParamDoc::new("revoke_retry_ms", "", "an expired lease's revoke is proposed again after this, local ms [etcd's request timeout: 5 s × election timeout / 1 s + 2 × election timeout]"),
+    ParamDoc::new("forward_lease_calls", "false", "a follower forwards keepalives, TimeToLive and Leases to its leader as etcd does (false: it answers NotLeader with a hint, which locksim's client follows)"),
     ParamDoc::new("lock_delay_ms", "0", "Chubby's lock-delay, ms of the leader's clock: a lock freed by a lease revoke (not a release) gets no new owner for this long (0: off)"),
 ];
 
@@ -566,9 +574,10 @@ mod tests {
             "lessor_check_ms",
             "revoke_retry_ms",
             "lock_delay_ms",
+            "forward_lease_calls",
         ] {
             assert!(keys.contains(&k), "{k} undocumented");
         }
-        assert_eq!(keys.len(), 19);
+        assert_eq!(keys.len(), 20);
     }
 }
