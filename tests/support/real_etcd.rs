@@ -16,11 +16,16 @@
 //! a single member elects itself after about 0.8 s, which is most of the start-up time.
 #![allow(dead_code)] // Each test crate that includes this file uses only part of it.
 
+#[path = "watchdog.rs"]
+mod watchdog;
+
+use watchdog::{tail, Watchdog};
+
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The Raft heartbeat interval in milliseconds (etcd's default).
@@ -62,13 +67,6 @@ pub struct RealEtcd {
     pub startup: Duration,
     child: Child,
     watchdog: Option<Watchdog>,
-}
-
-/// A `sh` that kills the server and removes the directory once its stdin closes, that is
-/// when the test process dies without dropping the [`RealEtcd`] (killed, `process::exit`).
-struct Watchdog {
-    child: Child,
-    _stdin: ChildStdin,
 }
 
 impl RealEtcd {
@@ -129,9 +127,8 @@ impl RealEtcd {
 impl Drop for RealEtcd {
     fn drop(&mut self) {
         // The watchdog goes first, so that it can never signal a reused pid.
-        if let Some(mut w) = self.watchdog.take() {
-            let _ = w.child.kill();
-            let _ = w.child.wait();
+        if let Some(w) = self.watchdog.take() {
+            w.disarm();
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -226,7 +223,7 @@ fn try_start(etcd: &Path) -> Result<RealEtcd, EarlyExit> {
     let child = command
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", etcd.display()));
-    let watchdog = spawn_watchdog(child.id(), &dir);
+    let watchdog = Watchdog::start(child.id(), &dir, "locksim-etcd-watchdog");
     let mut server = RealEtcd {
         client_port,
         peer_port,
@@ -354,39 +351,4 @@ fn etcd_binary() -> PathBuf {
         );
     }
     etcd
-}
-
-/// Starts the [`Watchdog`] for the server `pid`; best effort, as it only matters when
-/// the test process dies abnormally.
-fn spawn_watchdog(pid: u32, dir: &Path) -> Option<Watchdog> {
-    let mut child = Command::new("/bin/sh")
-        .args([
-            "-c",
-            "read _ignored; kill -9 \"$1\"; sleep 0.2; rm -rf \"$2\"",
-            "locksim-etcd-watchdog",
-        ])
-        .arg(pid.to_string())
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let stdin = child.stdin.take()?;
-    Some(Watchdog {
-        child,
-        _stdin: stdin,
-    })
-}
-
-/// The last `lines` lines of the file at `path` (or why it cannot be read).
-fn tail(path: &Path, lines: usize) -> String {
-    match fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let all: Vec<&str> = text.lines().collect();
-            all[all.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("(cannot read {}: {e})", path.display()),
-    }
 }

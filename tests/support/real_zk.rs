@@ -10,11 +10,16 @@
 //! directory: nothing under `/var/log` or `/var/lib/zookeeper` is needed or touched.
 #![allow(dead_code)] // Each test crate that includes this file uses only part of it.
 
+#[path = "watchdog.rs"]
+mod watchdog;
+
+use watchdog::{tail, Watchdog};
+
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The server's tick in milliseconds: the granularity of session expiry (a session
@@ -56,13 +61,6 @@ pub struct RealZk {
     watchdog: Option<Watchdog>,
 }
 
-/// A `sh` that kills the JVM and removes the directory once its stdin closes, that is
-/// when the test process dies without dropping the [`RealZk`] (killed, `process::exit`).
-struct Watchdog {
-    child: Child,
-    _stdin: ChildStdin,
-}
-
 impl RealZk {
     /// The address clients connect to.
     pub fn addr(&self) -> SocketAddr {
@@ -89,9 +87,8 @@ impl RealZk {
 impl Drop for RealZk {
     fn drop(&mut self) {
         // The watchdog goes first, so that it can never signal a reused pid.
-        if let Some(mut w) = self.watchdog.take() {
-            let _ = w.child.kill();
-            let _ = w.child.wait();
+        if let Some(w) = self.watchdog.take() {
+            w.disarm();
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -180,7 +177,7 @@ fn try_start(java: &Path, class_path: &str) -> Result<RealZk, EarlyExit> {
         .stderr(err)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", java.display()));
-    let watchdog = spawn_watchdog(child.id(), &dir);
+    let watchdog = Watchdog::start(child.id(), &dir, "locksim-zk-watchdog");
     let mut zk = RealZk {
         port,
         dir,
@@ -284,39 +281,4 @@ fn class_path() -> String {
         jars.extend(LOG4J_JARS);
     }
     jars.join(":")
-}
-
-/// Starts the [`Watchdog`] for the JVM `pid`; best effort, as it only matters when the
-/// test process dies abnormally.
-fn spawn_watchdog(pid: u32, dir: &Path) -> Option<Watchdog> {
-    let mut child = Command::new("/bin/sh")
-        .args([
-            "-c",
-            "read _ignored; kill -9 \"$1\"; sleep 0.2; rm -rf \"$2\"",
-            "locksim-zk-watchdog",
-        ])
-        .arg(pid.to_string())
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let stdin = child.stdin.take()?;
-    Some(Watchdog {
-        child,
-        _stdin: stdin,
-    })
-}
-
-/// The last `lines` lines of the file at `path` (or why it cannot be read).
-fn tail(path: &Path, lines: usize) -> String {
-    match fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let all: Vec<&str> = text.lines().collect();
-            all[all.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("(cannot read {}: {e})", path.display()),
-    }
 }
