@@ -7,7 +7,8 @@
 //! Those are the full budgets (`LOCKSIM_CATALOGUE=full`), which the README's numbers come
 //! from. By default (CI) a random scenario runs 64 seeds, an explicit one 32 and a
 //! baseline 100, to keep CI within ten minutes on two cores: the latest first violation
-//! any random scenario needs is seed 41, any explicit one seed 4 (raft-18-stuck-old-leader and raft-19-stale-read, on etcd's wire).
+//! any random scenario needs is seed 41, any explicit one seed 4 (raft-18-stuck-old-leader
+//! and raft-19-stale-read, on etcd's wire).
 //!
 //! The same sweep checks the golden histories: the FNV-1a hash of the JSONL history of
 //! seeds 0..20 of every scenario must equal `tests/golden/history_hashes.txt`, so a
