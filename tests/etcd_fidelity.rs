@@ -108,10 +108,12 @@ fn header(h: &Option<pb::ResponseHeader>) -> String {
 }
 
 fn kv(k: &mvccpb::KeyValue) -> String {
+    // Byte for byte: keys and values are bytes, and a lossy rendering would hide a
+    // difference in the bytes that are not UTF-8.
     format!(
-        "{}={:?}(c={} m={} v={} lease={})",
-        String::from_utf8_lossy(&k.key),
-        String::from_utf8_lossy(&k.value),
+        "{}=\"{}\"(c={} m={} v={} lease={})",
+        k.key.escape_ascii(),
+        k.value.escape_ascii(),
         k.create_revision,
         k.mod_revision,
         k.version,
@@ -1667,6 +1669,84 @@ async fn misc(side: &mut Side) {
     side.record("member list", s);
 }
 
+/// Keys and values that are not UTF-8 (python-etcd3's lock value is a binary uuid):
+/// stored, read, ranged by a prefix ending in 0xff, compared and deleted byte for byte.
+async fn binary(side: &mut Side) {
+    let uuid: Vec<u8> = vec![0x9f, 0x00, 0xc3, 0x28, 0xff, 0x80, 0x11, 0xee];
+    let keys: [&[u8]; 4] = [
+        b"bin/\xff",
+        b"bin/\xff\x00",
+        b"bin/\xfe\xff",
+        b"bin/\xc3\xa9",
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        let p = pb::PutRequest {
+            key: key.to_vec(),
+            value: uuid.clone(),
+            prev_kv: true,
+            ..Default::default()
+        };
+        side.put(&format!("binary put {i}"), p).await;
+    }
+    let one = pb::RangeRequest {
+        key: keys[0].to_vec(),
+        ..Default::default()
+    };
+    side.range("binary get", one).await;
+    for (label, pfx) in [
+        ("bin/", &b"bin/"[..]),
+        ("bin/\\xff", b"bin/\xff"),
+        ("bin/\\xfe\\xff", b"bin/\xfe\xff"),
+    ] {
+        let mut end = pfx.to_vec();
+        while end.last() == Some(&0xff) {
+            end.pop();
+        }
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let r = pb::RangeRequest {
+            key: pfx.to_vec(),
+            range_end: end,
+            ..Default::default()
+        };
+        side.range(&format!("binary prefix {label}"), r).await;
+    }
+    let by_value = pb::RangeRequest {
+        key: b"bin/".to_vec(),
+        range_end: b"bin0".to_vec(),
+        sort_order: SortOrder::Descend as i32,
+        sort_target: SortTarget::Key as i32,
+        ..Default::default()
+    };
+    side.range("binary keys descending", by_value).await;
+    for (label, value) in [("same", uuid.clone()), ("other", vec![0x9f, 0x00])] {
+        let c = pb::Compare {
+            result: CompareResult::Equal as i32,
+            target: CompareTarget::Value as i32,
+            key: keys[1].to_vec(),
+            target_union: Some(TargetUnion::Value(value)),
+            ..Default::default()
+        };
+        let t = pb::TxnRequest {
+            compare: vec![c],
+            success: vec![op_del(pb::DeleteRangeRequest {
+                key: keys[1].to_vec(),
+                prev_kv: true,
+                ..Default::default()
+            })],
+            failure: vec![],
+        };
+        side.txn(&format!("binary compare value {label}"), t).await;
+    }
+    let rest = pb::DeleteRangeRequest {
+        key: b"bin/".to_vec(),
+        range_end: b"bin0".to_vec(),
+        prev_kv: true,
+    };
+    side.delete("binary delete the rest", rest).await;
+}
+
 /// Odds and ends: server-chosen lease ids, progress requests, a watch to the end of the
 /// keyspace, `keys_only` with a value sort, more malformed requests, `Status`.
 async fn extras(side: &mut Side) {
@@ -1827,6 +1907,7 @@ async fn transcript(port: u16) -> Transcript {
     mutex(&mut side, 10).await;
     misc(&mut side).await;
     extras(&mut side).await;
+    binary(&mut side).await;
     expiry(&mut side).await;
     side.out
 }

@@ -10,9 +10,9 @@
 
 use super::etcdpb::{etcdserverpb as pb, mvccpb};
 use super::kv::{
-    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, KeySpec, KeyValue,
-    LeaseId, OpResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, ServiceError,
-    SortOrder, SortTarget, TxnOp, TxnRequest, TxnResponse,
+    bytes_of, text_of, Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse,
+    KeySpec, KeyValue, LeaseId, OpResponse, PutRequest, PutResponse, RangeRequest, RangeResponse,
+    ServiceError, SortOrder, SortTarget, TxnOp, TxnRequest, TxnResponse,
 };
 use std::collections::BTreeSet;
 use tonic::{Code, Status};
@@ -22,8 +22,7 @@ pub const MAX_TXN_OPS: usize = 128;
 /// etcd's `MaxLeaseTTL`, seconds.
 pub const MAX_LEASE_TTL_S: i64 = 9_000_000_000;
 
-/// Why the API refused or failed a request: etcd's `rpctypes` errors, plus the model's
-/// one deliberate refusal (bytes that are not UTF-8).
+/// Why the API refused or failed a request: etcd's `rpctypes` errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
     /// `ErrGRPCEmptyKey`.
@@ -50,8 +49,6 @@ pub enum ApiError {
     NoLeader,
     /// `ErrGRPCTimeout`: no answer within the node's deadline (it may still apply).
     Timeout,
-    /// The model keeps keys, values and range ends as UTF-8 (a deliberate difference).
-    NotUtf8(&'static str),
     /// Another status a node answered: its code and message.
     Other(i32, String),
 }
@@ -98,10 +95,6 @@ impl ApiError {
             ApiError::NoLeader => (Code::Unavailable, "etcdserver: no leader".into()),
             ApiError::Timeout => (Code::Unavailable, "etcdserver: request timed out".into()),
             ApiError::Other(code, msg) => (Code::from_i32(*code), msg.clone()),
-            ApiError::NotUtf8(what) => (
-                Code::InvalidArgument,
-                format!("locksim: the model keeps {what} as UTF-8 text"),
-            ),
         };
         Status::new(code, msg)
     }
@@ -154,8 +147,9 @@ fn service_code(e: &ServiceError) -> Code {
     }
 }
 
-fn text(bytes: Vec<u8>, what: &'static str) -> Result<String, ApiError> {
-    String::from_utf8(bytes).map_err(|_| ApiError::NotUtf8(what))
+/// Bytes from the wire as the store keeps them (any bytes: see [`text_of`]).
+fn text(bytes: Vec<u8>) -> String {
+    text_of(bytes)
 }
 
 fn key_spec(key: Vec<u8>, range_end: Vec<u8>) -> Result<KeySpec, ApiError> {
@@ -163,8 +157,8 @@ fn key_spec(key: Vec<u8>, range_end: Vec<u8>) -> Result<KeySpec, ApiError> {
         return Err(ApiError::EmptyKey);
     }
     Ok(KeySpec {
-        key: text(key, "keys")?,
-        range_end: text(range_end, "range ends")?,
+        key: text(key),
+        range_end: text(range_end),
     })
 }
 
@@ -235,8 +229,8 @@ pub fn put_request(r: pb::PutRequest) -> Result<PutRequest, ApiError> {
         return Err(ApiError::LeaseProvided);
     }
     Ok(PutRequest {
-        key: text(r.key, "keys")?,
-        value: text(r.value, "values")?,
+        key: text(r.key),
+        value: text(r.value),
         lease: lease_id(r.lease),
         prev_kv: r.prev_kv,
         ignore_value: r.ignore_value,
@@ -332,7 +326,7 @@ fn compare(c: pb::Compare) -> Result<Compare, ApiError> {
         T::Create => CompareTarget::Create(number),
         T::Mod => CompareTarget::Mod(number),
         T::Value => match union {
-            Some(U::Value(v)) => CompareTarget::Value(text(v, "values")?),
+            Some(U::Value(v)) => CompareTarget::Value(text(v)),
             _ => CompareTarget::Value(String::new()),
         },
         T::Lease => CompareTarget::Lease(number),
@@ -402,11 +396,11 @@ fn check_intervals(ops: &[TxnOp]) -> Result<Writes, ApiError> {
 /// A key as etcd's `mvccpb.KeyValue`.
 pub fn kv_pb(kv: KeyValue) -> mvccpb::KeyValue {
     mvccpb::KeyValue {
-        key: kv.key.into_bytes(),
+        key: bytes_of(&kv.key),
         create_revision: kv.create_revision as i64,
         mod_revision: kv.mod_revision as i64,
         version: kv.version as i64,
-        value: kv.value.into_bytes(),
+        value: bytes_of(&kv.value),
         lease: kv.lease as i64,
     }
 }

@@ -211,13 +211,6 @@ fn an_undecodable_entry_is_internal() {
 }
 
 #[test]
-fn not_utf8_is_an_invalid_argument_naming_what() {
-    let s = ApiError::NotUtf8("keys").status();
-    assert_eq!(s.code(), Code::InvalidArgument);
-    assert_eq!(s.message(), "locksim: the model keeps keys as UTF-8 text");
-}
-
-#[test]
 fn other_keeps_the_code_and_message_it_was_given() {
     let s = ApiError::Other(Code::DataLoss as i32, "gone".into()).status();
     assert_eq!((s.code(), s.message()), (Code::DataLoss, "gone"));
@@ -270,7 +263,6 @@ fn other_statuses_are_not_acted_on() {
         ApiError::DuplicateKey,
         ApiError::Service(ServiceError::Compacted),
         ApiError::Service(ServiceError::LeaseExists),
-        ApiError::NotUtf8("keys"),
     ] {
         assert_eq!(ApiError::of_status(&e.status()), None, "{e:?}");
     }
@@ -457,38 +449,58 @@ fn unknown_sort_values_read_as_the_defaults() {
 }
 
 #[test]
-fn bytes_that_are_not_utf8_are_refused() {
-    let bad = vec![0xff, 0xfe];
-    let r = pb::RangeRequest {
-        key: bad.clone(),
-        ..Default::default()
-    };
-    assert_eq!(range_request(r), Err(ApiError::NotUtf8("keys")));
-    let r = pb::RangeRequest {
-        range_end: bad.clone(),
-        ..range_pb("k")
-    };
-    assert_eq!(range_request(r), Err(ApiError::NotUtf8("range ends")));
+fn any_bytes_come_back_as_they_were_sent() {
+    // etcd's keys and values are bytes: python-etcd3's lock value is a binary uuid.
+    let bytes = vec![0x00, 0x7f, 0x80, 0xc3, 0xa9, 0xfe, 0xff];
     let p = pb::PutRequest {
-        value: bad.clone(),
+        value: bytes.clone(),
         ..put_pb("k", "")
     };
-    assert_eq!(put_request(p), Err(ApiError::NotUtf8("values")));
-    let d = pb::DeleteRangeRequest {
-        key: bad.clone(),
+    let put = put_request(p).unwrap();
+    let kv = KeyValue {
+        key: put.key.clone(),
+        value: put.value.clone(),
+        create_revision: 2,
+        mod_revision: 2,
+        version: 1,
+        lease: 0,
+    };
+    assert_eq!(kv_pb(kv).value, bytes);
+    let r = pb::RangeRequest {
+        key: bytes.clone(),
+        range_end: vec![0xff, 0xff],
         ..Default::default()
     };
-    assert_eq!(delete_request(d), Err(ApiError::NotUtf8("keys")));
-    let c = pb::Compare {
-        target: pb::compare::CompareTarget::Value as i32,
-        target_union: Some(pb::compare::TargetUnion::Value(bad)),
-        ..version_is("k", 0)
-    };
-    let t = pb::TxnRequest {
-        compare: vec![c],
-        ..Default::default()
-    };
-    assert_eq!(txn_request(t), Err(ApiError::NotUtf8("values")));
+    let range = range_request(r).unwrap();
+    assert_eq!(super::super::kv::bytes_of(&range.keys.key), bytes);
+    assert_eq!(
+        super::super::kv::bytes_of(&range.keys.range_end),
+        [0xff, 0xff]
+    );
+}
+
+#[test]
+fn keys_order_as_their_bytes() {
+    use super::super::kv::text_of;
+    let mut keys = vec![vec![0xc3, 0xa9], vec![0x7a], vec![0xff], vec![0x80, 0x00]];
+    let mut texts: Vec<String> = keys.iter().cloned().map(text_of).collect();
+    keys.sort();
+    texts.sort();
+    let back: Vec<Vec<u8>> = texts
+        .iter()
+        .map(|t| super::super::kv::bytes_of(t))
+        .collect();
+    assert_eq!(back, keys);
+}
+
+#[test]
+fn a_prefix_ends_past_its_last_byte_below_0xff() {
+    use super::super::kv::{bytes_of, text_of, KeySpec};
+    let p = KeySpec::prefix(text_of(vec![b'a', 0xff]));
+    assert_eq!(bytes_of(&p.range_end), [b'b']);
+    let p = KeySpec::prefix(text_of(vec![b'a', 0xc3]));
+    assert_eq!(bytes_of(&p.range_end), [b'a', 0xc4]);
+    assert_eq!(KeySpec::prefix(text_of(vec![0xff])).range_end, "\0");
 }
 
 // ---- compares ----

@@ -4,14 +4,10 @@
 
 use super::etcdpb::{etcdserverpb as pb, mvccpb};
 use super::kv::{
-    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, KeySpec, KeyValue,
-    OpResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, SortOrder, SortTarget, TxnOp,
-    TxnRequest, TxnResponse,
+    bytes_of, text_of, Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse,
+    KeySpec, KeyValue, OpResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, SortOrder,
+    SortTarget, TxnOp, TxnRequest, TxnResponse,
 };
-
-fn lossy(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
-}
 
 fn header_revision(h: &Option<pb::ResponseHeader>) -> u64 {
     h.as_ref().map_or(0, |h| h.revision.max(0) as u64)
@@ -20,8 +16,8 @@ fn header_revision(h: &Option<pb::ResponseHeader>) -> u64 {
 /// etcd's `mvccpb.KeyValue` as the store's.
 pub fn kv_of(kv: mvccpb::KeyValue) -> KeyValue {
     KeyValue {
-        key: lossy(kv.key),
-        value: lossy(kv.value),
+        key: text_of(kv.key),
+        value: text_of(kv.value),
         create_revision: kv.create_revision.max(0) as u64,
         mod_revision: kv.mod_revision.max(0) as u64,
         version: kv.version.max(0) as u64,
@@ -45,8 +41,8 @@ pub fn range_pb(r: &RangeRequest) -> pb::RangeRequest {
         SortTarget::Value => T::Value,
     };
     pb::RangeRequest {
-        key: r.keys.key.clone().into_bytes(),
-        range_end: r.keys.range_end.clone().into_bytes(),
+        key: bytes_of(&r.keys.key),
+        range_end: bytes_of(&r.keys.range_end),
         limit: r.limit as i64,
         revision: r.revision as i64,
         sort_order: sort_order as i32,
@@ -64,8 +60,8 @@ pub fn range_pb(r: &RangeRequest) -> pb::RangeRequest {
 /// A put as etcd's `PutRequest`.
 pub fn put_pb(p: &PutRequest) -> pb::PutRequest {
     pb::PutRequest {
-        key: p.key.clone().into_bytes(),
-        value: p.value.clone().into_bytes(),
+        key: bytes_of(&p.key),
+        value: bytes_of(&p.value),
         lease: p.lease as i64,
         prev_kv: p.prev_kv,
         ignore_value: p.ignore_value,
@@ -76,8 +72,8 @@ pub fn put_pb(p: &PutRequest) -> pb::PutRequest {
 /// A delete as etcd's `DeleteRangeRequest`.
 pub fn delete_pb(d: &DeleteRequest) -> pb::DeleteRangeRequest {
     pb::DeleteRangeRequest {
-        key: d.keys.key.clone().into_bytes(),
-        range_end: d.keys.range_end.clone().into_bytes(),
+        key: bytes_of(&d.keys.key),
+        range_end: bytes_of(&d.keys.range_end),
         prev_kv: d.prev_kv,
     }
 }
@@ -94,14 +90,14 @@ fn compare_pb(c: &Compare) -> pb::Compare {
         CompareTarget::Version(n) => (T::Version, U::Version(*n as i64)),
         CompareTarget::Create(n) => (T::Create, U::CreateRevision(*n as i64)),
         CompareTarget::Mod(n) => (T::Mod, U::ModRevision(*n as i64)),
-        CompareTarget::Value(v) => (T::Value, U::Value(v.clone().into_bytes())),
+        CompareTarget::Value(v) => (T::Value, U::Value(bytes_of(v))),
         CompareTarget::Lease(n) => (T::Lease, U::Lease(*n as i64)),
     };
     pb::Compare {
         result: result as i32,
         target: target as i32,
-        key: c.keys.key.clone().into_bytes(),
-        range_end: c.keys.range_end.clone().into_bytes(),
+        key: bytes_of(&c.keys.key),
+        range_end: bytes_of(&c.keys.range_end),
         target_union: Some(union),
     }
 }
@@ -181,8 +177,8 @@ pub fn watch_create_pb(keys: &KeySpec, start: u64) -> pb::WatchRequest {
     pb::WatchRequest {
         request_union: Some(pb::watch_request::RequestUnion::CreateRequest(
             pb::WatchCreateRequest {
-                key: keys.key.clone().into_bytes(),
-                range_end: keys.range_end.clone().into_bytes(),
+                key: bytes_of(&keys.key),
+                range_end: bytes_of(&keys.range_end),
                 start_revision: start as i64,
                 ..Default::default()
             },

@@ -11,7 +11,7 @@ use super::etcd_api::{self as api, ApiError, HeaderIds, MAX_LEASE_TTL_S};
 use super::etcdpb::etcdserverpb as pb;
 use super::etcdpb::etcdserverpb::watch_server;
 use super::etcdpb::etcdserverpb::{cluster_server, kv_server, lease_server, maintenance_server};
-use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response};
+use super::kv::{bytes_of, LeaseId, RangeRequest, RangeResponse, Request, Response};
 use crate::net::GrpcRouter;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -315,7 +315,7 @@ impl lease_server::Lease for EtcdService {
             id: r.id,
             ttl: remaining,
             granted_ttl: self.ttl_s(ttl.granted_ms),
-            keys: ttl.keys.into_iter().map(String::into_bytes).collect(),
+            keys: ttl.keys.iter().map(|k| bytes_of(k)).collect(),
         }))
     }
 

@@ -3,8 +3,8 @@
 //! converts etcd's protobuf messages to and from these; the Raft log carries them as JSON
 //! ([`super::super::service::Proposal`]).
 //!
-//! Keys and values are UTF-8 strings (etcd's are bytes; the gRPC layer refuses what is not
-//! UTF-8, a deliberate difference listed in the README). Lease TTLs are in milliseconds
+//! Keys and values are etcd's bytes, kept as strings of one `char` per byte
+//! ([`text_of`], [`bytes_of`]). Lease TTLs are in milliseconds
 //! here; on the wire they are etcd's seconds, each lasting the cluster's `second_ms`.
 
 use serde::{Deserialize, Serialize};
@@ -86,19 +86,39 @@ impl KeySpec {
     }
 }
 
-/// The least string greater than every string starting with `prefix` (etcd's
-/// `GetPrefixRangeEnd`, by code point rather than byte so that it stays UTF-8): the
-/// prefix with its last character incremented, dropping characters that cannot be.
+/// The least key greater than every key starting with `prefix` (etcd's
+/// `GetPrefixRangeEnd`): the prefix with its last byte incremented, dropping the 0xff
+/// bytes that cannot be.
 fn prefix_end(prefix: &str) -> String {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(last) = chars.pop() {
-        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
-        if let Some(c) = next {
-            chars.push(c);
-            return chars.into_iter().collect();
+    let mut bytes = bytes_of(prefix);
+    while let Some(last) = bytes.pop() {
+        if last < 0xff {
+            bytes.push(last + 1);
+            return text_of(bytes);
         }
     }
     "\0".into()
+}
+
+/// etcd's keys and values are bytes; the store keeps them as `String`s of one `char`
+/// per byte (U+0000 to U+00FF), so that any bytes a client sends come back as they were
+/// and keys order as their bytes do. ASCII, all locksim's own clients send, is the same
+/// either way.
+pub fn text_of(bytes: Vec<u8>) -> String {
+    bytes.into_iter().map(char::from).collect()
+}
+
+/// The bytes a key or value stands for (the inverse of [`text_of`]); a `char` above
+/// U+00FF, which no client can have sent, goes out as its UTF-8.
+pub fn bytes_of(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match u8::try_from(c) {
+            Ok(b) => out.push(b),
+            Err(_) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out
 }
 
 /// Sort order of a range (etcd's `SortOrder`).

@@ -12,7 +12,7 @@ use super::super::etcd_api::ApiError;
 use super::super::etcd_grpc::LeaseTtl;
 use super::super::etcdpb::etcdserverpb as pb;
 use super::super::etcdpb::etcdserverpb::lease_client::LeaseClient;
-use super::super::kv::LeaseId;
+use super::super::kv::{text_of, LeaseId};
 use super::super::wire::CLIENT_PORT;
 use super::{node_name, Node};
 use crate::net::GrpcChannel;
@@ -89,11 +89,7 @@ impl Node {
             Ok(LeaseTtl {
                 remaining_ms: if r.ttl < 0 { -1 } else { r.ttl * second_ms },
                 granted_ms: r.granted_ttl.max(0) as u64 * second_ms as u64,
-                keys: r
-                    .keys
-                    .into_iter()
-                    .map(|k| String::from_utf8_lossy(&k).into_owned())
-                    .collect(),
+                keys: r.keys.into_iter().map(text_of).collect(),
             })
         })
         .await

@@ -14,10 +14,10 @@
 
 use super::super::etcd_api::kv_pb;
 use super::super::etcdpb::{etcdserverpb as pb, mvccpb};
-use super::super::kv::{Event, EventKind, KeySpec};
+use super::super::kv::{text_of, Event, EventKind, KeySpec};
 use super::Node;
 use std::collections::BTreeMap;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 
 type Replies = super::super::etcd_grpc::Replies<pb::WatchResponse>;
 
@@ -134,13 +134,10 @@ impl Stream {
 
     async fn create(&mut self, c: pb::WatchCreateRequest) -> bool {
         use pb::watch_create_request::FilterType as F;
-        let (Ok(key), Ok(range_end)) = (String::from_utf8(c.key), String::from_utf8(c.range_end))
-        else {
-            let status = Status::invalid_argument("locksim: the model keeps keys as UTF-8 text");
-            let _ = self.replies.send(Err(status)).await;
-            return false;
+        let keys = KeySpec {
+            key: text_of(c.key),
+            range_end: text_of(c.range_end),
         };
-        let keys = KeySpec { key, range_end };
         let empty = !keys.is_single() && keys.range_end != "\0" && keys.range_end <= keys.key;
         let duplicate = c.watch_id != 0 && self.watchers.contains_key(&c.watch_id);
         if empty || duplicate {
