@@ -87,6 +87,21 @@ pub enum Call {
     ),
     /// A `Watch` stream.
     Watch(Streaming<pb::WatchRequest>, Replies<pb::WatchResponse>),
+    /// A lessor call another node forwarded here: served, never forwarded again (a
+    /// follower that believes in a leader that believes in it would bounce it forever).
+    Forwarded(Box<Call>),
+}
+
+/// The metadata key that marks a lessor call one node forwarded to another.
+pub const FORWARDED: &str = "locksim-forwarded";
+
+/// `call`, marked [`Call::Forwarded`] when `meta` says another node forwarded it.
+fn hop(meta: &tonic::metadata::MetadataMap, call: Call) -> Call {
+    if meta.contains_key(FORWARDED) {
+        Call::Forwarded(Box::new(call))
+    } else {
+        call
+    }
 }
 
 /// The services of one node: every RPC becomes a [`Call`] on `calls`.
@@ -292,18 +307,22 @@ impl lease_server::Lease for EtcdService {
         &self,
         req: tonic::Request<Streaming<pb::LeaseKeepAliveRequest>>,
     ) -> Rpc<BoxStream<pb::LeaseKeepAliveResponse>> {
-        self.stream(req.into_inner(), Call::KeepAlive)
+        let meta = req.metadata().clone();
+        self.stream(req.into_inner(), |requests, replies| {
+            hop(&meta, Call::KeepAlive(requests, replies))
+        })
     }
 
     async fn lease_time_to_live(
         &self,
         req: tonic::Request<pb::LeaseTimeToLiveRequest>,
     ) -> Rpc<pb::LeaseTimeToLiveResponse> {
+        let meta = req.metadata().clone();
         let r = req.into_inner();
         let id = u64::try_from(r.id).unwrap_or(u64::MAX);
         let keys = r.keys;
         let (ttl, ids) = self
-            .ask(|reply| Call::TimeToLive { id, keys, reply })
+            .ask(|reply| hop(&meta, Call::TimeToLive { id, keys, reply }))
             .await?;
         let remaining = if ttl.remaining_ms < 0 {
             -1
@@ -321,9 +340,10 @@ impl lease_server::Lease for EtcdService {
 
     async fn lease_leases(
         &self,
-        _req: tonic::Request<pb::LeaseLeasesRequest>,
+        req: tonic::Request<pb::LeaseLeasesRequest>,
     ) -> Rpc<pb::LeaseLeasesResponse> {
-        let (leases, ids) = self.ask(Call::Leases).await?;
+        let meta = req.metadata();
+        let (leases, ids) = self.ask(|reply| hop(meta, Call::Leases(reply))).await?;
         Ok(tonic::Response::new(pb::LeaseLeasesResponse {
             header: ids.header(0),
             leases: leases

@@ -47,6 +47,17 @@ impl Node {
 
     async fn serve_call(self, call: Call) {
         match call {
+            Call::Forwarded(call) => self.serve(*call, false).await,
+            call => {
+                let forward = self.params.forward_lease_calls;
+                self.serve(call, forward).await
+            }
+        }
+    }
+
+    /// Serve `call`; `forward`: a lessor call this node cannot answer goes to its leader.
+    async fn serve(self, call: Call, forward: bool) {
+        match call {
             Call::Propose(req, reply) => {
                 let req = self.with_lease_id(req);
                 let answer = self.propose(req).await;
@@ -57,17 +68,21 @@ impl Node {
                 self.answer(reply, answer);
             }
             Call::TimeToLive { id, keys, reply } => {
-                let answer = self.time_to_live(id, keys).await;
+                let answer = self.time_to_live(id, keys, forward).await;
                 self.answer(reply, answer);
             }
             Call::Leases(reply) => {
-                let answer = self.leases().await;
+                let answer = self.leases(forward).await;
                 self.answer(reply, answer);
             }
             Call::Members(reply) => self.answer(reply, Ok(self.members())),
             Call::Status(reply) => self.answer(reply, Ok(self.status())),
-            Call::KeepAlive(requests, replies) => self.keep_alive_stream(requests, replies).await,
+            Call::KeepAlive(requests, replies) => {
+                self.keep_alive_stream(requests, replies, forward).await
+            }
             Call::Watch(requests, replies) => super::watch::serve(self, requests, replies).await,
+            // Marked once, at the gRPC edge.
+            Call::Forwarded(call) => Box::pin(self.serve(*call, false)).await,
         }
     }
 
@@ -86,9 +101,14 @@ impl Node {
 
     /// `LeaseTimeToLive`, by the leader's lessor (etcd forwards it there): a lease it does
     /// not know has TTL −1.
-    async fn time_to_live(&self, id: LeaseId, keys: bool) -> Result<LeaseTtl, ApiError> {
+    async fn time_to_live(
+        &self,
+        id: LeaseId,
+        keys: bool,
+        forward: bool,
+    ) -> Result<LeaseTtl, ApiError> {
         if let Err(refused) = self.leader_only().await {
-            let leader = self.forward_to(&refused).ok_or(refused)?;
+            let leader = self.forward_to(&refused, forward).ok_or(refused)?;
             return self.forward_time_to_live(leader, id, keys).await;
         }
         let s = self.server.borrow();
@@ -114,9 +134,9 @@ impl Node {
 
     /// `LeaseLeases`: the leases a client granted (not the lock-delay ones), soonest
     /// expiry first, as etcd's lessor sorts them (`leasesByExpiry`); ties by id.
-    async fn leases(&self) -> Result<Vec<LeaseId>, ApiError> {
+    async fn leases(&self, forward: bool) -> Result<Vec<LeaseId>, ApiError> {
         if let Err(refused) = self.leader_only().await {
-            let leader = self.forward_to(&refused).ok_or(refused)?;
+            let leader = self.forward_to(&refused, forward).ok_or(refused)?;
             return self.forward_leases(leader).await;
         }
         let s = self.server.borrow();
@@ -189,12 +209,13 @@ impl Node {
         &self,
         mut requests: Streaming<pb::LeaseKeepAliveRequest>,
         replies: Replies<pb::LeaseKeepAliveResponse>,
+        forward: bool,
     ) {
         let second_ms = self.params.second_ms();
         while let Ok(Some(req)) = requests.message().await {
             let id = u64::try_from(req.id).unwrap_or(u64::MAX);
             let renewed = match self.keep_alive(id).await {
-                Err(refused) => match self.forward_to(&refused) {
+                Err(refused) => match self.forward_to(&refused, forward) {
                     Some(leader) => self.forward_keep_alive(leader, req.id).await,
                     None => Err(refused),
                 },

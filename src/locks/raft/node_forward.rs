@@ -9,7 +9,7 @@
 //! (locksim's own client does; `etcdctl lease keep-alive` against a follower does not).
 
 use super::super::etcd_api::ApiError;
-use super::super::etcd_grpc::LeaseTtl;
+use super::super::etcd_grpc::{LeaseTtl, FORWARDED};
 use super::super::etcdpb::etcdserverpb as pb;
 use super::super::etcdpb::etcdserverpb::lease_client::LeaseClient;
 use super::super::kv::{text_of, LeaseId};
@@ -21,14 +21,18 @@ use tonic::Status;
 
 impl Node {
     /// Where a lessor call goes when this node cannot answer it with `refused`: the
-    /// leader named by the `NotLeader` hint, when forwarding is on and that is another
-    /// node.
-    pub(super) fn forward_to(&self, refused: &ApiError) -> Option<LeaseClient<GrpcChannel>> {
+    /// leader named by the `NotLeader` hint, when `forward` (forwarding is on and the
+    /// call was not forwarded here) and that is another node.
+    pub(super) fn forward_to(
+        &self,
+        refused: &ApiError,
+        forward: bool,
+    ) -> Option<LeaseClient<GrpcChannel>> {
         let ApiError::NotLeader { hint } = *refused else {
             return None;
         };
         let me = self.server.borrow().id;
-        if !self.params.forward_lease_calls || hint == 0 || hint == me {
+        if !forward || hint == 0 || hint == me {
             return None;
         }
         let mut channels = self.leader_channels.borrow_mut();
@@ -60,7 +64,7 @@ impl Node {
         id: i64,
     ) -> Result<u64, ApiError> {
         let second_ms = self.params.second_ms();
-        let request = tokio_stream::iter([pb::LeaseKeepAliveRequest { id }]);
+        let request = forwarded(tokio_stream::iter([pb::LeaseKeepAliveRequest { id }]));
         self.forwarded(async move {
             let mut answers = leader.lease_keep_alive(request).await?.into_inner();
             let answer = answers
@@ -80,10 +84,10 @@ impl Node {
         keys: bool,
     ) -> Result<LeaseTtl, ApiError> {
         let second_ms = self.params.second_ms() as i64;
-        let request = pb::LeaseTimeToLiveRequest {
+        let request = forwarded(pb::LeaseTimeToLiveRequest {
             id: id as i64,
             keys,
-        };
+        });
         self.forwarded(async move {
             let r = leader.lease_time_to_live(request).await?.into_inner();
             Ok(LeaseTtl {
@@ -101,9 +105,21 @@ impl Node {
         mut leader: LeaseClient<GrpcChannel>,
     ) -> Result<Vec<LeaseId>, ApiError> {
         self.forwarded(async move {
-            let r = leader.lease_leases(pb::LeaseLeasesRequest {}).await?;
+            let r = leader
+                .lease_leases(forwarded(pb::LeaseLeasesRequest {}))
+                .await?;
             Ok(r.into_inner().leases.iter().map(|l| l.id as u64).collect())
         })
         .await
     }
+}
+
+/// `message` marked as forwarded ([`FORWARDED`]): the leader serves it and does not
+/// forward it again.
+fn forwarded<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert(FORWARDED, tonic::metadata::MetadataValue::from_static("1"));
+    request
 }
