@@ -74,11 +74,12 @@ pub struct ServeConfig {
     pub family: ServeFamily,
     /// The loopback port of its (first) server.
     pub port: u16,
-    /// How many servers: 1 (standalone), 3 or 5 (an ensemble, on consecutive ports).
+    /// How many servers: 1, or 3 or 5 (a zk ensemble or raft cluster, on consecutive
+    /// ports).
     pub nodes: u32,
     /// The server's tick, ms: ZooKeeper's `tickTime` (sessions negotiate to 2 to 20
-    /// ticks), or etcd's heartbeat interval (elections after 10 ticks, lease TTLs of at
-    /// least 15).
+    /// ticks), or etcd's heartbeat interval (an election timeout is 10 ticks, and the
+    /// shortest lease TTL 15 ticks rounded up to whole seconds).
     pub tick_ms: u64,
 }
 
