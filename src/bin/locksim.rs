@@ -165,8 +165,8 @@ enum Command {
         history: Option<std::path::PathBuf>,
     },
     /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
-    /// clients (zkCli.sh, kazoo, Curator for zk; redis-cli, redis-py for redis). Exit 0
-    /// when stopped, 2 on bad input
+    /// clients (zkCli.sh, kazoo, Curator for zk; etcdctl, python-etcd3 for raft;
+    /// redis-cli, redis-py for redis). Exit 0 when stopped, 2 on bad input
     Serve {
         /// The family: zk, raft or redis.
         family: String,
