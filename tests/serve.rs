@@ -49,10 +49,13 @@ fn the_redis_model_serves_a_lock_on_loopback() {
 }
 
 /// Runs Debian's `etcdctl` (3.4) against `endpoint`; its stdout, or a panic with its
-/// stderr. Without `etcdctl` it panics and says how to install it.
+/// stderr. Without `etcdctl` it panics and says how to install it. `timeout` kills it
+/// after 30 s: `lock` and `lease keep-alive` take no `--command-timeout`, and a model
+/// that never answered would otherwise hang the test.
 fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> String {
     use std::process::{Command, Stdio};
-    let mut child = Command::new("etcdctl")
+    let mut child = Command::new("timeout")
+        .args(["-s", "KILL", "30", "etcdctl"])
         .env("ETCDCTL_API", "3")
         .arg(format!("--endpoints={endpoint}"))
         .arg("--command-timeout=5s")

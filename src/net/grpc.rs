@@ -383,7 +383,14 @@ impl GrpcChannel {
             .await
             .map_err(|_| timed_out("connect"))??;
         let exec = NodeExecutor(s.ctx.clone());
-        let handshake = hyper::client::conn::http2::handshake(exec, HyperIo(stream));
+        // h2 remembers a stream it reset for `reset_stream_duration` of *real* time (std
+        // `Instant`), ignoring that stream's late frames meanwhile and answering them
+        // after it: a frame more or less would then depend on how fast the machine runs.
+        // An hour outlives any run, so only the count limit (10) decides, as it does
+        // whenever a run is fast.
+        let handshake = hyper::client::conn::http2::Builder::new(exec)
+            .reset_stream_duration(Duration::from_secs(3600))
+            .handshake(HyperIo(stream));
         let (sender, conn) = s
             .ctx
             .timeout(deadline, handshake)

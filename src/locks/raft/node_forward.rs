@@ -52,7 +52,12 @@ impl Node {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(status)) => Err(ApiError::of_status(&status)
                 .unwrap_or_else(|| ApiError::Other(status.code() as i32, status.message().into()))),
-            Err(_) => Err(ApiError::Timeout),
+            Err(_) => {
+                // The connection may be wedged (a simulated link drops segments and
+                // never retransmits): the next forward opens a new one.
+                self.leader_channels.borrow_mut().clear();
+                Err(ApiError::Timeout)
+            }
         }
     }
 
