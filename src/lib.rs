@@ -50,6 +50,7 @@ pub mod live;
 pub mod locks;
 pub mod net;
 pub mod plural;
+pub mod real;
 pub mod report;
 pub mod resource;
 pub mod scenario;

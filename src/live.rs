@@ -1,40 +1,39 @@
-//! Live mode: a scenario's lock clients, workload, storage and checks against real
-//! `redis-server` processes on 127.0.0.1 that locksim starts and stops itself, for a
-//! bounded real duration.
+//! Live mode: a scenario's lock clients, workload, storage and checks against the real
+//! servers of its family (`redis-server`, an etcd cluster, a ZooKeeper ensemble: the
+//! family's [`RealCluster`]) on 127.0.0.1, which locksim starts and stops itself, for a
+//! bounded real duration. This module names no family.
 //!
 //! Each client runs the simulation's code in its own process (`locksim live-node`, see
 //! [`live_node_main`]): its [`NodeCtx`] takes true time from the machine's monotonic clock,
 //! which every process shares, and connects over loopback TCP ([`crate::net::Tcp`]); it
 //! streams its events to locksim, which merges them into one history by time. The
-//! storage runs in locksim's process. The scenario's faults are applied for real where
-//! that is possible on one machine: a pause of a server or a client is SIGSTOP then
-//! SIGCONT of its process (a client reaching an armed pause point stops itself), a crash
-//! is SIGKILL and a restart (a server on the same port and data folder with the
-//! configured persistence; a client as a new process, its next incarnation); partitions
-//! cut the clients' and the storage's loopback connections ([`crate::net::LiveStream`]).
-//! Clock faults of clients and the storage change their `Clock` as in simulation; those
-//! of the servers are not applied (they are listed as skipped). Every process started is
-//! killed on the way out, including after SIGINT/SIGTERM, and by the kernel if locksim
-//! itself is killed. Supports `algorithm = "redis"` (one server), `"redlock"` (N
-//! independent servers) and `"redis-replicated"` (a primary, its replicas and real
-//! Sentinels: [`start_servers`]); links between two servers cannot be cut.
+//! storage runs in locksim's process. Every link crosses one of locksim's proxies
+//! ([`Proxies`]): clients reach servers and the storage, and servers reach each other,
+//! only through them, so the scenario's partitions (two-way and one-way), latency and
+//! loss apply to every link, between servers too. A pause of a server or a client is
+//! SIGSTOP then SIGCONT of its process (a client reaching an armed pause point stops
+//! itself), a crash is SIGKILL and a restart (a server on the same ports and data
+//! folder; a client as a new process, its next incarnation). Clock faults of clients and
+//! the storage change their `Clock` as in simulation; those of the servers are not
+//! applied (they are listed as skipped). Every process started is killed on the way out,
+//! including after SIGINT/SIGTERM, and by the kernel if locksim itself is killed.
 
 mod messages;
 mod node_main;
 mod node_process;
-mod process;
-mod servers;
 
 pub use messages::{FromNode, NodeSpec, ToNode};
 pub use node_main::live_node_main;
 pub use node_process::locksim_binary;
-pub use process::{redis_server_binary, RedisProcess, Role, Supervisor};
-pub use servers::{start_servers, ServerConfig};
 
 use node_process::{Inbox, NodeProcess, Note};
 
 use crate::history::{Event, EventType, Recorder};
+use crate::locks::ALGORITHMS;
 use crate::net::LiveNet;
+use crate::real::{
+    free_port, Addresses, LinkShape, Proxies, RealCluster, Route, ServerProcess, Supervisor,
+};
 use crate::scenario::Scenario;
 use crate::sim::{Action, ArmedFault, NodeCtx, NodeRequest, NodeState, RunResult};
 use serde_json::json;
@@ -47,27 +46,55 @@ use std::time::Duration;
 /// How often the driver applies due faults and serves node requests.
 const DRIVER_TICK: Duration = Duration::from_millis(1);
 
+/// How long the servers may take to start and form their cluster (a JVM, an election).
+const START_LIMIT: Duration = Duration::from_secs(60);
+
 /// What a live run did: the run (history, schedule) and the faults it could not apply.
 #[derive(Debug)]
 pub struct LiveRun {
     /// The history and the fault schedule, as a simulated run returns them.
     pub result: RunResult,
-    /// Faults of the schedule that live mode cannot inflict (servers' clock faults, …).
+    /// Faults of the schedule, and settings of the scenario, that live mode does not
+    /// apply (servers' clock faults, model-only keys, ...).
     pub skipped: Vec<String>,
+    /// The real system the run used (`redis-server`, `etcd`, `ZooKeeper`).
+    pub system: &'static str,
+    /// Connections the proxies forwarded, by directed link (source → server).
+    pub connections: BTreeMap<(String, String), u64>,
+}
+
+/// The algorithms live mode runs: those with a real counterpart.
+pub fn live_families() -> Vec<&'static str> {
+    ALGORITHMS
+        .iter()
+        .filter(|f| {
+            (f.configure)("", std::path::Path::new("."))
+                .ok()
+                .and_then(|a| a.real())
+                .is_some()
+        })
+        .map(|f| f.name)
+        .collect()
 }
 
 /// Run `scenario` live for its `duration_ms` with the faults of `seed` (explicit ones and
 /// random draws). `stop` ends the run early (a signal handler sets it). Errors are
-/// messages for exit code 2 (unsupported scenario, redis-server missing or failing).
+/// messages for exit code 2 (a family without a real counterpart, a server missing or
+/// failing).
 pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result<LiveRun, String> {
-    if !["redis", "redis-replicated", "redlock"].contains(&scenario.lock.name()) {
+    let mut scenario = scenario.clone();
+    scenario.lock = scenario.lock.for_real();
+    let Some(cluster) = scenario.lock.real() else {
         return Err(format!(
-            "live mode runs algorithm = \"redis\", \"redis-replicated\" or \"redlock\" \
-             only, not \"{}\"",
+            "live mode runs algorithm = {}, not \"{}\" (it has no real counterpart)",
+            live_families()
+                .iter()
+                .map(|f| format!("\"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
             scenario.lock.name()
         ));
-    }
-    let config = ServerConfig::of(scenario)?;
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -75,7 +102,10 @@ pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result
     let local = tokio::task::LocalSet::new();
     let supervisor = Supervisor::default();
     let root = std::env::temp_dir().join(format!("locksim-live-{}", std::process::id()));
-    let out = local.block_on(&rt, drive(scenario, seed, config, &root, &supervisor, stop));
+    let out = local.block_on(
+        &rt,
+        drive(&scenario, seed, cluster, &root, &supervisor, stop),
+    );
     supervisor.kill_all();
     let _ = std::fs::remove_dir_all(&root);
     out
@@ -99,12 +129,13 @@ struct Client {
 struct Driver {
     recorder: Recorder,
     net: Rc<LiveNet>,
-    servers: BTreeMap<String, RedisProcess>,
+    servers: BTreeMap<String, ServerProcess>,
+    proxies: Proxies,
     locals: BTreeMap<String, Local>,
     clients: BTreeMap<String, Client>,
     /// What client processes report.
     inbox: Inbox,
-    /// The spec every client process starts from (node, incarnation and cuts vary).
+    /// The spec every client process starts from (node and incarnation vary).
     spec: NodeSpec,
     exe: std::path::PathBuf,
     supervisor: Supervisor,
@@ -116,32 +147,113 @@ struct Driver {
     partitions: BTreeMap<u64, Vec<(String, String)>>,
 }
 
+/// The ports of a run: every server port's listen and public (proxy) port, and the
+/// storage's, with the address books of locksim (listen ports: its observers and its
+/// storage) and of the client processes (public ports: every connection is proxied).
+struct Plan {
+    addrs: Addresses,
+    routes: Vec<Route>,
+    locksim_book: BTreeMap<String, u16>,
+    client_book: BTreeMap<String, u16>,
+}
+
+fn plan_ports(scenario: &Scenario, cluster: &dyn RealCluster) -> Result<Plan, String> {
+    let port = || free_port().map_err(|e| format!("no free loopback port: {e}"));
+    let mut plan = Plan {
+        addrs: Addresses::default(),
+        routes: Vec::new(),
+        locksim_book: BTreeMap::new(),
+        client_book: BTreeMap::new(),
+    };
+    for node in scenario.servers() {
+        for (i, p) in cluster.ports(&node).into_iter().enumerate() {
+            let (listen, public) = (port()?, port()?);
+            plan.addrs.insert(&node, p.label, listen, public);
+            plan.routes.push(Route {
+                node: node.clone(),
+                public,
+                listen,
+                opening: None,
+            });
+            let mut names = Vec::new();
+            if i == 0 {
+                names.push(node.clone());
+            }
+            if let Some(sim) = p.sim_port {
+                names.push(format!("{node}:{sim}"));
+            }
+            for name in names {
+                plan.locksim_book.insert(name.clone(), listen);
+                plan.client_book.insert(name, public);
+            }
+        }
+    }
+    // Rewrites may need every address: asked once all are chosen.
+    let labels = scenario.servers().into_iter().flat_map(|n| {
+        let ports = cluster.ports(&n);
+        ports.into_iter().map(move |p| (n.clone(), p.label))
+    });
+    for (route, (node, label)) in plan.routes.iter_mut().zip(labels) {
+        route.opening = cluster.opening(&node, label, &plan.addrs);
+    }
+    let (listen, public) = (port()?, port()?);
+    plan.routes.push(Route {
+        node: "storage".into(),
+        public,
+        listen,
+        opening: None,
+    });
+    plan.locksim_book.insert("storage".into(), listen);
+    plan.client_book.insert("storage".into(), public);
+    Ok(plan)
+}
+
+/// Start every server (all at once: a cluster's members open their ports only once a
+/// quorum runs), wait until each listens and the whole set is ready.
+fn start_servers(
+    scenario: &Scenario,
+    cluster: &Rc<dyn RealCluster>,
+    addrs: &Rc<Addresses>,
+    root: &std::path::Path,
+    supervisor: &Supervisor,
+) -> Result<BTreeMap<String, ServerProcess>, String> {
+    let mut servers = BTreeMap::new();
+    for name in scenario.servers() {
+        let p = ServerProcess::start(&name, root, cluster.clone(), addrs.clone(), supervisor)
+            .map_err(|e| format!("{name}: {e}"))?;
+        servers.insert(name, p);
+    }
+    for p in servers.values_mut() {
+        p.wait_listening(START_LIMIT)?;
+    }
+    cluster.wait_ready(addrs, START_LIMIT)?;
+    Ok(servers)
+}
+
 async fn drive(
     scenario: &Scenario,
     seed: u64,
-    config: ServerConfig,
+    cluster: Rc<dyn RealCluster>,
     root: &std::path::Path,
     supervisor: &Supervisor,
     stop: Arc<AtomicBool>,
 ) -> Result<LiveRun, String> {
     let world = crate::deploy::world(scenario, scenario.fault_plan());
     let all: Vec<String> = world.hosts.iter().map(|h| h.name.clone()).collect();
-    let servers = start_servers(scenario, config, root, supervisor)?;
-    // The clients dial the model's ports; the address book maps names to the processes.
-    let mut ports: BTreeMap<String, u16> =
-        servers.iter().map(|(n, p)| (n.clone(), p.port)).collect();
-    for host in &world.hosts {
-        if !servers.contains_key(&host.name) {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map_err(|e| format!("no free loopback port: {e}"))?
-                .port();
-            ports.insert(host.name.clone(), port);
-        }
-    }
-    let net = Rc::new(LiveNet::new(ports));
+    let plan = plan_ports(scenario, cluster.as_ref())?;
+    let shape = LinkShape {
+        latency_ms: *scenario.network.latency_ms,
+        loss: scenario.network.loss,
+        seed,
+    };
+    let proxies = Proxies::start(&plan.routes, shape, supervisor.clone())
+        .map_err(|e| format!("cannot start the proxies: {e}"))?;
+    let addrs = Rc::new(plan.addrs);
+    std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let servers = start_servers(scenario, &cluster, &addrs, root, supervisor)?;
+    // The run's clock starts once the servers are ready.
+    let net = Rc::new(LiveNet::new(plan.locksim_book));
     let recorder = Recorder::new();
-    let mut watchers = Vec::new();
     let exe = locksim_binary().map_err(|e| format!("cannot find locksim's executable: {e}"))?;
     let spec = NodeSpec {
         scenario: scenario.file.clone(),
@@ -150,14 +262,14 @@ async fn drive(
         node: String::new(),
         incarnation: 0,
         epoch_ns: net.epoch_ns(),
-        ports: net.ports().clone(),
-        cuts: Vec::new(),
+        ports: plan.client_book,
         clock: crate::sim::Clock::default(),
     };
     let mut d = Driver {
         recorder: recorder.clone(),
         net: net.clone(),
         servers,
+        proxies,
         locals: BTreeMap::new(),
         clients: BTreeMap::new(),
         inbox: Inbox::default(),
@@ -166,19 +278,17 @@ async fn drive(
         supervisor: supervisor.clone(),
         pending: BTreeMap::new(),
         seq: 0,
-        skipped: if config.lag_set {
-            vec!["replication_lag_ms (real replication on loopback is not delayed)".into()]
-        } else {
-            Vec::new()
-        },
+        skipped: cluster.not_applied(),
         all: all.clone(),
         partitions: BTreeMap::new(),
     };
-    // Sentinels keep no keys: only the redis servers' expirations are watched.
-    for name in d.servers.keys().filter(|n| n.starts_with("redis-")) {
+    let mut watchers = Vec::new();
+    for name in d.servers.keys() {
         let state = Rc::new(NodeState::new(name, seed));
         let ctx = NodeCtx::new(state, recorder.clone()).with_live(net.clone());
-        watchers.push(tokio::task::spawn_local(watch_expirations(ctx)));
+        if let Some(task) = cluster.observer(name, ctx) {
+            watchers.push(tokio::task::spawn_local(task));
+        }
     }
     // Storage first (clients connect to it), as the world starts hosts in order. The
     // storage runs in this process; each client in its own (`locksim live-node`).
@@ -290,6 +400,8 @@ async fn drive(
             schedule,
         },
         skipped: d.skipped,
+        system: cluster.system(),
+        connections: d.proxies.connections(),
     })
 }
 
@@ -329,49 +441,6 @@ pub fn order_expirations(history: &mut [Event], window_ns: u64) {
     }
 }
 
-/// Record the server's key expirations as `expire` events of its node, as the model's
-/// server does, from Redis's keyspace notifications (`__keyevent@0__:expired`); the
-/// `lock-linearizable` check needs them. Reconnects after a crash. A notification is
-/// read when it arrives, so it may be stamped a little after the expiry itself.
-async fn watch_expirations(ctx: NodeCtx) {
-    use crate::locks::redis::resp::{decode, encode_command, Value};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let port = ctx
-        .live()
-        .and_then(|n| n.port(ctx.name()))
-        .expect("a server port");
-    loop {
-        if let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
-            let mut out = Vec::new();
-            encode_command(&[b"SUBSCRIBE", b"__keyevent@0__:expired"], &mut out);
-            if s.write_all(&out).await.is_ok() {
-                let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
-                while let Ok(n) = s.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    while let Ok(Some((v, used))) = decode(&buf) {
-                        buf.drain(..used);
-                        if let Value::Array(Some(items)) | Value::Push(items) = v {
-                            if let [Value::Bulk(Some(kind)), _, Value::Bulk(Some(key))] = &items[..]
-                            {
-                                if kind == b"message" {
-                                    crate::locks::redis::record_expired(
-                                        &ctx,
-                                        std::slice::from_ref(key),
-                                    );
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 impl Driver {
     /// Start incarnation `incarnation` of client `node` in its own process, with the
     /// links cut now.
@@ -379,7 +448,6 @@ impl Driver {
         let spec = NodeSpec {
             node: node.to_string(),
             incarnation,
-            cuts: self.net.cut_links(),
             clock: self
                 .clients
                 .get(node)
@@ -402,16 +470,9 @@ impl Driver {
         self.clients.get_mut(node).and_then(|c| c.process.as_mut())
     }
 
-    /// Cut or restore a link here and in every client process.
+    /// Cut or restore a link: in the proxies, which every link crosses.
     fn set_cut(&self, from: &str, to: &str, cut: bool) {
-        self.net.set_cut(from, to, cut);
-        for p in self.clients.values().filter_map(|c| c.process.as_ref()) {
-            p.order(ToNode::Cut {
-                from: from.to_string(),
-                to: to.to_string(),
-                cut,
-            });
-        }
+        self.proxies.set_cut(from, to, cut);
     }
 
     fn push(&mut self, t: u64, a: Action) {
@@ -598,19 +659,6 @@ impl Driver {
                             links.push((b.clone(), a.clone()));
                         }
                     }
-                }
-                // Links between two real servers (replication, Sentinel) cannot be cut.
-                let between: Vec<String> = links
-                    .iter()
-                    .filter(|(a, b)| self.servers.contains_key(a) && self.servers.contains_key(b))
-                    .map(|(a, b)| format!("{a}→{b}"))
-                    .collect();
-                if !between.is_empty() {
-                    self.skipped.push(format!(
-                        "{:.0} ms: partition {id}'s links between servers: {}",
-                        now as f64 / 1e6,
-                        between.join(" ")
-                    ));
                 }
                 for (a, b) in &links {
                     self.set_cut(a, b, true);

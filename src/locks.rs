@@ -17,6 +17,7 @@ pub mod zk;
 pub use param::{ParamDoc, ParamError};
 
 use crate::check::{Check, STANDARD};
+use crate::real::RealCluster;
 use crate::sim::{FaultPoint, NodeCtx};
 use serde::de::DeserializeOwned;
 use std::cell::Cell;
@@ -154,6 +155,19 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         &[]
     }
+
+    /// How the family's real counterpart runs in live mode (`locksim live`), or `None`
+    /// when it has none (the database model): see [`crate::real`].
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        None
+    }
+
+    /// These parameters as the lock clients need them against the real servers (etcd's
+    /// lease seconds are real seconds, not the simulation's scaled ones): the same by
+    /// default.
+    fn for_real(&self) -> Self {
+        self.clone()
+    }
 }
 
 /// A configured algorithm with its type erased: what a [`Scenario`](crate::Scenario)
@@ -175,6 +189,10 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn checks(&self) -> Vec<&'static Check>;
     /// See [`Algorithm::client_fault_points`].
     fn client_fault_points(&self) -> &'static [FaultPoint];
+    /// See [`Algorithm::real`].
+    fn real(&self) -> Option<Rc<dyn RealCluster>>;
+    /// See [`Algorithm::for_real`].
+    fn for_real(&self) -> Arc<dyn AlgorithmConfig>;
 }
 
 impl<A: Algorithm> AlgorithmConfig for A {
@@ -201,6 +219,12 @@ impl<A: Algorithm> AlgorithmConfig for A {
     }
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         Algorithm::client_fault_points(self)
+    }
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        Algorithm::real(self)
+    }
+    fn for_real(&self) -> Arc<dyn AlgorithmConfig> {
+        Arc::new(Algorithm::for_real(self))
     }
 }
 

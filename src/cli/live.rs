@@ -1,4 +1,4 @@
-//! `locksim live`: one scenario against real redis-server processes on loopback for a
+//! `locksim live`: one scenario against its family's real servers on loopback for a
 //! bounded real duration, its history checked as in simulation (see [`crate::live`]).
 
 use super::EXIT_BAD_INPUT;
@@ -25,9 +25,29 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     }
 }
 
+/// One line on what the proxies carried: connections, and the links between servers.
+fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
+    let total: u64 = run.connections.values().sum();
+    let between: Vec<String> = run
+        .connections
+        .iter()
+        .filter(|((from, _), _)| servers.contains(from))
+        .map(|((from, to), n)| format!("{from}→{to} ×{n}"))
+        .collect();
+    let mut line = format!(
+        "proxied: {total} connections on {} links",
+        run.connections.len()
+    );
+    if !between.is_empty() {
+        line += &format!("; between servers: {}", between.join(", "));
+    }
+    line
+}
+
 /// Run `path` live for `duration_ms` with the faults of `seed`; optionally write the
 /// history (JSONL) to `history`. Exit 0 when every check met the scenario's `expect`,
-/// 1 when not, 2 on bad input or when redis-server cannot be run, 130 when interrupted.
+/// 1 when not, 2 on bad input or when the real servers cannot be run, 130 when
+/// interrupted.
 pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&Path>) -> u8 {
     let mut scenario = match Scenario::load(path) {
         Ok(s) => s,
@@ -45,11 +65,13 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
         let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
         let _ = signal_hook::flag::register(signal, stop.clone());
     }
+    let system = scenario.lock.for_real().real().map(|c| c.system());
     println!(
-        "live: {} ({}) for {} ms, seed {seed}, real redis-server on 127.0.0.1",
+        "live: {} ({}) for {} ms, seed {seed}, real {} on 127.0.0.1 behind locksim's proxies",
         scenario.name,
         scenario.lock.name(),
-        duration_ms
+        duration_ms,
+        system.unwrap_or("servers")
     );
     let run = match crate::live::run_live(&scenario, seed, stop) {
         Ok(r) => r,
@@ -61,6 +83,7 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
     for s in &run.skipped {
         println!("  not applied live: {s}");
     }
+    println!("  {}", proxied_summary(&run, &scenario.servers()));
     if let Some(out) = history {
         let text = crate::history::to_jsonl(&run.result.history);
         if let Err(e) = std::fs::write(out, text) {

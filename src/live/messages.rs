@@ -25,10 +25,8 @@ pub struct NodeSpec {
     pub incarnation: u32,
     /// The run's time zero on the machine's monotonic clock, ns.
     pub epoch_ns: u64,
-    /// Node name to 127.0.0.1 port.
+    /// Node name (or `node:simulated port`) to the 127.0.0.1 port of its proxy.
     pub ports: BTreeMap<String, u16>,
-    /// The directed links cut when the process starts (a link cut twice is listed twice).
-    pub cuts: Vec<(String, String)>,
     /// The node's clock, with the clock faults so far (a clock outlives a crash).
     pub clock: Clock,
 }
@@ -50,15 +48,6 @@ pub enum ToNode {
         at_ns: u64,
         /// What.
         change: ClockChange,
-    },
-    /// Cut (`cut = true`) or restore the directed link `from` → `to`.
-    Cut {
-        /// Sender side.
-        from: String,
-        /// Receiver side.
-        to: String,
-        /// Cut or restore.
-        cut: bool,
     },
 }
 

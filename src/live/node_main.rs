@@ -2,7 +2,8 @@
 //! run in its own process, so that a pause is a real SIGSTOP of the process (timers,
 //! sockets and all) and a crash a real SIGKILL. The node's code is the simulation's, on
 //! a single-threaded runtime; its events go to stdout as they are recorded, and
-//! locksim's orders (armed faults, cut links) come in on stdin.
+//! locksim's orders (armed faults, clock faults) come in on stdin. Its connections go
+//! through locksim's proxies, which apply the partitions.
 
 use super::messages::{FromNode, NodeSpec, ToNode};
 use crate::history::Recorder;
@@ -58,9 +59,6 @@ pub fn live_node_main(spec: &str) -> u8 {
         }
     };
     let net = Rc::new(LiveNet::with_epoch(spec.ports.clone(), spec.epoch_ns));
-    for (from, to) in &spec.cuts {
-        net.set_cut(from, to, true);
-    }
     let state = Rc::new(NodeState::restarted(
         &spec.node,
         spec.seed,
@@ -73,7 +71,7 @@ pub fn live_node_main(spec: &str) -> u8 {
         let ctx = NodeCtx::new(state.clone(), recorder).with_live(net.clone());
         let run = (host.main)(ctx);
         tokio::task::spawn_local(state.pause.wrap(run));
-        let orders = tokio::task::spawn_local(obey(state.clone(), net));
+        let orders = tokio::task::spawn_local(obey(state.clone()));
         // The node's own requests, from its fault points.
         while !orders.is_finished() {
             for req in state.take_requests() {
@@ -96,12 +94,11 @@ pub fn live_node_main(spec: &str) -> u8 {
 }
 
 /// Apply locksim's orders from stdin until it closes it (then the process ends).
-async fn obey(state: Rc<NodeState>, net: Rc<LiveNet>) {
+async fn obey(state: Rc<NodeState>) {
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         match serde_json::from_str::<ToNode>(&line) {
             Ok(ToNode::Arm { point, fault }) => state.arm(point, fault),
-            Ok(ToNode::Cut { from, to, cut }) => net.set_cut(&from, &to, cut),
             Ok(ToNode::Clock { at_ns, change }) => {
                 change.apply(&mut state.clock.borrow_mut(), at_ns);
             }

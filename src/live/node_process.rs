@@ -4,7 +4,7 @@
 //! process for the next incarnation.
 
 use super::messages::{FromNode, NodeSpec, ToNode};
-use super::process::{die_with_locksim, signal, Supervisor};
+use crate::real::{die_with_locksim, signal, Supervisor};
 use crate::history::{Event, EventType, Recorder};
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -57,6 +57,7 @@ impl NodeProcess {
         supervisor: &Supervisor,
     ) -> io::Result<NodeProcess> {
         let text = serde_json::to_string(&spec).expect("a spec serialises");
+        let spec_node = spec.node.clone();
         let mut cmd = tokio::process::Command::new(exe);
         cmd.arg("live-node")
             .arg(text)
@@ -71,7 +72,7 @@ impl NodeProcess {
         unsafe { cmd.pre_exec(die_with_locksim) };
         let mut child = cmd.spawn()?;
         let pid = child.id().ok_or_else(|| io::Error::other("no pid"))?;
-        supervisor.add(pid);
+        supervisor.add(pid, &spec_node);
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let (stdin, stdout) = stdin
             .zip(stdout)

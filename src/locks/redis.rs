@@ -12,6 +12,7 @@ mod lock;
 pub mod model;
 pub mod node;
 pub mod params;
+mod real;
 mod replication;
 pub mod resp;
 mod sentinel;
@@ -24,11 +25,14 @@ pub use params::{
     Acquire, Convention, Persistence, RedisParams, Renew, Replication, ScriptFiles, ScriptTexts,
     TokenSource, Unlock,
 };
+pub use real::{ask, RealRedis};
 pub use sentinel::SENTINEL_PORT;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
 use crate::sim::{FaultPoint, NodeCtx};
 use serde::Deserialize;
+use crate::real::RealCluster;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// `algorithm = "redis"`: one Redis node, `redis-0`.
@@ -96,6 +100,15 @@ impl Algorithm for Single {
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         client_fault_points(&self.0)
     }
+
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        Some(Rc::new(RealRedis {
+            servers: self.servers(),
+            persistence: self.0.persistence,
+            down_after_ms: None,
+            model_only: Vec::new(),
+        }))
+    }
 }
 
 impl Algorithm for Replicated {
@@ -148,6 +161,21 @@ impl Algorithm for Replicated {
 
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         client_fault_points(&self.0)
+    }
+
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        let r = self.0.replication();
+        let model_only = self
+            .0
+            .replication_lag_ms
+            .is_some()
+            .then(|| "replication_lag_ms (real replication on loopback is not delayed)".into());
+        Some(Rc::new(RealRedis {
+            servers: self.servers(),
+            persistence: self.0.persistence,
+            down_after_ms: Some(r.down_after_ms),
+            model_only: model_only.into_iter().collect(),
+        }))
     }
 }
 

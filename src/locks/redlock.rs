@@ -47,6 +47,9 @@ pub use params::{ClockKind, Redlock};
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
 use crate::sim::{FaultPoint, NodeCtx};
+use crate::locks::redis::RealRedis;
+use crate::real::RealCluster;
+use std::rc::Rc;
 use std::time::Duration;
 
 impl Algorithm for Redlock {
@@ -76,6 +79,17 @@ impl Algorithm for Redlock {
 
     fn lease_ms(&self) -> Option<u64> {
         Some(self.ttl_ms)
+    }
+
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        let model_only = (self.restart_delay_ms > 0)
+            .then(|| "restart_delay_ms (a real restart is immediate)".to_string());
+        Some(Rc::new(RealRedis {
+            servers: self.servers(),
+            persistence: self.persistence,
+            down_after_ms: None,
+            model_only: model_only.into_iter().collect(),
+        }))
     }
 
     /// Every standard check but `lock-linearizable`: it needs one authoritative lock

@@ -1,17 +1,14 @@
 //! Live mode's transport: real TCP on 127.0.0.1. [`LiveNet`] maps node names to loopback
 //! ports; [`Tcp`] connects through turmoil in a simulation and over real loopback TCP in
-//! a live run, so the same client code runs in both. Partitions between in-process
-//! nodes (clients, storage) and the servers are applied here: a cut link refuses
-//! connects and drops what is written over it and what arrives on it.
+//! a live run, so the same client code runs in both. Partitions are not applied here:
+//! every live connection crosses one of locksim's proxies ([`crate::real::Proxies`]).
 
 use super::connector::Connector;
 use super::tcp::{self, SimStream};
 use crate::sim::{Elapsed, LocalBoxFuture, NodeCtx};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -23,8 +20,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub struct LiveNet {
     ports: BTreeMap<String, u16>,
     epoch_ns: u64,
-    /// Directed links cut, with how many partitions cut each.
-    cuts: RefCell<BTreeMap<(String, String), u32>>,
 }
 
 impl LiveNet {
@@ -36,11 +31,7 @@ impl LiveNet {
     /// An address book whose time zero is `epoch_ns` on the machine's monotonic clock
     /// (the [`Self::epoch_ns`] of the run a client process belongs to).
     pub fn with_epoch(ports: BTreeMap<String, u16>, epoch_ns: u64) -> LiveNet {
-        LiveNet {
-            ports,
-            epoch_ns,
-            cuts: RefCell::new(BTreeMap::new()),
-        }
+        LiveNet { ports, epoch_ns }
     }
 
     /// The run's time zero on the machine's monotonic clock, ns.
@@ -60,36 +51,6 @@ impl LiveNet {
     /// The whole address book.
     pub fn ports(&self) -> &BTreeMap<String, u16> {
         &self.ports
-    }
-
-    /// Every directed link cut now.
-    pub fn cut_links(&self) -> Vec<(String, String)> {
-        let cuts = self.cuts.borrow();
-        cuts.iter()
-            .flat_map(|(link, n)| std::iter::repeat_n(link.clone(), *n as usize))
-            .collect()
-    }
-
-    /// Cut (`true`) or restore one directed link; overlapping partitions count.
-    pub fn set_cut(&self, from: &str, to: &str, cut: bool) {
-        let mut cuts = self.cuts.borrow_mut();
-        let key = (from.to_string(), to.to_string());
-        let n = cuts.entry(key.clone()).or_insert(0);
-        if cut {
-            *n += 1;
-        } else {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                cuts.remove(&key);
-            }
-        }
-    }
-
-    /// Whether the link `from` → `to` is cut.
-    pub fn is_cut(&self, from: &str, to: &str) -> bool {
-        self.cuts
-            .borrow()
-            .contains_key(&(from.to_string(), to.to_string()))
     }
 
     /// The loopback port of `host`.
@@ -133,12 +94,9 @@ pub enum NetStream {
     Live(LiveStream),
 }
 
-/// A loopback connection from node `from` to node `to`, subject to the run's cuts.
+/// A loopback connection of a live run.
 pub struct LiveStream {
     stream: tokio::net::TcpStream,
-    net: Rc<LiveNet>,
-    from: String,
-    to: String,
 }
 
 impl AsyncRead for LiveStream {
@@ -147,16 +105,7 @@ impl AsyncRead for LiveStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let out = Pin::new(&mut this.stream).poll_read(cx, buf);
-        if matches!(out, Poll::Ready(Ok(()))) && this.net.is_cut(&this.to, &this.from) {
-            // Lost on the cut link. Nothing wakes this read again: the caller's request
-            // deadline does, as when a partition swallows a reply in simulation.
-            buf.set_filled(before);
-            return Poll::Pending;
-        }
-        out
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
     }
 }
 
@@ -166,11 +115,7 @@ impl AsyncWrite for LiveStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if this.net.is_cut(&this.from, &this.to) {
-            return Poll::Ready(Ok(buf.len()));
-        }
-        Pin::new(&mut this.stream).poll_write(cx, buf)
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_flush(cx)
@@ -247,13 +192,6 @@ impl Connector for Tcp {
                     format!("live mode has no process for {host}"),
                 )));
             };
-            if net.is_cut(ctx.name(), host) {
-                // As in simulation: the SYN is dropped on the cut link, refused at once.
-                return Ok(Err(io::Error::new(
-                    io::ErrorKind::ConnectionRefused,
-                    format!("{host}: link cut"),
-                )));
-            }
             let s = ctx
                 .timeout(
                     deadline,
@@ -262,12 +200,7 @@ impl Connector for Tcp {
                 .await?;
             Ok(s.and_then(|stream| {
                 stream.set_nodelay(true)?;
-                Ok(NetStream::Live(LiveStream {
-                    stream,
-                    net: net.clone(),
-                    from: ctx.name().to_string(),
-                    to: host.to_string(),
-                }))
+                Ok(NetStream::Live(LiveStream { stream }))
             }))
         })
     }
@@ -278,7 +211,7 @@ pub enum Listener {
     /// turmoil's, with the kernel's mark that the port is bound.
     Sim(turmoil::net::TcpListener, Option<crate::sim::Listening>),
     /// 127.0.0.1 at the node's port in the live run's address book.
-    Live(tokio::net::TcpListener, Rc<LiveNet>, String),
+    Live(tokio::net::TcpListener),
 }
 
 impl Listener {
@@ -289,15 +222,10 @@ impl Listener {
                 let (stream, _) = l.accept().await?;
                 Ok(NetStream::Sim(SimStream::accepted(stream)))
             }
-            Listener::Live(l, net, me) => {
-                let (stream, peer) = l.accept().await?;
+            Listener::Live(l) => {
+                let (stream, _) = l.accept().await?;
                 stream.set_nodelay(true)?;
-                Ok(NetStream::Live(LiveStream {
-                    stream,
-                    net: net.clone(),
-                    from: me.clone(),
-                    to: format!("127.0.0.1:{}", peer.port()),
-                }))
+                Ok(NetStream::Live(LiveStream { stream }))
             }
         }
     }
@@ -317,5 +245,5 @@ pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<Listener> {
         ));
     };
     let l = tokio::net::TcpListener::bind(("127.0.0.1", real)).await?;
-    Ok(Listener::Live(l, net.clone(), ctx.name().to_string()))
+    Ok(Listener::Live(l))
 }

@@ -1,0 +1,158 @@
+//! Real servers for live mode: the plug-in a family implements to say how its real
+//! counterpart runs ([`RealCluster`]), the processes locksim starts from it
+//! ([`ServerProcess`], every one listed in a [`Supervisor`]), and the TCP proxies every
+//! link of a live run goes through ([`Proxies`]), so that a scenario's partitions,
+//! latency and loss apply to real servers' own links (replication, Sentinel, Raft,
+//! ZooKeeper's quorum) as they do to the clients'.
+//!
+//! Every server port has two numbers: the port the process listens on, known only to
+//! locksim and the process, and a *public* port, a proxy's, which every other process is
+//! told (peers in their configuration, clients in their address book). A proxy learns
+//! which process opened each connection from the kernel ([`owner`]), so one public port
+//! serves every directed link into its server.
+
+mod owner;
+mod proxy;
+mod server;
+mod supervisor;
+
+pub use owner::connection_owner;
+pub use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
+pub use server::ServerProcess;
+pub use supervisor::{die_with_locksim, signal, Supervisor};
+
+use crate::sim::{LocalBoxFuture, NodeCtx};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// One port a real server listens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RealPort {
+    /// What it is for, unique per server (`client`, `peer`, `election`).
+    pub label: &'static str,
+    /// The simulated port clients dial for it, if clients dial it (a peer port: `None`).
+    pub sim_port: Option<u16>,
+}
+
+/// The two loopback ports of every server port of a run: where the process listens and
+/// where its proxy does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Addresses {
+    ports: BTreeMap<(String, &'static str), (u16, u16)>,
+}
+
+impl Addresses {
+    /// Record `node`'s port `label`: the process listens on `listen`, its proxy on
+    /// `public`.
+    pub fn insert(&mut self, node: &str, label: &'static str, listen: u16, public: u16) {
+        self.ports.insert((node.to_string(), label), (listen, public));
+    }
+
+    /// Where `node` itself listens for `label` (only it and locksim use this port).
+    ///
+    /// # Panics
+    /// If the family did not declare that port for that node: a bug of the family.
+    pub fn listen(&self, node: &str, label: &str) -> u16 {
+        self.get(node, label).0
+    }
+
+    /// Where everyone else reaches `node`'s `label`: its proxy.
+    ///
+    /// # Panics
+    /// As [`Self::listen`].
+    pub fn public(&self, node: &str, label: &str) -> u16 {
+        self.get(node, label).1
+    }
+
+    fn get(&self, node: &str, label: &str) -> (u16, u16) {
+        self.ports
+            .iter()
+            .find(|((n, l), _)| n == node && *l == label)
+            .map(|(_, p)| *p)
+            .unwrap_or_else(|| panic!("no port `{label}` declared for {node}"))
+    }
+
+    /// Every port: (node, label) → (listen, public).
+    pub fn all(&self) -> impl Iterator<Item = (&str, &'static str, u16, u16)> {
+        self.ports
+            .iter()
+            .map(|((n, l), (a, b))| (n.as_str(), *l, *a, *b))
+    }
+}
+
+/// How a family's real counterpart runs: its servers' ports and command lines, when the
+/// whole set is ready, and what of the scenario it cannot do. Returned by
+/// [`crate::locks::Algorithm::real`]; live mode (`crate::live`) names no family.
+pub trait RealCluster {
+    /// The real system, for messages (`redis-server`, `etcd`, `ZooKeeper`).
+    fn system(&self) -> &'static str;
+
+    /// The ports server `node` listens on; the first one is where it is reachable once
+    /// its process is up.
+    fn ports(&self, node: &str) -> Vec<RealPort>;
+
+    /// The command that runs server `node` with its data in `dir`, empty at the first
+    /// start and kept across a crash and restart (so the command must resume from it).
+    /// It may write configuration files there. Everything a peer or client is told must
+    /// be a public port of `addrs`; the process listens on its own listen ports.
+    fn command(&self, node: &str, dir: &Path, addrs: &Addresses) -> io::Result<Command>;
+
+    /// Block until the whole set serves (a Raft leader, replicas in sync, ...), within
+    /// `limit`. Each process already accepts connections on its first port. The
+    /// proxies are running, so the servers can reach each other.
+    fn wait_ready(&self, addrs: &Addresses, limit: Duration) -> Result<(), String> {
+        let _ = (addrs, limit);
+        Ok(())
+    }
+
+    /// What of the scenario the real servers do not do (a model-only key, a rounded
+    /// value), listed by the run as not applied.
+    fn not_applied(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A rewrite of the opening message of every connection to `node`'s port `label`,
+    /// for a protocol whose handshake names the sender's own listen port for the
+    /// receiver to dial back (ZooKeeper's leader election): the proxy puts the sender's
+    /// public port in its place, so the dial-back crosses a proxy too. `None` (the
+    /// default): bytes pass as they are.
+    fn opening(&self, node: &str, label: &str, addrs: &Addresses) -> Option<OpeningRewrite> {
+        let _ = (node, label, addrs);
+        None
+    }
+
+    /// A task of locksim's that watches server `node` and records what the history needs
+    /// from it (Redis's expirations); it reaches the server at its listen port, beside
+    /// the proxies.
+    fn observer(&self, node: &str, ctx: NodeCtx) -> Option<LocalBoxFuture<'static, ()>> {
+        let _ = (node, ctx);
+        None
+    }
+}
+
+/// The first executable called `name` on `PATH`, in `/usr/bin` or in `/usr/local/bin`;
+/// the error says which Debian package has it.
+pub fn find_binary(name: &str, package: &str) -> io::Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{name} not found: install it (e.g. `apt-get install -y {package}`)"),
+            )
+        })
+}
+
+/// A free loopback port (the kernel's pick; free when asked, as good as it gets without
+/// holding it).
+pub fn free_port() -> io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}

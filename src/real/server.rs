@@ -1,0 +1,157 @@
+//! One real server process of a live run, started from its family's [`RealCluster`]
+//! command: paused (SIGSTOP), resumed (SIGCONT), crashed (SIGKILL) and restarted on the
+//! same ports and data folder, and always killed when dropped.
+
+use super::supervisor::{die_with_locksim, signal, Supervisor};
+use super::{Addresses, RealCluster};
+use std::io;
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// One real server on 127.0.0.1.
+pub struct ServerProcess {
+    /// The node name it stands for (`redis-0`, `raft-1`, `zk-2`).
+    pub name: String,
+    /// Where it is reachable once up: its first port's listen port.
+    pub port: u16,
+    dir: PathBuf,
+    cluster: Rc<dyn RealCluster>,
+    addrs: Rc<Addresses>,
+    child: Option<Child>,
+    supervisor: Supervisor,
+}
+
+impl ServerProcess {
+    /// Start `name` with its data in a new folder under `root`; it returns at once (see
+    /// [`Self::wait_listening`]): the servers of a cluster may only open their ports
+    /// once a quorum of them runs.
+    pub fn start(
+        name: &str,
+        root: &Path,
+        cluster: Rc<dyn RealCluster>,
+        addrs: Rc<Addresses>,
+        supervisor: &Supervisor,
+    ) -> io::Result<ServerProcess> {
+        let first = cluster
+            .ports(name)
+            .first()
+            .map(|p| p.label)
+            .ok_or_else(|| io::Error::other(format!("{name} declares no port")))?;
+        let port = addrs.listen(name, first);
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir)?;
+        let mut p = ServerProcess {
+            name: name.to_string(),
+            port,
+            dir,
+            cluster,
+            addrs,
+            child: None,
+            supervisor: supervisor.clone(),
+        };
+        p.spawn()?;
+        Ok(p)
+    }
+
+    fn spawn(&mut self) -> io::Result<()> {
+        let mut cmd = self.cluster.command(&self.name, &self.dir, &self.addrs)?;
+        // SAFETY: die_with_locksim only calls prctl(2).
+        unsafe { cmd.pre_exec(die_with_locksim) };
+        // Its own process group, so a terminal's Ctrl-C reaches locksim only.
+        cmd.process_group(0).stdin(Stdio::null());
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))?;
+        cmd.stdout(log.try_clone()?).stderr(log);
+        let child = cmd.spawn().map_err(|e| {
+            io::Error::new(e.kind(), format!("{}: {:?}: {e}", self.name, cmd.get_program()))
+        })?;
+        self.supervisor.add(child.id(), &self.name);
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Block until it accepts connections on its first port, at most `limit`; the
+    /// error carries the end of its log.
+    pub fn wait_listening(&mut self, limit: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            let exited = self
+                .child
+                .as_mut()
+                .map(|c| c.try_wait().ok().flatten().is_some())
+                .unwrap_or(true);
+            if exited || Instant::now() >= deadline {
+                let why = if exited { "exited" } else { "did not listen" };
+                return Err(format!(
+                    "{}: {} {why} on 127.0.0.1:{} within {} s; its log ends:\n{}",
+                    self.name,
+                    self.cluster.system(),
+                    self.port,
+                    limit.as_secs(),
+                    self.log_tail(12)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// The last `lines` lines of its log (stdout and stderr).
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    fn pid(&self) -> io::Result<u32> {
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .ok_or_else(|| io::Error::other(format!("{} is not running", self.name)))
+    }
+
+    /// Freeze the process (SIGSTOP): it keeps its sockets and answers nothing.
+    pub fn pause(&mut self) -> io::Result<()> {
+        signal(self.pid()?, libc::SIGSTOP)
+    }
+
+    /// Thaw it (SIGCONT).
+    pub fn resume(&mut self) -> io::Result<()> {
+        signal(self.pid()?, libc::SIGCONT)
+    }
+
+    /// Whether it is running (started and not crashed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Kill it (SIGKILL): what it had synced to its data folder is all a restart gets.
+    pub fn crash(&mut self) -> io::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            self.supervisor.remove(child.id());
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Start it again on the same ports and data folder (after [`Self::crash`]); returns
+    /// at once, as clients of a restarting server find it refusing or still loading.
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.crash()?;
+        self.spawn()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.crash();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,58 @@
+//! Every process a live run starts, by pid and the node it stands for: an interrupt
+//! kills them all, and the proxies ask it which node opened a connection.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::{Arc, Mutex};
+
+/// The process ids of every live process with their node names, so that an interrupt
+/// can kill them all and a proxy can tell whose connection it accepted.
+#[derive(Debug, Clone, Default)]
+pub struct Supervisor(Arc<Mutex<BTreeMap<u32, String>>>);
+
+impl Supervisor {
+    /// List `pid` as node `node`'s process.
+    pub fn add(&self, pid: u32, node: &str) {
+        self.lock().insert(pid, node.to_string());
+    }
+
+    /// Forget `pid` (it was killed and reaped).
+    pub fn remove(&self, pid: u32) {
+        self.lock().remove(&pid);
+    }
+
+    /// Every listed process: pid → node.
+    pub fn processes(&self) -> BTreeMap<u32, String> {
+        self.lock().clone()
+    }
+
+    /// SIGKILL every process still listed (they may be stopped: SIGKILL ends those too).
+    pub fn kill_all(&self) {
+        for (pid, _) in std::mem::take(&mut *self.lock()) {
+            let _ = signal(pid, libc::SIGKILL);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, String>> {
+        // A panic while holding it leaves a map that is still whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Send signal `sig` (`libc::SIGSTOP`, `SIGCONT`, `SIGKILL`) to `pid`.
+pub fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill(2) with a pid of a child this process started and a valid signal.
+    if unsafe { libc::kill(pid as libc::pid_t, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// For `pre_exec` of every process live mode starts: the kernel SIGKILLs it when locksim
+/// ends, even when locksim itself is SIGKILLed and cannot clean up.
+pub fn die_with_locksim() -> io::Result<()> {
+    // SAFETY: prctl(2) is async-signal-safe, as code between fork and exec must be.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    Ok(())
+}
