@@ -61,6 +61,8 @@ pub struct LiveRun {
     pub system: &'static str,
     /// Connections the proxies forwarded, by directed link (source → server).
     pub connections: BTreeMap<(String, String), u64>,
+    /// Checks that need the model servers' own events, with why: not checked live.
+    pub unchecked: Vec<(&'static str, &'static str)>,
 }
 
 /// The algorithms live mode runs: those with a real counterpart.
@@ -83,8 +85,10 @@ pub fn live_families() -> Vec<&'static str> {
 /// failing).
 pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result<LiveRun, String> {
     let mut scenario = scenario.clone();
+    let cluster = scenario.lock.real();
+    // The clients' parameters against the real servers; the processes do the same.
     scenario.lock = scenario.lock.for_real();
-    let Some(cluster) = scenario.lock.real() else {
+    let Some(cluster) = cluster else {
         return Err(format!(
             "live mode runs algorithm = {}, not \"{}\" (it has no real counterpart)",
             live_families()
@@ -401,6 +405,7 @@ async fn drive(
         },
         skipped: d.skipped,
         system: cluster.system(),
+        unchecked: cluster.unchecked(),
         connections: d.proxies.connections(),
     })
 }

@@ -43,6 +43,7 @@ pub fn live_node_main(spec: &str) -> u8 {
         }
     };
     scenario.duration_ms = spec.duration_ms;
+    scenario.lock = scenario.lock.for_real();
     let world = crate::deploy::world(&scenario, scenario.fault_plan());
     let Some(host) = world.hosts.into_iter().find(|h| h.name == spec.node) else {
         eprintln!("locksim live-node: no node {} in the scenario", spec.node);

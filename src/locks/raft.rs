@@ -31,6 +31,7 @@ pub mod lease;
 pub mod mutex;
 pub mod node;
 pub mod params;
+mod real;
 pub mod service;
 pub mod storage;
 pub mod wire;
@@ -45,7 +46,9 @@ pub use params::RaftParams;
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
+use crate::real::RealCluster;
 use crate::sim::{FaultPoint, NodeCtx};
+use std::rc::Rc;
 
 impl Algorithm for RaftParams {
     const NAME: &'static str = "raft";
@@ -74,6 +77,16 @@ impl Algorithm for RaftParams {
 
     fn lease_ms(&self) -> Option<u64> {
         Some(self.ttl_ms)
+    }
+
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        Some(Rc::new(real::RealEtcd {
+            params: self.clone(),
+        }))
+    }
+
+    fn for_real(&self) -> Self {
+        RaftParams::for_real(self)
     }
 
     /// The standard checks, `lock-linearizable` reading each revoke's `expire` once (see

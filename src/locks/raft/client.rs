@@ -215,7 +215,7 @@ impl EtcdClient {
                 }),
             Request::LeaseGrant { id, ttl_ms } => lease
                 .lease_grant(pb::LeaseGrantRequest {
-                    ttl: (ttl_ms / self.second_ms) as i64,
+                    ttl: ttl_ms.div_ceil(self.second_ms) as i64,
                     id: *id as i64,
                 })
                 .await

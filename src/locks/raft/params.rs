@@ -158,6 +158,10 @@ pub struct RaftParams {
     /// less; `locksim serve` forwards, for real clients that do not].
     #[serde(default)]
     pub forward_lease_calls: bool,
+    /// Against real etcd (live mode, [`RaftParams::for_real`]): etcd's timers and lease
+    /// seconds are real ones, not scaled to the cluster's pace. Not a `[lock]` key.
+    #[serde(skip)]
+    pub real_etcd: bool,
 }
 
 fn default_nodes() -> u32 {
@@ -217,6 +221,7 @@ impl Default for RaftParams {
             revoke_retry_ms: None,
             lock_delay_ms: 0,
             forward_lease_calls: false,
+            real_etcd: false,
         }
     }
 }
@@ -257,7 +262,22 @@ impl RaftParams {
     /// timeout; the model runs Raft ten times faster by default (10 ms ticks), and the
     /// sub-second TTLs of its scenarios would not survive etcd's absolute 500 ms rounds.
     pub fn etcd_scaled_ms(&self, etcd_ms: u64) -> u64 {
+        if self.real_etcd {
+            return etcd_ms;
+        }
         (etcd_ms * self.election_timeout_ms() / 1000).max(1)
+    }
+
+    /// These parameters against real etcd: its timers (the client's keepalive round and
+    /// deadline check) and lease seconds are real ones, and the TTL is rounded up to
+    /// whole seconds and etcd's minimum, as etcd grants it.
+    pub fn for_real(&self) -> RaftParams {
+        let mut real = RaftParams {
+            real_etcd: true,
+            ..self.clone()
+        };
+        real.ttl_ms = self.ttl_ms.max(real.min_lease_ttl_ms()).div_ceil(1000) * 1000;
+        real
     }
 
     /// The client's keepalive round, local ms (etcd: 500 ms).
