@@ -32,7 +32,8 @@ use crate::history::{Event, EventType, Recorder};
 use crate::locks::ALGORITHMS;
 use crate::net::LiveNet;
 use crate::real::{
-    free_port, Addresses, LinkShape, Proxies, RealCluster, Route, ServerProcess, Supervisor,
+    free_port, Addresses, LinkShape, Patience, Proxies, RealCluster, Route, ServerProcess,
+    Supervisor,
 };
 use crate::scenario::Scenario;
 use crate::sim::{Action, ArmedFault, NodeCtx, NodeRequest, NodeState, RunResult};
@@ -220,7 +221,12 @@ fn start_servers(
     addrs: &Rc<Addresses>,
     root: &std::path::Path,
     supervisor: &Supervisor,
+    stop: &Arc<AtomicBool>,
 ) -> Result<BTreeMap<String, ServerProcess>, String> {
+    let patience = Patience {
+        until: std::time::Instant::now() + START_LIMIT,
+        stop: stop.clone(),
+    };
     let mut servers = BTreeMap::new();
     for name in scenario.servers() {
         let p = ServerProcess::start(&name, root, cluster.clone(), addrs.clone(), supervisor)
@@ -228,9 +234,9 @@ fn start_servers(
         servers.insert(name, p);
     }
     for p in servers.values_mut() {
-        p.wait_listening(START_LIMIT)?;
+        p.wait_listening(&patience)?;
     }
-    cluster.wait_ready(addrs, START_LIMIT)?;
+    cluster.wait_ready(addrs, &patience)?;
     Ok(servers)
 }
 
@@ -254,7 +260,7 @@ async fn drive(
         .map_err(|e| format!("cannot start the proxies: {e}"))?;
     let addrs = Rc::new(plan.addrs);
     std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let servers = start_servers(scenario, &cluster, &addrs, root, supervisor)?;
+    let servers = start_servers(scenario, &cluster, &addrs, root, supervisor, &stop)?;
     // The run's clock starts once the servers are ready.
     let net = Rc::new(LiveNet::new(plan.locksim_book));
     let recorder = Recorder::new();

@@ -26,7 +26,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// One port a real server listens on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,11 +102,11 @@ pub trait RealCluster {
     /// be a public port of `addrs`; the process listens on its own listen ports.
     fn command(&self, node: &str, dir: &Path, addrs: &Addresses) -> io::Result<Command>;
 
-    /// Block until the whole set serves (a Raft leader, replicas in sync, ...), within
-    /// `limit`. Each process already accepts connections on its first port. The
-    /// proxies are running, so the servers can reach each other.
-    fn wait_ready(&self, addrs: &Addresses, limit: Duration) -> Result<(), String> {
-        let _ = (addrs, limit);
+    /// Block until the whole set serves (a Raft leader, replicas in sync, ...), polling
+    /// with `patience`. Each process already accepts connections on its first port.
+    /// The proxies are running, so the servers can reach each other.
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
+        let _ = (addrs, patience);
         Ok(())
     }
 
@@ -138,6 +140,33 @@ pub trait RealCluster {
     fn observer(&self, node: &str, ctx: NodeCtx) -> Option<LocalBoxFuture<'static, ()>> {
         let _ = (node, ctx);
         None
+    }
+}
+
+/// How long a live run waits for its servers to come up, and whether it was
+/// interrupted meanwhile (Ctrl-C during a JVM's start must not wait it out).
+#[derive(Debug, Clone)]
+pub struct Patience {
+    /// When waiting ends.
+    pub until: Instant,
+    /// Set by a signal handler: stop waiting.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Patience {
+    /// Poll `ready` every 20 ms until it is true; an error naming `what` when the time
+    /// is up or the run is interrupted.
+    pub fn wait(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+        while !ready() {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(format!("interrupted while waiting for {what}"));
+            }
+            if Instant::now() >= self.until {
+                return Err(format!("{what}: not within the start-up limit"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
     }
 }
 

@@ -1,19 +1,37 @@
-//! Live mode against real redis-server processes on loopback (a few seconds each): row 1
-//! finds its `mutex` violation for real, server faults are inflicted with real signals,
-//! and no process is left behind. Needs `redis-server` (CI's `.ci/run` installs it).
+//! Live mode against real servers on loopback (a few seconds each): redis-server, an
+//! etcd cluster and a ZooKeeper ensemble, every link through locksim's proxies. Rows
+//! 1, 6, 16 and 17 find their violations for real (and row 16's control holds), server
+//! faults are inflicted with real signals, partitions between servers are real, and no
+//! process is left behind. Needs `redis-server`, `etcd` and `zookeeper` (CI's
+//! `.ci/run` installs them).
 
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_locksim");
 
 fn live(args: &[&str]) -> (i32, String, String) {
+    // Its own TMPDIR, where locksim keeps the servers' data folders: after the run no
+    // server whose command line names it may run, and nothing may be left in it.
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = std::env::temp_dir().join(format!("locksim-live-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
     let out = Command::new("timeout")
-        .arg("60")
+        .arg("90")
         .arg(BIN)
         .arg("live")
         .args(args)
+        .env("TMPDIR", &tmp)
         .output()
         .expect("locksim runs");
+    let tmp_name = tmp.to_str().unwrap();
+    assert_eq!(servers_of(tmp_name), "", "servers outlived the run {args:?}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "the run {args:?} left {left:?} in {tmp_name}");
+    let _ = std::fs::remove_dir_all(&tmp);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -185,15 +203,23 @@ fn replicated_live_fails_over_with_real_sentinels() {
 
 #[test]
 fn killing_locksim_itself_takes_its_processes_with_it() {
+    // One redis-server and three clients.
+    kill_locksim_mid_run("tests/fixtures/live/client-faults.toml", 4);
+}
+
+#[test]
+fn killing_locksim_itself_takes_its_etcd_members_with_it() {
+    // Three etcd members and two clients.
+    kill_locksim_mid_run("sims/raft-17-pause-in-critical-section.toml", 5);
+}
+
+/// Start a live run of `scenario`, SIGKILL locksim once its `processes` children run,
+/// and check none of them outlives it.
+fn kill_locksim_mid_run(scenario: &str, processes: usize) {
     // No chance to clean up: the kernel ends the servers and client processes
     // (PR_SET_PDEATHSIG), so nothing outlives a SIGKILLed locksim.
     let mut child = Command::new(BIN)
-        .args([
-            "live",
-            "tests/fixtures/live/client-faults.toml",
-            "--duration",
-            "30s",
-        ])
+        .args(["live", scenario, "--duration", "30s"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("locksim starts");
@@ -205,13 +231,12 @@ fn killing_locksim_itself_takes_its_processes_with_it() {
             .split_whitespace()
             .map(str::to_string)
             .collect();
-        // One redis-server and three clients.
-        if found.len() >= 4 {
+        if found.len() >= processes {
             break found;
         }
-        if started.elapsed() > std::time::Duration::from_secs(10) {
+        if started.elapsed() > std::time::Duration::from_secs(20) {
             let _ = child.kill();
-            panic!("locksim did not start its 4 processes within 10 s: {found:?}");
+            panic!("locksim did not start its {processes} processes within 20 s: {found:?}");
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
@@ -260,17 +285,96 @@ fn row_8_live_redlock_restarted_node_gives_a_second_majority() {
 
 #[test]
 fn live_rejects_other_algorithms_and_bad_durations() {
-    let (code, _, err) = live(&["sims/raft-baseline.toml", "--duration", "1s"]);
+    let (code, _, err) = live(&["sims/db-20-expiring-row-fenced.toml", "--duration", "1s"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains(
-            "live mode runs algorithm = \"redis\", \"redis-replicated\" or \"redlock\" only"
-        ),
+        err.contains("live mode runs algorithm = \"redis\"")
+            && err.contains("\"raft\"")
+            && err.contains("not \"db\" (it has no real counterpart)"),
         "{err}"
     );
     let (code, _, err) = live(&["sims/redis-01-pause-past-lease.toml", "--duration", "soon"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad --duration"), "{err}");
+}
+
+/// The `pgrep` pattern of every real server live mode starts.
+const SERVERS: &str = "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain";
+
+/// Real servers still running whose command line names `root` (their data folders are
+/// under it).
+fn servers_of(root: &str) -> String {
+    let out = Command::new("pgrep")
+        .args(["-af", SERVERS])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(root))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn row_6_live_minority_primary_keeps_granting_behind_real_partitions() {
+    // redis-0 and client-0 are cut off from 2000 to 5000 ms, from the replicas and the
+    // Sentinels too: the proxies carry replication and Sentinel traffic.
+    let (code, out, err, events) = live_history("sims/redis-06-minority-primary.toml", "7s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(
+        out.contains("between servers:")
+            && out.contains("sentinel-0→redis-0")
+            && out.contains("redis-1→redis-0"),
+        "replication and Sentinel links were not proxied: {out}"
+    );
+    assert!(events.iter().any(|e| e.f == "partition"));
+}
+
+#[test]
+fn row_17_live_real_etcd_pause_violates_mutex_and_the_revision_fences() {
+    let (code, out, err, events) =
+        live_history("sims/raft-17-pause-in-critical-section.toml", "6s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("real etcd"), "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("counter              holds"), "{out}");
+    // etcd's TTLs are whole seconds: 500 ms is granted as 1 s, and said so.
+    assert!(out.contains("not applied live: ttl_ms: 1000 ms, not 500"), "{out}");
+    // The model's Raft events do not exist live: those checks are not claimed.
+    assert!(out.contains("raft-log             not checked live"), "{out}");
+    assert!(out.contains("raft-0→raft-1"), "Raft's links were not proxied: {out}");
+    assert!(events.iter().any(|e| e.f == "resume"
+        && e.value == Some(serde_json::json!({"signal": "SIGCONT"}))));
+}
+
+#[test]
+fn row_16_live_waiter_whose_lease_expired_takes_the_lock_and_its_control_holds() {
+    let (code, out, err) = live(&["sims/raft-16-waiter-lease-expires.toml", "--duration", "6s"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    let (code, out, err) = live(&[
+        "sims/raft-16-waiter-lease-expires-checked.toml",
+        "--duration",
+        "6s",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("mutex                holds"), "{out}");
+}
+
+#[test]
+fn a_partition_between_etcd_members_elects_a_new_leader_and_nothing_is_left() {
+    // raft-0 is cut off from the other members (not from the clients) for 2 s: the
+    // proxies hold Raft's traffic, the majority elects, and clients keep locking.
+    let (code, out, err, events) =
+        live_history("tests/fixtures/live/raft-member-partition.toml", "5s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(events.iter().any(|e| e.f == "partition"));
+    let oks = events
+        .iter()
+        .filter(|e| e.f == "acquire" && e.kind == locksim::EventType::Ok)
+        .count();
+    assert!(oks >= 3, "{out}");
 }
 
 #[test]

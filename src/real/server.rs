@@ -3,14 +3,13 @@
 //! same ports and data folder, and always killed when dropped.
 
 use super::supervisor::{die_with_locksim, signal, Supervisor};
-use super::{Addresses, RealCluster};
+use super::{Addresses, Patience, RealCluster};
 use std::io;
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 /// One real server on 127.0.0.1.
 pub struct ServerProcess {
@@ -76,30 +75,30 @@ impl ServerProcess {
         Ok(())
     }
 
-    /// Block until it accepts connections on its first port, at most `limit`; the
+    /// Block until it accepts connections on its first port (see [`Patience`]); the
     /// error carries the end of its log.
-    pub fn wait_listening(&mut self, limit: Duration) -> Result<(), String> {
-        let deadline = Instant::now() + limit;
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            let exited = self
-                .child
+    pub fn wait_listening(&mut self, patience: &Patience) -> Result<(), String> {
+        let port = self.port;
+        let mut exited = false;
+        let child = &mut self.child;
+        let what = format!("{} on 127.0.0.1:{port}", self.name);
+        let waited = patience.wait(&what, || {
+            exited = child
                 .as_mut()
                 .map(|c| c.try_wait().ok().flatten().is_some())
                 .unwrap_or(true);
-            if exited || Instant::now() >= deadline {
-                let why = if exited { "exited" } else { "did not listen" };
-                return Err(format!(
-                    "{}: {} {why} on 127.0.0.1:{} within {} s; its log ends:\n{}",
-                    self.name,
-                    self.cluster.system(),
-                    self.port,
-                    limit.as_secs(),
-                    self.log_tail(12)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(())
+            exited || TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let failed = match waited {
+            Err(e) => e,
+            Ok(()) if exited => format!("{what} exited"),
+            Ok(()) => return Ok(()),
+        };
+        Err(format!(
+            "{failed} ({}); its log ends:\n{}",
+            self.cluster.system(),
+            self.log_tail(12)
+        ))
     }
 
     /// The last `lines` lines of its log (stdout and stderr).

@@ -8,12 +8,12 @@
 use super::params::{Fsync, LessorCheck, ReadMode};
 use super::wire::CLIENT_PORT;
 use super::RaftParams;
-use crate::real::{find_binary, Addresses, RealCluster, RealPort};
+use crate::real::{find_binary, Addresses, Patience, RealCluster, RealPort};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// etcd refuses an election timeout below five heartbeats.
 const MIN_ELECTIONS_PER_HEARTBEAT: u64 = 5;
@@ -89,19 +89,11 @@ impl RealCluster for RealEtcd {
 
     /// Every member answers `GET /health` with `{"health":"true"}`: it has a leader and
     /// a quorum (its client port accepts connections long before).
-    fn wait_ready(&self, addrs: &Addresses, limit: Duration) -> Result<(), String> {
-        let deadline = Instant::now() + limit;
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
         for m in self.members() {
             let port = addrs.listen(&m, "client");
-            while !healthy(port) {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "{m}: etcd was not healthy within {} s (GET /health on 127.0.0.1:{port})",
-                        limit.as_secs()
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            let what = format!("{m}: etcd healthy (GET /health on 127.0.0.1:{port})");
+            patience.wait(&what, || healthy(port))?;
         }
         Ok(())
     }

@@ -9,13 +9,13 @@
 
 use super::resp::{decode, encode_command, Value};
 use super::{Persistence, REDIS_PORT, SENTINEL_PORT};
-use crate::real::{find_binary, Addresses, RealCluster, RealPort};
+use crate::real::{find_binary, Addresses, Patience, RealCluster, RealPort};
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::io;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The name Sentinels monitor the primary as (the model's too).
 const MASTER: &str = super::sentinel::MASTER_NAME;
@@ -123,25 +123,19 @@ impl RealCluster for RealRedis {
     /// For a replicated set: every replica's link to the primary is up and every
     /// Sentinel knows every replica and every other Sentinel (Sentinel finds both
     /// through the primary, every 2 s or so).
-    fn wait_ready(&self, addrs: &Addresses, limit: Duration) -> Result<(), String> {
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
         if !self.replicated() {
             return Ok(());
         }
         let replicas = self.redis_nodes().count() - 1;
         let peers = self.sentinels().count() - 1;
-        let deadline = Instant::now() + limit;
         for name in self.servers.iter().filter(|n| *n != "redis-0") {
             let port = addrs.listen(name, "redis");
-            while !in_sync(name, port, replicas, peers) {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "{name} was not ready within {} s (replicas in sync, sentinels \
-                         knowing {replicas} replicas and {peers} other sentinels)",
-                        limit.as_secs()
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            let what = format!(
+                "{name} (replicas in sync, sentinels knowing {replicas} replicas and {peers} \
+                 other sentinels)"
+            );
+            patience.wait(&what, || in_sync(name, port, replicas, peers))?;
         }
         Ok(())
     }
