@@ -101,10 +101,9 @@ impl Algorithm for ZkParams {
     }
 
     /// Apache ZooKeeper (`QuorumPeerMain`), standalone or an ensemble, with the
-    /// scenario's tick and container check interval.
+    /// scenario's tick and container check interval; `expire` events from its
+    /// transaction logs.
     fn real(&self) -> Option<Rc<dyn RealCluster>> {
-        Some(Rc::new(real::RealZooKeeper {
-            params: self.clone(),
-        }))
+        Some(Rc::new(real::RealZooKeeper::new(self.clone())))
     }
 }

@@ -8,15 +8,25 @@
 //! proxies. The election handshake names the sender's own election address for the
 //! receiver to dial back; the proxy puts the sender's public port in its place
 //! ([`election_rewrite`]).
+//!
+//! The history's `expire` events (a session close deleting a lock's owner node) come
+//! from the servers' transaction logs ([`log_tail`]).
+
+mod log_tail;
 
 use super::params::ZkParams;
 use super::proto::CLIENT_PORT;
+use crate::history::EventType;
 use crate::real::{find_binary, Addresses, Opening, OpeningRewrite, RealCluster, RealPort};
+use crate::sim::{LocalBoxFuture, NodeCtx};
+use log_tail::LockState;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,13 +59,25 @@ const MAX_ADDRESS: i32 = 2048;
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Real ZooKeeper servers for a live run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Default)]
 pub struct RealZooKeeper {
     /// The `[lock]` table (servers, tick, container check interval).
     pub params: ZkParams,
+    /// Each server's folder, once its command is asked for.
+    dirs: RefCell<BTreeMap<String, PathBuf>>,
+    /// The lock recipe's state, from every server's log.
+    locks: Rc<RefCell<LockState>>,
 }
 
 impl RealZooKeeper {
+    /// The servers of `params`.
+    pub fn new(params: ZkParams) -> RealZooKeeper {
+        RealZooKeeper {
+            params,
+            ..RealZooKeeper::default()
+        }
+    }
+
     fn standalone(&self) -> bool {
         self.params.servers == 1
     }
@@ -145,6 +167,9 @@ impl RealCluster for RealZooKeeper {
                 format!("{missing} not found: install ZooKeeper (`apt-get install -y zookeeper`)"),
             ));
         }
+        self.dirs
+            .borrow_mut()
+            .insert(node.to_string(), dir.to_path_buf());
         let data = dir.join("data");
         let cfg = dir.join("zoo.cfg");
         let log4j = dir.join("log4j.properties");
@@ -223,6 +248,13 @@ impl RealCluster for RealZooKeeper {
         )]
     }
 
+    /// Record the lock owners session closes delete, as the model's servers do, from
+    /// `node`'s transaction log.
+    fn observer(&self, node: &str, ctx: NodeCtx) -> Option<LocalBoxFuture<'static, ()>> {
+        let dir = self.dirs.borrow().get(node)?.join("data").join("version-2");
+        Some(Box::pin(tail_log(ctx, dir, self.locks.clone())))
+    }
+
     fn opening(&self, _node: &str, label: &str, addrs: &Addresses) -> Option<OpeningRewrite> {
         if label != "election" {
             return None;
@@ -290,6 +322,58 @@ pub fn election_rewrite(head: &[u8], public: &BTreeMap<i64, u16>) -> Opening {
         bytes,
         used: end,
         source: Some(format!("zk-{}", sid - 1)),
+    }
+}
+
+/// How often a server's transaction log is read.
+const LOG_POLL: Duration = Duration::from_millis(2);
+
+/// The most of a log read at once.
+const LOG_CHUNK: usize = 64 * 1024;
+
+/// Follow the transaction logs in `dir` (`log.<first zxid>`; a restart starts a new one)
+/// and record an `expire` for every lock owner a session close deletes, first seen here.
+async fn tail_log(ctx: NodeCtx, dir: PathBuf, locks: Rc<RefCell<LockState>>) {
+    use std::os::unix::fs::FileExt;
+    let mut files: BTreeMap<u64, (std::fs::File, u64)> = BTreeMap::new();
+    let mut buf = vec![0u8; LOG_CHUNK];
+    loop {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let first = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("log."))
+                .and_then(|z| u64::from_str_radix(z, 16).ok());
+            if let Some(first) = first.filter(|z| !files.contains_key(z)) {
+                if let Ok(f) = std::fs::File::open(entry.path()) {
+                    files.insert(first, (f, 0));
+                }
+            }
+        }
+        for (file, offset) in files.values_mut() {
+            while let Ok(n) = file.read_at(&mut buf, *offset) {
+                let (at, lost) = locks.borrow_mut().feed(&buf[..n], *offset);
+                for o in lost {
+                    tracing::debug!(
+                        lock = o.lock,
+                        node = o.path,
+                        "a session close deleted the lock's owner"
+                    );
+                    ctx.record(ctx.event(EventType::Event, "expire").key(o.lock).value(
+                        serde_json::json!({
+                            "zxid": o.zxid,
+                            "node": o.path,
+                            "session": format!("0x{:x}", o.session),
+                        }),
+                    ));
+                }
+                if at == *offset {
+                    break;
+                }
+                *offset = at;
+            }
+        }
+        tokio::time::sleep(LOG_POLL).await;
     }
 }
 
@@ -398,7 +482,7 @@ mod tests {
     #[test]
     fn config_names_own_listen_ports_and_the_others_public_ones() {
         let params: ZkParams = toml::from_str("servers = 3\ntick_ms = 50").unwrap();
-        let zk = RealZooKeeper { params };
+        let zk = RealZooKeeper::new(params);
         let mut addrs = Addresses::default();
         for i in 0..3u16 {
             let node = format!("zk-{i}");
@@ -419,9 +503,7 @@ mod tests {
         ] {
             assert!(cfg.contains(line), "{line} in\n{cfg}");
         }
-        let one = RealZooKeeper {
-            params: ZkParams::default(),
-        };
+        let one = RealZooKeeper::new(ZkParams::default());
         assert_eq!(one.ports("zk-0").len(), 1);
         assert!(!one
             .config("zk-0", Path::new("/d"), &addrs)
