@@ -50,7 +50,8 @@ impl Addresses {
     /// Record `node`'s port `label`: the process listens on `listen`, its proxy on
     /// `public`.
     pub fn insert(&mut self, node: &str, label: &'static str, listen: u16, public: u16) {
-        self.ports.insert((node.to_string(), label), (listen, public));
+        self.ports
+            .insert((node.to_string(), label), (listen, public));
     }
 
     /// Where `node` itself listens for `label` (only it and locksim use this port).

@@ -4,8 +4,8 @@
 //! process for the next incarnation.
 
 use super::messages::{FromNode, NodeSpec, ToNode};
-use crate::real::{die_with_locksim, signal, Supervisor};
 use crate::history::{Event, EventType, Recorder};
+use crate::real::{die_with_locksim, signal, Supervisor};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::path::{Path, PathBuf};

@@ -29,9 +29,9 @@ pub use real::{ask, RealRedis};
 pub use sentinel::SENTINEL_PORT;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
+use crate::real::RealCluster;
 use crate::sim::{FaultPoint, NodeCtx};
 use serde::Deserialize;
-use crate::real::RealCluster;
 use std::rc::Rc;
 use std::time::Duration;
 

@@ -45,10 +45,10 @@ pub use client::RedlockClient;
 pub use params::{ClockKind, Redlock};
 
 use crate::check::{Check, STANDARD};
-use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
-use crate::sim::{FaultPoint, NodeCtx};
 use crate::locks::redis::RealRedis;
+use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
 use crate::real::RealCluster;
+use crate::sim::{FaultPoint, NodeCtx};
 use std::rc::Rc;
 use std::time::Duration;
 

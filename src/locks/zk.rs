@@ -12,7 +12,8 @@
 //! * [`mutex`]: Curator's `InterProcessMutex` (protected mode, predecessor watch), the
 //!   [`LockClient`];
 //! * [`params`]: the `[lock]` keys;
-//! * [`checks`]: the family's `lock-linearizable` (one `expire` per zxid).
+//! * [`checks`]: the family's `lock-linearizable` (one `expire` per zxid);
+//! * `real`: the real ZooKeeper of live mode (`locksim live`).
 //!
 //! What it shows (catalogue rows 13–15): a session is a lease the *server* ends, by its
 //! own clock, on its own terms. A holder that pauses (row 13) or is cut off (row 14)
@@ -31,6 +32,7 @@ pub mod jute;
 pub mod mutex;
 pub mod params;
 pub mod proto;
+mod real;
 pub mod server;
 pub mod session;
 pub mod tree;
@@ -45,7 +47,9 @@ pub use params::{OnSuspended, ZkParams, ZkToken};
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
+use crate::real::RealCluster;
 use crate::sim::{FaultPoint, NodeCtx};
+use std::rc::Rc;
 
 impl Algorithm for ZkParams {
     const NAME: &'static str = "zk";
@@ -94,5 +98,12 @@ impl Algorithm for ZkParams {
     /// Right after the lock node's create is on the wire, before its reply is read.
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         &[FaultPoint::MidAcquire]
+    }
+
+    /// Apache ZooKeeper (`QuorumPeerMain`), standalone or an ensemble, with the
+    /// scenario's tick and container check interval; `expire` events from its
+    /// transaction logs.
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        Some(Rc::new(real::RealZooKeeper::new(self.clone())))
     }
 }

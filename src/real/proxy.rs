@@ -256,7 +256,10 @@ async fn source_of(peer_port: u16, public: u16, shared: &Shared) -> String {
 /// Read `inbound`'s opening message and rewrite it: the bytes to send first, and the
 /// sender it names. A message longer than [`OPENING_LIMIT`], or cut short, passes as
 /// read.
-async fn read_opening(inbound: &mut TcpStream, rewrite: &OpeningRewrite) -> (Vec<u8>, Option<String>) {
+async fn read_opening(
+    inbound: &mut TcpStream,
+    rewrite: &OpeningRewrite,
+) -> (Vec<u8>, Option<String>) {
     let mut head = Vec::new();
     let mut chunk = [0u8; 1024];
     loop {
@@ -391,7 +394,8 @@ mod tests {
         };
         let proxies = Proxies::start(&[route], shape, Supervisor::default()).unwrap();
         let mut s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         s.write_all(b"one").unwrap();
         let mut buf = [0u8; 3];
         s.read_exact(&mut buf).unwrap();
@@ -399,7 +403,10 @@ mod tests {
         // This test's own connections are locksim's.
         proxies.set_cut("locksim", "server", true);
         s.write_all(b"two").unwrap();
-        assert!(s.read_exact(&mut buf).is_err(), "nothing crosses a cut link");
+        assert!(
+            s.read_exact(&mut buf).is_err(),
+            "nothing crosses a cut link"
+        );
         proxies.set_cut("locksim", "server", false);
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         s.read_exact(&mut buf).unwrap();
@@ -425,7 +432,8 @@ mod tests {
         };
         let proxies = Proxies::start(&[route], shape, Supervisor::default()).unwrap();
         let mut s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         proxies.set_cut("server", "locksim", true);
         s.write_all(b"abc").unwrap();
         let mut buf = [0u8; 3];

@@ -68,7 +68,10 @@ impl ServerProcess {
             .open(self.dir.join("server.log"))?;
         cmd.stdout(log.try_clone()?).stderr(log);
         let child = cmd.spawn().map_err(|e| {
-            io::Error::new(e.kind(), format!("{}: {:?}: {e}", self.name, cmd.get_program()))
+            io::Error::new(
+                e.kind(),
+                format!("{}: {:?}: {e}", self.name, cmd.get_program()),
+            )
         })?;
         self.supervisor.add(child.id(), &self.name);
         self.child = Some(child);

@@ -69,8 +69,7 @@ impl RealCluster for RealRedis {
         let mut cmd = Command::new(find_binary("redis-server", "redis-server")?);
         let port = addrs.listen(node, "redis").to_string();
         let primary = addrs.public("redis-0", "redis").to_string();
-        if let Some(down_after_ms) = self.down_after_ms.filter(|_| node.starts_with("sentinel-"))
-        {
+        if let Some(down_after_ms) = self.down_after_ms.filter(|_| node.starts_with("sentinel-")) {
             // Sentinel rewrites its file as it learns (epochs, peers, the primary):
             // written once, so a restarted sentinel resumes from what it knew.
             let conf = dir.join("sentinel.conf");
