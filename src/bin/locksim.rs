@@ -147,12 +147,15 @@ enum Command {
         /// The node's spec (JSON).
         spec: String,
     },
-    /// Run a scenario against real redis-server processes on 127.0.0.1 (started, paused
-    /// with SIGSTOP, crashed with SIGKILL and restarted by locksim; all killed on exit)
-    /// with each client in its own process (paused with SIGSTOP too), and check its
-    /// history. Exit 0: expectations met; 1: not; 2: bad input.
+    /// Run a scenario against its family's real servers on 127.0.0.1 (redis-server and
+    /// Sentinel, an etcd cluster, a ZooKeeper ensemble: started, paused with SIGSTOP,
+    /// crashed with SIGKILL and restarted by locksim; all killed on exit), every link
+    /// through locksim's proxies (partitions, latency, loss), each client in its own
+    /// process (paused with SIGSTOP too), and check its history. Exit 0: expectations
+    /// met; 1: not; 2: bad input.
     Live {
-        /// Scenario file (TOML): algorithm = "redis", "redis-replicated" or "redlock".
+        /// Scenario file (TOML) of a family with a real counterpart: redis,
+        /// redis-replicated, redlock, raft (etcd), zk (ZooKeeper).
         scenario: std::path::PathBuf,
         /// How long to run, real time (`30s`, `1500ms`).
         #[arg(long, default_value = "30s")]

@@ -17,7 +17,9 @@ mod log_tail;
 use super::params::ZkParams;
 use super::proto::CLIENT_PORT;
 use crate::history::EventType;
-use crate::real::{find_binary, Addresses, Opening, OpeningRewrite, RealCluster, RealPort};
+use crate::real::{
+    find_binary, Addresses, Opening, OpeningRewrite, Patience, RealCluster, RealPort,
+};
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use log_tail::LockState;
 use std::cell::RefCell;
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Debian's `libzookeeper-java` server jar (its manifest's `Class-Path` names the rest).
 const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -207,28 +209,16 @@ impl RealCluster for RealZooKeeper {
 
     /// Every server answers `srvr` with its mode (`leader`, `follower`, `standalone`):
     /// an ensemble has elected a leader and every follower has synced with it.
-    fn wait_ready(&self, addrs: &Addresses, limit: Duration) -> Result<(), String> {
-        let deadline = Instant::now() + limit;
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
         for (_, node) in self.nodes() {
             let port = addrs.listen(&node, "client");
-            loop {
+            let what = format!("{node}: ZooKeeper serving (`srvr` on 127.0.0.1:{port})");
+            patience.wait(&what, || {
                 let reply = four_letter_word(port, "srvr").unwrap_or_default();
-                if ["leader", "follower", "standalone"]
+                ["leader", "follower", "standalone"]
                     .iter()
                     .any(|m| reply.contains(&format!("Mode: {m}")))
-                {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let last = reply.lines().next().unwrap_or("no reply");
-                    return Err(format!(
-                        "{node}: ZooKeeper did not serve within {} s (`srvr` on \
-                         127.0.0.1:{port}: {last})",
-                        limit.as_secs()
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            })?;
         }
         Ok(())
     }
