@@ -85,6 +85,7 @@ pub fn live_families() -> Vec<&'static str> {
 /// messages for exit code 2 (a family without a real counterpart, a server missing or
 /// failing).
 pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result<LiveRun, String> {
+    remove_orphaned_folders(&std::env::temp_dir());
     let mut scenario = scenario.clone();
     let cluster = scenario.lock.real();
     // The clients' parameters against the real servers; the processes do the same.
@@ -114,6 +115,27 @@ pub fn run_live(scenario: &Scenario, seed: u64, stop: Arc<AtomicBool>) -> Result
     supervisor.kill_all();
     let _ = std::fs::remove_dir_all(&root);
     out
+}
+
+/// Remove the data folders (`locksim-live-<pid>` under `tmp`) of live runs whose locksim
+/// is gone: a SIGKILLed locksim cannot remove its own (the kernel kills its servers, not
+/// their files), so the next run does.
+fn remove_orphaned_folders(tmp: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("locksim-live-"))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// One in-process node (storage or client): its state and running task.

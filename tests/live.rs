@@ -25,12 +25,19 @@ fn live(args: &[&str]) -> (i32, String, String) {
         .output()
         .expect("locksim runs");
     let tmp_name = tmp.to_str().unwrap();
-    assert_eq!(servers_of(tmp_name), "", "servers outlived the run {args:?}");
+    assert_eq!(
+        servers_of(tmp_name),
+        "",
+        "servers outlived the run {args:?}"
+    );
     let left: Vec<_> = std::fs::read_dir(&tmp)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert!(left.is_empty(), "the run {args:?} left {left:?} in {tmp_name}");
+    assert!(
+        left.is_empty(),
+        "the run {args:?} left {left:?} in {tmp_name}"
+    );
     let _ = std::fs::remove_dir_all(&tmp);
     (
         out.status.code().unwrap_or(-1),
@@ -214,12 +221,19 @@ fn killing_locksim_itself_takes_its_etcd_members_with_it() {
 }
 
 /// Start a live run of `scenario`, SIGKILL locksim once its `processes` children run,
-/// and check none of them outlives it.
+/// and check none of them outlives it, and that the next run removes the data folder
+/// the killed one could not.
 fn kill_locksim_mid_run(scenario: &str, processes: usize) {
+    let tmp = std::env::temp_dir().join(format!(
+        "locksim-kill-test-{}-{processes}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&tmp).unwrap();
     // No chance to clean up: the kernel ends the servers and client processes
     // (PR_SET_PDEATHSIG), so nothing outlives a SIGKILLed locksim.
     let mut child = Command::new(BIN)
         .args(["live", scenario, "--duration", "30s"])
+        .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("locksim starts");
@@ -250,6 +264,8 @@ fn kill_locksim_mid_run(scenario: &str, processes: usize) {
             .unwrap()
             .success()
     };
+    let folder = tmp.join(format!("locksim-live-{pid}"));
+    assert!(folder.exists(), "no data folder {folder:?}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while children.iter().any(alive) {
         if std::time::Instant::now() > deadline {
@@ -260,6 +276,22 @@ fn kill_locksim_mid_run(scenario: &str, processes: usize) {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // The next live run (here one refused at once) removes the orphaned folder.
+    let status = Command::new(BIN)
+        .args([
+            "live",
+            "sims/db-20-expiring-row-fenced.toml",
+            "--duration",
+            "1s",
+        ])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
+    assert!(!folder.exists(), "{folder:?} outlived the next run");
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]
@@ -340,12 +372,22 @@ fn row_17_live_real_etcd_pause_violates_mutex_and_the_revision_fences() {
     assert!(out.contains("mutex                violated"), "{out}");
     assert!(out.contains("counter              holds"), "{out}");
     // etcd's TTLs are whole seconds: 500 ms is granted as 1 s, and said so.
-    assert!(out.contains("not applied live: ttl_ms: 1000 ms, not 500"), "{out}");
+    assert!(
+        out.contains("not applied live: ttl_ms: 1000 ms, not 500"),
+        "{out}"
+    );
     // The model's Raft events do not exist live: those checks are not claimed.
-    assert!(out.contains("raft-log             not checked live"), "{out}");
-    assert!(out.contains("raft-0→raft-1"), "Raft's links were not proxied: {out}");
-    assert!(events.iter().any(|e| e.f == "resume"
-        && e.value == Some(serde_json::json!({"signal": "SIGCONT"}))));
+    assert!(
+        out.contains("raft-log             not checked live"),
+        "{out}"
+    );
+    assert!(
+        out.contains("raft-0→raft-1"),
+        "Raft's links were not proxied: {out}"
+    );
+    assert!(events
+        .iter()
+        .any(|e| e.f == "resume" && e.value == Some(serde_json::json!({"signal": "SIGCONT"}))));
 }
 
 #[test]
@@ -456,7 +498,11 @@ fn row_13_live_real_zookeeper_session_expiry_by_a_real_pause() {
 
 #[test]
 fn row_13_live_against_a_zookeeper_ensemble_of_three() {
-    let (code, out, err) = live(&["tests/fixtures/live/zk-13-ensemble.toml", "--duration", "5s"]);
+    let (code, out, err) = live(&[
+        "tests/fixtures/live/zk-13-ensemble.toml",
+        "--duration",
+        "5s",
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("mutex                violated"), "{out}");
     assert!(
@@ -469,7 +515,11 @@ fn row_13_live_against_a_zookeeper_ensemble_of_three() {
 fn row_14_live_a_proxied_partition_suspends_the_holder_and_its_twin_stops() {
     // Cut off from every server of the ensemble by the proxies while it works:
     // ignoring SUSPENDED loses an update; the twin that stops keeps the counter.
-    let (code, out, err) = live(&["tests/fixtures/live/zk-14-ensemble.toml", "--duration", "6s"]);
+    let (code, out, err) = live(&[
+        "tests/fixtures/live/zk-14-ensemble.toml",
+        "--duration",
+        "6s",
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("mutex                violated"), "{out}");
     assert!(out.contains("counter              violated"), "{out}");

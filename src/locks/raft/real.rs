@@ -27,7 +27,9 @@ pub struct RealEtcd {
 
 impl RealEtcd {
     fn members(&self) -> Vec<String> {
-        (0..self.params.nodes).map(|i| format!("raft-{i}")).collect()
+        (0..self.params.nodes)
+            .map(|i| format!("raft-{i}"))
+            .collect()
     }
 
     /// `--heartbeat-interval` and `--election-timeout`, ms: the scenario's, with the
@@ -72,15 +74,28 @@ impl RealCluster for RealEtcd {
             .arg(dir.join("data"))
             .args(["--listen-peer-urls", &url(addrs.listen(node, "peer"))])
             .args(["--listen-client-urls", &url(addrs.listen(node, "client"))])
-            .args(["--initial-advertise-peer-urls", &url(addrs.public(node, "peer"))])
-            .args(["--advertise-client-urls", &url(addrs.public(node, "client"))])
+            .args([
+                "--initial-advertise-peer-urls",
+                &url(addrs.public(node, "peer")),
+            ])
+            .args([
+                "--advertise-client-urls",
+                &url(addrs.public(node, "client")),
+            ])
             // Ignored at a restart: the data folder holds the membership.
             .args(["--initial-cluster", &cluster.join(",")])
             .args(["--initial-cluster-state", "new"])
             .args(["--initial-cluster-token", "locksim"])
             .args(["--heartbeat-interval", &heartbeat.to_string()])
             .args(["--election-timeout", &election.to_string()])
-            .args(["--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]);
+            .args([
+                "--logger",
+                "zap",
+                "--log-outputs",
+                "stderr",
+                "--log-level",
+                "warn",
+            ]);
         if self.params.pre_vote {
             cmd.arg("--pre-vote");
         }
