@@ -235,8 +235,8 @@ fn plan_ports(scenario: &Scenario, cluster: &dyn RealCluster) -> Result<Plan, St
     Ok(plan)
 }
 
-/// Start every server (all at once: a cluster's members open their ports only once a
-/// quorum runs), wait until each listens and the whole set is ready.
+/// Start every server (each as soon as its family lets it), wait until each listens and
+/// the whole set is ready.
 fn start_servers(
     scenario: &Scenario,
     cluster: &Rc<dyn RealCluster>,
@@ -251,6 +251,7 @@ fn start_servers(
     };
     let mut servers = BTreeMap::new();
     for name in scenario.servers() {
+        cluster.wait_before_start(&name, addrs, &patience)?;
         let p = ServerProcess::start(&name, root, cluster.clone(), addrs.clone(), supervisor)
             .map_err(|e| format!("{name}: {e}"))?;
         servers.insert(name, p);
@@ -282,7 +283,13 @@ async fn drive(
         .map_err(|e| format!("cannot start the proxies: {e}"))?;
     let addrs = Rc::new(plan.addrs);
     std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let started = std::time::Instant::now();
     let servers = start_servers(scenario, &cluster, &addrs, root, supervisor, &stop)?;
+    tracing::info!(
+        "{} ready in {} ms",
+        cluster.system(),
+        started.elapsed().as_millis()
+    );
     // The run's clock starts once the servers are ready.
     let net = Rc::new(LiveNet::new(plan.locksim_book));
     let recorder = Recorder::new();

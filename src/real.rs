@@ -103,6 +103,21 @@ pub trait RealCluster {
     /// be a public port of `addrs`; the process listens on its own listen ports.
     fn command(&self, node: &str, dir: &Path, addrs: &Addresses) -> io::Result<Command>;
 
+    /// Block, at the run's start, until server `node` may be started, with the servers
+    /// before it in [`crate::locks::Algorithm::servers`]' order already running (Redis:
+    /// a Sentinel waits for the replicas to be linked to the primary, or its first look
+    /// misses them and it looks again only 10 s later). By default servers start at once:
+    /// a cluster's members serve only once a quorum of them runs.
+    fn wait_before_start(
+        &self,
+        node: &str,
+        addrs: &Addresses,
+        patience: &Patience,
+    ) -> Result<(), String> {
+        let _ = (node, addrs, patience);
+        Ok(())
+    }
+
     /// Block until the whole set serves (a Raft leader, replicas in sync, ...), polling
     /// with `patience`. Each process already accepts connections on its first port.
     /// The proxies are running, so the servers can reach each other.

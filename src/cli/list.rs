@@ -29,6 +29,11 @@ pub fn list_command(sims: &Path) -> u8 {
         ) {
             let names: Vec<&str> = lock.checks().iter().map(|c| c.name).collect();
             println!("    checks: {}", names.join(", "));
+            let live = lock
+                .real()
+                .map(|r| r.system())
+                .unwrap_or("none (no real counterpart)");
+            println!("    live: {live}");
         }
     }
     println!("\nfault kinds ([faults] random specs and [[faults.at]] kinds):");

@@ -119,6 +119,27 @@ impl RealCluster for RealRedis {
         Ok(cmd)
     }
 
+    /// A Sentinel starts once every replica is linked to the primary: its first `INFO`
+    /// of the primary finds them all (the next comes 10 s later).
+    fn wait_before_start(
+        &self,
+        node: &str,
+        addrs: &Addresses,
+        patience: &Patience,
+    ) -> Result<(), String> {
+        if !node.starts_with("sentinel-") {
+            return Ok(());
+        }
+        let primary = addrs.listen("redis-0", "redis");
+        let replicas = self.redis_nodes().count() - 1;
+        let what = format!("redis-0 to list its {replicas} replicas");
+        patience.wait(&what, || {
+            let info = ask(primary, &[b"INFO", b"replication"]);
+            matches!(info, Ok(Value::Bulk(Some(t)))
+                if String::from_utf8_lossy(&t).contains(&format!("connected_slaves:{replicas}")))
+        })
+    }
+
     /// For a replicated set: every replica's link to the primary is up and every
     /// Sentinel knows every replica and every other Sentinel (Sentinel finds both
     /// through the primary, every 2 s or so).
