@@ -44,6 +44,7 @@ mod run_tests;
 
 pub use mutex::CuratorMutex;
 pub use params::{OnSuspended, ZkParams, ZkToken};
+pub use real::JVM_FLAGS;
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};

@@ -377,8 +377,9 @@ mod tests {
         (port, t)
     }
 
-    #[test]
-    fn forwards_holds_while_cut_and_delivers_after_the_heal() {
+    /// Proxies with one route, to an echo server, and a connection through it (read
+    /// timeout 300 ms).
+    fn through_proxy(latency_ms: [u64; 2]) -> (Proxies, std::net::TcpStream) {
         let (listen, _echo) = echo_server();
         let public = crate::real::free_port().unwrap();
         let route = Route {
@@ -388,14 +389,20 @@ mod tests {
             opening: None,
         };
         let shape = LinkShape {
-            latency_ms: [0, 0],
+            latency_ms,
             loss: 0.0,
             seed: 0,
         };
         let proxies = Proxies::start(&[route], shape, Supervisor::default()).unwrap();
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
+        let s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(300)))
             .unwrap();
+        (proxies, s)
+    }
+
+    #[test]
+    fn forwards_holds_while_cut_and_delivers_after_the_heal() {
+        let (proxies, mut s) = through_proxy([0, 0]);
         s.write_all(b"one").unwrap();
         let mut buf = [0u8; 3];
         s.read_exact(&mut buf).unwrap();
@@ -416,24 +423,23 @@ mod tests {
     }
 
     #[test]
+    fn latency_delays_every_chunk_each_way() {
+        let (_proxies, mut s) = through_proxy([40, 40]);
+        let started = std::time::Instant::now();
+        s.write_all(b"ping").unwrap();
+        let mut buf = [0u8; 4];
+        s.read_exact(&mut buf).unwrap();
+        // 40 ms there and 40 ms back.
+        assert!(
+            started.elapsed() >= Duration::from_millis(80),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
     fn a_one_way_cut_holds_only_its_direction() {
-        let (listen, _echo) = echo_server();
-        let public = crate::real::free_port().unwrap();
-        let route = Route {
-            node: "server".into(),
-            public,
-            listen,
-            opening: None,
-        };
-        let shape = LinkShape {
-            latency_ms: [1, 3],
-            loss: 0.0,
-            seed: 0,
-        };
-        let proxies = Proxies::start(&[route], shape, Supervisor::default()).unwrap();
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
+        let (proxies, mut s) = through_proxy([1, 3]);
         proxies.set_cut("server", "locksim", true);
         s.write_all(b"abc").unwrap();
         let mut buf = [0u8; 3];

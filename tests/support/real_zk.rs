@@ -155,17 +155,8 @@ fn try_start(java: &Path, class_path: &str) -> Result<RealZk, EarlyExit> {
 
     let started = Instant::now();
     let child = Command::new(java)
-        .args([
-            // A small heap, one GC thread and C1 only: quicker to start, light on 2 cores.
-            "-Xmx128m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-Xshare:auto",
-            // No /tmp/hsperfdata_<user> file: the JVM writes nowhere but `dir`.
-            "-XX:-UsePerfData",
-            "-Dzookeeper.admin.enableServer=false",
-            "-Dzookeeper.jmx.log4j.disable=true",
-        ])
+        // Live mode's flags: quick to start, writing nowhere but `dir`.
+        .args(locksim::locks::zk::JVM_FLAGS)
         .arg(format!("-Djava.io.tmpdir={}", dir.display()))
         .arg(format!("-Dlog4j.configuration=file:{}", log4j.display()))
         .arg("-cp")

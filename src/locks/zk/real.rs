@@ -49,6 +49,19 @@ log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
 log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
 ";
 
+/// The JVM's flags for a ZooKeeper server: a small heap, one GC thread and C1 only
+/// (quicker to start, light on 2 cores), no `/tmp/hsperfdata_<user>` file, no admin
+/// server, no JMX log4j bean.
+pub const JVM_FLAGS: [&str; 7] = [
+    "-Xmx128m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "-XX:-UsePerfData",
+    "-Dzookeeper.admin.enableServer=false",
+    "-Dzookeeper.jmx.log4j.disable=true",
+];
+
 /// `QuorumCnxManager`'s protocol versions: the first long of an election connection.
 const PROTOCOL_V1: i64 = -65536;
 /// The version sent when `multiAddress.enabled` is on (addresses joined by `|`).
@@ -183,27 +196,19 @@ impl RealCluster for RealZooKeeper {
             std::fs::write(&cfg, self.config(node, &data, addrs))?;
         }
         let mut cmd = Command::new(java);
-        cmd.args([
-            "-Xmx128m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-Xshare:auto",
-            "-XX:-UsePerfData",
-            "-Dzookeeper.admin.enableServer=false",
-            "-Dzookeeper.jmx.log4j.disable=true",
-        ])
-        // ZooKeeper's ContainerManager, standalone and on the leader.
-        .arg(format!(
-            "-Dznode.container.checkIntervalMs={}",
-            self.params.container_check_ms
-        ))
-        .arg(format!("-Djava.io.tmpdir={}", dir.display()))
-        .arg(format!("-Dlog4j.configuration=file:{}", log4j.display()))
-        .arg("-cp")
-        .arg([ZOOKEEPER_JAR, LOG4J_JARS[0], LOG4J_JARS[1]].join(":"))
-        // Without server lines it runs ZooKeeperServerMain (standalone) itself.
-        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-        .arg(&cfg);
+        cmd.args(JVM_FLAGS)
+            // ZooKeeper's ContainerManager, standalone and on the leader.
+            .arg(format!(
+                "-Dznode.container.checkIntervalMs={}",
+                self.params.container_check_ms
+            ))
+            .arg(format!("-Djava.io.tmpdir={}", dir.display()))
+            .arg(format!("-Dlog4j.configuration=file:{}", log4j.display()))
+            .arg("-cp")
+            .arg([ZOOKEEPER_JAR, LOG4J_JARS[0], LOG4J_JARS[1]].join(":"))
+            // Without server lines it runs ZooKeeperServerMain (standalone) itself.
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(&cfg);
         Ok(cmd)
     }
 
