@@ -262,3 +262,79 @@ fn expired_key(v: &Value) -> Option<&Vec<u8>> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::real::{ServerProcess, Supervisor};
+    use std::io::{Read, Write};
+    use std::rc::Rc;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn send(port: u16, cmd: &[u8]) -> io::Result<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_millis(300)))?;
+        s.write_all(cmd)?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf)?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+    const GET: &[u8] = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+
+    #[test]
+    fn pause_resume_crash_restart_and_kill_on_drop() {
+        let root = std::env::temp_dir().join(format!("locksim-real-test-{}", std::process::id()));
+        let sup = Supervisor::default();
+        let cluster: Rc<dyn RealCluster> = Rc::new(RealRedis {
+            servers: vec!["redis-0".into()],
+            persistence: Persistence::Always,
+            down_after_ms: None,
+            model_only: Vec::new(),
+        });
+        let mut addrs = Addresses::default();
+        let port = crate::real::free_port().unwrap();
+        addrs.insert("redis-0", "redis", port, crate::real::free_port().unwrap());
+        let mut p = ServerProcess::start("redis-0", &root, cluster, Rc::new(addrs), &sup)
+            .expect("redis-server starts (scripts/test installs it)");
+        let patience = Patience {
+            until: std::time::Instant::now() + Duration::from_secs(10),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        p.wait_listening(&patience).unwrap();
+        assert_eq!(send(port, PING).unwrap(), "+PONG\r\n");
+        p.pause().unwrap();
+        assert!(
+            send(port, PING).is_err(),
+            "a stopped server answers nothing"
+        );
+        p.resume().unwrap();
+        assert_eq!(send(port, PING).unwrap(), "+PONG\r\n");
+        let set = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+        assert_eq!(send(port, set).unwrap(), "+OK\r\n");
+        // appendfsync always: the write survives SIGKILL and a restart.
+        p.crash().unwrap();
+        assert!(send(port, PING).is_err());
+        p.restart().unwrap();
+        p.wait_listening(&patience).unwrap();
+        // A restarted server answers LOADING until it has read its AOF.
+        let mut got = send(port, GET).unwrap_or_default();
+        for _ in 0..500 {
+            if got == "$1\r\nv\r\n" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            got = send(port, GET).unwrap_or_default();
+        }
+        assert_eq!(got, "$1\r\nv\r\n");
+        assert_eq!(sup.processes().len(), 1);
+        p.pause().unwrap();
+        drop(p); // killed although stopped, its folder removed
+        assert!(send(port, PING).is_err());
+        assert!(sup.processes().is_empty());
+        assert!(!root.join("redis-0").exists());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
