@@ -185,13 +185,22 @@ struct Plan {
 }
 
 fn plan_ports(scenario: &Scenario, cluster: &dyn RealCluster) -> Result<Plan, String> {
-    let port = || free_port().map_err(|e| format!("no free loopback port: {e}"));
+    // The kernel may hand out a port it just handed out (none is held until the
+    // servers start): each is taken once.
+    let taken = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let port = || loop {
+        let p = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+        if taken.borrow_mut().insert(p) {
+            return Ok::<u16, String>(p);
+        }
+    };
     let mut plan = Plan {
         addrs: Addresses::default(),
         routes: Vec::new(),
         locksim_book: BTreeMap::new(),
         client_book: BTreeMap::new(),
     };
+    let mut labels = Vec::new();
     for node in scenario.servers() {
         for (i, p) in cluster.ports(&node).into_iter().enumerate() {
             let (listen, public) = (port()?, port()?);
@@ -202,6 +211,7 @@ fn plan_ports(scenario: &Scenario, cluster: &dyn RealCluster) -> Result<Plan, St
                 listen,
                 opening: None,
             });
+            labels.push((node.clone(), p.label));
             let mut names = Vec::new();
             if i == 0 {
                 names.push(node.clone());
@@ -216,10 +226,6 @@ fn plan_ports(scenario: &Scenario, cluster: &dyn RealCluster) -> Result<Plan, St
         }
     }
     // Rewrites may need every address: asked once all are chosen.
-    let labels = scenario.servers().into_iter().flat_map(|n| {
-        let ports = cluster.ports(&n);
-        ports.into_iter().map(move |p| (n.clone(), p.label))
-    });
     for (route, (node, label)) in plan.routes.iter_mut().zip(labels) {
         route.opening = cluster.opening(&node, label, &plan.addrs);
     }

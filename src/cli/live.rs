@@ -73,11 +73,16 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
         duration_ms,
         system.unwrap_or("servers")
     );
-    let run = match crate::live::run_live(&scenario, seed, stop) {
+    let run = match crate::live::run_live(&scenario, seed, stop.clone()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("locksim: {}: {e}", path.display());
-            return EXIT_BAD_INPUT;
+            // Interrupted while the servers started: as an interrupted run.
+            return if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                130
+            } else {
+                EXIT_BAD_INPUT
+            };
         }
     };
     for s in &run.skipped {
