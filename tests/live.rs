@@ -404,19 +404,54 @@ fn row_16_live_waiter_whose_lease_expired_takes_the_lock_and_its_control_holds()
     assert!(out.contains("mutex                holds"), "{out}");
 }
 
+/// Whether the history has a nemesis event `f` of `node`.
+fn nemesis(events: &[locksim::Event], f: &str, node: &str) -> bool {
+    events.iter().any(|e| {
+        e.f == f
+            && e.nodes
+                .as_ref()
+                .is_some_and(|n| n.contains(&node.to_string()))
+    })
+}
+
+/// Granted acquires after `from_ms`.
+fn grants_after(events: &[locksim::Event], from_ms: u64) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            e.f == "acquire" && e.kind == locksim::EventType::Ok && e.time_ns > from_ms * 1_000_000
+        })
+        .count()
+}
+
 #[test]
-fn a_partition_between_etcd_members_elects_a_new_leader_and_nothing_is_left() {
+fn etcd_members_partitioned_paused_and_crashed_for_real() {
     // raft-0 is cut off from the other members (not from the clients) for 2 s: the
-    // proxies hold Raft's traffic, the majority elects, and clients keep locking.
+    // proxies hold Raft's traffic, the majority elects, and clients keep locking; then
+    // raft-1 is SIGSTOPped and raft-2 SIGKILLed and restarted.
     let (code, out, err, events) =
-        live_history("tests/fixtures/live/raft-member-partition.toml", "5s");
+        live_history("tests/fixtures/live/raft-member-partition.toml", "6s");
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(events.iter().any(|e| e.f == "partition"));
-    let oks = events
-        .iter()
-        .filter(|e| e.f == "acquire" && e.kind == locksim::EventType::Ok)
-        .count();
-    assert!(oks >= 3, "{out}");
+    assert!(nemesis(&events, "pause", "raft-1") && nemesis(&events, "resume", "raft-1"));
+    assert!(nemesis(&events, "crash", "raft-2") && nemesis(&events, "restart", "raft-2"));
+    assert!(grants_after(&events, 1000) >= 3, "{out}");
+    assert!(
+        grants_after(&events, 4500) >= 1,
+        "no grant after the restart: {out}"
+    );
+}
+
+#[test]
+fn zookeeper_servers_paused_and_crashed_for_real() {
+    let (code, out, err, events) = live_history("tests/fixtures/live/zk-server-faults.toml", "6s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(nemesis(&events, "pause", "zk-0") && nemesis(&events, "resume", "zk-0"));
+    assert!(nemesis(&events, "crash", "zk-1") && nemesis(&events, "restart", "zk-1"));
+    assert!(
+        grants_after(&events, 3000) >= 1,
+        "no grant after the restart: {out}"
+    );
 }
 
 #[test]
