@@ -64,6 +64,8 @@ pub struct LiveRun {
     pub connections: BTreeMap<(String, String), u64>,
     /// Checks that need the model servers' own events, with why: not checked live.
     pub unchecked: Vec<(&'static str, &'static str)>,
+    /// How long the servers took to start and become ready, ms (before the run's clock).
+    pub ready_ms: u64,
 }
 
 /// The algorithms live mode runs: those with a real counterpart.
@@ -291,11 +293,7 @@ async fn drive(
     std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
     let started = std::time::Instant::now();
     let servers = start_servers(scenario, &cluster, &addrs, root, supervisor, &stop)?;
-    tracing::info!(
-        "{} ready in {} ms",
-        cluster.system(),
-        started.elapsed().as_millis()
-    );
+    let ready_ms = started.elapsed().as_millis() as u64;
     // The run's clock starts once the servers are ready.
     let net = Rc::new(LiveNet::new(plan.locksim_book));
     let recorder = Recorder::new();
@@ -447,6 +445,7 @@ async fn drive(
         skipped: d.skipped,
         system: cluster.system(),
         unchecked: cluster.unchecked(),
+        ready_ms,
         connections: d.proxies.connections(),
     })
 }

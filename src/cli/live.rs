@@ -25,7 +25,8 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     }
 }
 
-/// One line on what the proxies carried: connections, and the links between servers.
+/// One line on the servers' start and what the proxies carried: connections, and the
+/// links between servers.
 fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
     let total: u64 = run.connections.values().sum();
     let between: Vec<String> = run
@@ -35,7 +36,8 @@ fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
         .map(|((from, to), n)| format!("{from}→{to} ×{n}"))
         .collect();
     let mut line = format!(
-        "proxied: {total} connections on {} links",
+        "servers ready in {} ms; proxied: {total} connections on {} links",
+        run.ready_ms,
         run.connections.len()
     );
     if !between.is_empty() {
