@@ -255,11 +255,23 @@ fn start_servers(
 ) -> Result<BTreeMap<String, ServerProcess>, String> {
     let patience = Patience {
         until: std::time::Instant::now() + START_LIMIT,
+        limit_s: START_LIMIT.as_secs(),
         stop: stop.clone(),
     };
     let mut servers = BTreeMap::new();
+    // The servers' folders (their logs with them) go when this returns: a failure
+    // carries the end of every log.
+    let with_logs = |e: String, servers: &BTreeMap<String, ServerProcess>| {
+        let logs: Vec<String> = servers
+            .values()
+            .map(|p| format!("--- {}'s log ends:\n{}", p.name, p.log_tail(8)))
+            .collect();
+        format!("{e}\n{}", logs.join("\n"))
+    };
     for name in scenario.servers() {
-        cluster.wait_before_start(&name, addrs, &patience)?;
+        if let Err(e) = cluster.wait_before_start(&name, addrs, &patience) {
+            return Err(with_logs(e, &servers));
+        }
         let p = ServerProcess::start(&name, root, cluster.clone(), addrs.clone(), supervisor)
             .map_err(|e| format!("{name}: {e}"))?;
         servers.insert(name, p);
@@ -267,7 +279,9 @@ fn start_servers(
     for p in servers.values_mut() {
         p.wait_listening(&patience)?;
     }
-    cluster.wait_ready(addrs, &patience)?;
+    if let Err(e) = cluster.wait_ready(addrs, &patience) {
+        return Err(with_logs(e, &servers));
+    }
     Ok(servers)
 }
 

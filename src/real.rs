@@ -165,6 +165,8 @@ pub trait RealCluster {
 pub struct Patience {
     /// When waiting ends.
     pub until: Instant,
+    /// The whole limit, s, for messages.
+    pub limit_s: u64,
     /// Set by a signal handler: stop waiting.
     pub stop: Arc<AtomicBool>,
 }
@@ -178,7 +180,10 @@ impl Patience {
                 return Err(format!("interrupted while waiting for {what}"));
             }
             if Instant::now() >= self.until {
-                return Err(format!("{what}: not within the start-up limit"));
+                return Err(format!(
+                    "{what}: not within the start-up limit ({} s)",
+                    self.limit_s
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

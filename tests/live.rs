@@ -456,22 +456,37 @@ fn zookeeper_servers_paused_and_crashed_for_real() {
 
 #[test]
 fn an_interrupted_run_kills_its_servers() {
+    interrupt_mid_run("tests/fixtures/live/server-faults.toml", 1500);
+}
+
+#[test]
+fn an_interrupt_while_a_zookeeper_ensemble_starts_kills_it_too() {
+    // The JVMs take a second or more to serve: the interrupt comes while locksim waits.
+    interrupt_mid_run("tests/fixtures/live/zk-13-ensemble.toml", 300);
+}
+
+/// Start a live run of `scenario` in its own TMPDIR, interrupt it (SIGINT to its process
+/// group) once it has children and `after_ms` have passed: it must exit 130 and leave no
+/// process and nothing in the TMPDIR.
+fn interrupt_mid_run(scenario: &str, after_ms: u64) {
     // In its own process group, which gets the SIGINT, as a terminal's Ctrl-C does.
     use std::os::unix::process::CommandExt;
+    let tmp = std::env::temp_dir().join(format!(
+        "locksim-interrupt-test-{}-{after_ms}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&tmp).unwrap();
     let mut child = Command::new(BIN)
-        .args([
-            "live",
-            "tests/fixtures/live/server-faults.toml",
-            "--duration",
-            "30s",
-        ])
+        .args(["live", scenario, "--duration", "30s"])
+        .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .process_group(0)
         .spawn()
         .expect("locksim starts");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // Every redis-server locksim starts is its child: note them (waiting for a slow
-    // start-up on a loaded machine), interrupt, and none may be alive afterwards.
+    std::thread::sleep(std::time::Duration::from_millis(after_ms));
+    // Every server locksim starts is its child: note them (waiting for a slow start-up
+    // on a loaded machine), interrupt, and none may be alive afterwards.
     let pid = child.id().to_string();
     let started = std::time::Instant::now();
     let servers: Vec<String> = loop {
@@ -485,9 +500,9 @@ fn an_interrupted_run_kills_its_servers() {
         }
         if started.elapsed() > std::time::Duration::from_secs(10) {
             let _ = child.kill();
-            panic!("no redis-server ran as a child of locksim within 11.5 s");
+            panic!("no server ran as a child of locksim within 10 s");
         }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(std::time::Duration::from_millis(50));
     };
     Command::new("kill")
         .args(["-INT", "--", &format!("-{pid}")])
@@ -516,8 +531,14 @@ fn an_interrupted_run_kills_its_servers() {
             .status()
             .unwrap()
             .success();
-        assert!(!alive, "redis-server {s} survived the interrupt");
+        assert!(!alive, "server {s} survived the interrupt");
     }
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "the interrupted run left {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]

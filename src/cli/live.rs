@@ -43,6 +43,18 @@ fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
     if !between.is_empty() {
         line += &format!("; between servers: {}", between.join(", "));
     }
+    let unknown: u64 = run
+        .connections
+        .iter()
+        .filter(|((from, _), _)| from == "?")
+        .map(|(_, n)| n)
+        .sum();
+    if unknown > 0 {
+        line += &format!(
+            "; {unknown} of unknown source (closed before the kernel showed its process): \
+             never cut"
+        );
+    }
     line
 }
 

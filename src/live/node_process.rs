@@ -68,8 +68,8 @@ impl NodeProcess {
             // which then ends the run and kills its processes itself.
             .process_group(0)
             .kill_on_drop(true);
-        // SAFETY: die_with_locksim only calls prctl(2).
-        unsafe { cmd.pre_exec(die_with_locksim) };
+        // SAFETY: die_with_locksim's closure only makes async-signal-safe calls.
+        unsafe { cmd.pre_exec(die_with_locksim()) };
         let mut child = cmd.spawn()?;
         let pid = child.id().ok_or_else(|| io::Error::other("no pid"))?;
         supervisor.add(pid, &spec_node);

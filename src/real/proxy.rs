@@ -9,14 +9,17 @@
 //!   partition while TCP retransmits) and delivers what it holds once the link heals.
 //!   A connection opened across a cut is accepted by the proxy's kernel but carries
 //!   nothing, and is not forwarded to the server, until the link heals (a SYN a real
-//!   partition drops is retransmitted). A close or reset is held the same way. Which
+//!   partition drops is retransmitted). A close is held the same way, and so is a
+//!   receiver found gone (a reset) on its way back to the sender; a reset reaches the
+//!   other side as a close. Which
 //!   side gives up first is the applications' business, as on a real network: their
 //!   own timeouts close the connection. (In simulation, turmoil drops the segments of a
 //!   cut link and its TCP never retransmits, so a connection that lost a segment carries
 //!   nothing more even after the heal; clients there replace it on their deadline, as
 //!   they do here.)
 //! - **Latency**: each chunk read is written after a delay drawn from the scenario's
-//!   `latency_ms` range, in order (a chunk never overtakes the one before it).
+//!   `latency_ms` range, in order (a chunk never overtakes the one before it); the
+//!   proxy reads on while earlier chunks wait, so delays overlap as on a wire.
 //! - **Loss**: a chunk is lost with the scenario's `loss` probability, and TCP resends
 //!   it: it is delayed by a further [`RETRANSMIT`] (Linux's minimum retransmission
 //!   timeout), as a lost segment is.
@@ -37,7 +40,7 @@ use tokio::time::Instant;
 pub const RETRANSMIT: Duration = Duration::from_millis(200);
 
 /// The name of a connection's source when the kernel no longer showed who opened it: its
-/// links are never cut.
+/// links are never cut (the run says how many there were).
 const UNKNOWN: &str = "?";
 
 /// One proxy: connections to `public` go to server `node`, listening on `listen`.
@@ -319,23 +322,107 @@ async fn forward(mut inbound: TcpStream, peer_port: u16, route: Route, shared: A
     let there = pump(in_read, out_write, &source, &to, &shared);
     let back = pump(out_read, in_write, &to, &source, &shared);
     tokio::pin!(there, back);
-    // A clean end (EOF) of one direction half-closes it; an error ends both.
-    tokio::select! {
-        r = &mut there => if r.is_ok() { let _ = back.await; },
-        r = &mut back => if r.is_ok() { let _ = there.await; },
+    let (first, there_first) = tokio::select! {
+        e = &mut there => (e, true),
+        e = &mut back => (e, false),
+    };
+    if first == Ended::Clean {
+        // A half-close: the other direction goes on until it ends too.
+        let rest = if there_first { back.await } else { there.await };
+        settle(rest, !there_first, &source, &to, &shared).await;
+    } else {
+        settle(first, there_first, &source, &to, &shared).await;
     }
 }
 
-/// Copy `from`'s bytes to `to` in order, each chunk after its delay and only while the
-/// link `src → dst` is not cut. Ends at EOF (passed on as a half-close) or an error.
+/// How one direction of a proxied connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// The sender closed; the close was passed on (after its delay, over an open link).
+    Clean,
+    /// Reading the sender failed (a reset): passed on, as a close, when it was due.
+    ReadFailed,
+    /// Writing to the receiver failed: the receiver is gone.
+    WriteFailed,
+}
+
+/// Before both sockets are dropped (closing both ends): a receiver found gone
+/// (`WriteFailed`) is news for the sender, which travels back over the reverse link; so
+/// it waits for that link to be open, as a reset behind a one-way cut would.
+async fn settle(end: Ended, there: bool, source: &str, to: &str, shared: &Shared) {
+    if end != Ended::WriteFailed || source == UNKNOWN {
+        return;
+    }
+    if there {
+        shared.open(to, source).await;
+    } else {
+        shared.open(source, to).await;
+    }
+}
+
+/// What a direction's reader hands its writer.
+enum Chunk {
+    Bytes(Vec<u8>),
+    End(Ended),
+}
+
+/// How many chunks a direction holds in flight (read, not yet written): with 64 KiB
+/// reads, at most 1 MiB per direction.
+const IN_FLIGHT: usize = 16;
+
+/// Copy `from`'s bytes to `to` in order, each chunk written at its due time (read time +
+/// its delay, never before the one ahead of it) and only while the link `src → dst` is
+/// not cut. The reader runs ahead of the writer, so delays overlap as on a wire instead
+/// of adding up; while the link is cut, the reader stops.
 async fn pump(
-    mut from: tokio::net::tcp::OwnedReadHalf,
+    from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     src: &str,
     dst: &str,
     shared: &Shared,
-) -> io::Result<()> {
+) -> Ended {
     let cuttable = src != UNKNOWN && dst != UNKNOWN;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Instant, Chunk)>(IN_FLIGHT);
+    let reader = read_chunks(from, src, dst, cuttable, shared, tx);
+    let writer = async {
+        while let Some((due, chunk)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            if cuttable {
+                // Cut while in flight: held until the heal.
+                shared.open(src, dst).await;
+            }
+            match chunk {
+                Chunk::Bytes(b) => {
+                    if to.write_all(&b).await.is_err() {
+                        return Ended::WriteFailed;
+                    }
+                }
+                Chunk::End(Ended::Clean) => {
+                    let _ = to.shutdown().await;
+                    return Ended::Clean;
+                }
+                Chunk::End(end) => return end,
+            }
+        }
+        Ended::ReadFailed
+    };
+    // The writer ends the direction; the reader never does by itself.
+    tokio::select! {
+        end = writer => end,
+        never = reader => match never {},
+    }
+}
+
+/// Read `from` into stamped chunks for the writer until EOF or an error, not reading
+/// while `src → dst` is cut.
+async fn read_chunks(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    src: &str,
+    dst: &str,
+    cuttable: bool,
+    shared: &Shared,
+    tx: tokio::sync::mpsc::Sender<(Instant, Chunk)>,
+) -> std::convert::Infallible {
     let mut buf = vec![0u8; 64 * 1024];
     let mut last_due = Instant::now();
     loop {
@@ -345,14 +432,15 @@ async fn pump(
         let read = from.read(&mut buf).await;
         let due = (Instant::now() + shared.delay()).max(last_due);
         last_due = due;
-        tokio::time::sleep_until(due).await;
-        if cuttable {
-            // Cut while in flight: held until the heal.
-            shared.open(src, dst).await;
-        }
-        match read? {
-            0 => return to.shutdown().await,
-            n => to.write_all(&buf[..n]).await?,
+        let chunk = match read {
+            Ok(0) => Chunk::End(Ended::Clean),
+            Ok(n) => Chunk::Bytes(buf[..n].to_vec()),
+            Err(_) => Chunk::End(Ended::ReadFailed),
+        };
+        let last = matches!(chunk, Chunk::End(_));
+        if tx.send((due, chunk)).await.is_err() || last {
+            // The writer has ended, or nothing follows the end: wait to be dropped.
+            return std::future::pending::<std::convert::Infallible>().await;
         }
     }
 }
@@ -434,6 +522,67 @@ mod tests {
             started.elapsed() >= Duration::from_millis(80),
             "{:?}",
             started.elapsed()
+        );
+    }
+
+    #[test]
+    fn delays_overlap_as_on_a_wire_instead_of_adding_up() {
+        let (_proxies, mut s) = through_proxy([40, 40]);
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let started = std::time::Instant::now();
+        s.write_all(b"a").unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        s.write_all(b"b").unwrap();
+        let mut buf = [0u8; 2];
+        s.read_exact(&mut buf).unwrap();
+        // b's 80 ms round trip began 5 ms after a's: about 85 ms, not 40 ms after a's.
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(120), "{took:?}");
+    }
+
+    #[test]
+    fn a_close_does_not_cross_a_one_way_cut() {
+        // A server that reads one chunk and closes.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listen = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 8];
+            let _ = c.read(&mut buf);
+        });
+        let public = crate::real::free_port().unwrap();
+        let route = Route {
+            node: "server".into(),
+            public,
+            listen,
+            opening: None,
+        };
+        let shape = LinkShape {
+            latency_ms: [0, 0],
+            loss: 0.0,
+            seed: 0,
+        };
+        let proxies = Proxies::start(&[route], shape, Supervisor::default()).unwrap();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        proxies.set_cut("server", "locksim", true);
+        s.write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        // The server has closed; writing on finds it gone (a reset, then a failed
+        // write in the proxy), but the news is held.
+        for b in [b"y", b"z", b"w"] {
+            let _ = s.write_all(b);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut buf = [0u8; 1];
+        let read = s.read(&mut buf);
+        assert!(read.is_err(), "the close crossed the cut: {read:?}");
+        proxies.set_cut("server", "locksim", false);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert!(
+            matches!(s.read(&mut buf), Ok(0) | Err(_)),
+            "closed after the heal"
         );
     }
 

@@ -58,8 +58,8 @@ impl ServerProcess {
 
     fn spawn(&mut self) -> io::Result<()> {
         let mut cmd = self.cluster.command(&self.name, &self.dir, &self.addrs)?;
-        // SAFETY: die_with_locksim only calls prctl(2).
-        unsafe { cmd.pre_exec(die_with_locksim) };
+        // SAFETY: die_with_locksim's closure only makes async-signal-safe calls.
+        unsafe { cmd.pre_exec(die_with_locksim()) };
         // Its own process group, so a terminal's Ctrl-C reaches locksim only.
         cmd.process_group(0).stdin(Stdio::null());
         let log = std::fs::OpenOptions::new()

@@ -49,10 +49,24 @@ pub fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// For `pre_exec` of every process live mode starts: the kernel SIGKILLs it when locksim
-/// ends, even when locksim itself is SIGKILLed and cannot clean up.
-pub fn die_with_locksim() -> io::Result<()> {
-    // SAFETY: prctl(2) is async-signal-safe, as code between fork and exec must be.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-    Ok(())
+/// For `pre_exec` of every process live mode starts: the kernel SIGKILLs it when the
+/// thread that started it ends, even when locksim itself is SIGKILLed and cannot clean up
+/// (`PR_SET_PDEATHSIG` follows the forking *thread*: live mode starts every process from
+/// the thread that runs the whole run). If locksim died before the `prctl`, the process
+/// exits at once.
+pub fn die_with_locksim() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+    let locksim = std::process::id() as libc::pid_t;
+    move || {
+        // SAFETY: prctl(2), getppid(2) and _exit(2) are async-signal-safe, as code
+        // between fork and exec must be.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != locksim {
+                libc::_exit(1);
+            }
+        }
+        Ok(())
+    }
 }

@@ -301,6 +301,7 @@ mod tests {
             .expect("redis-server starts (scripts/test installs it)");
         let patience = Patience {
             until: std::time::Instant::now() + Duration::from_secs(10),
+            limit_s: 10,
             stop: Arc::new(AtomicBool::new(false)),
         };
         p.wait_listening(&patience).unwrap();

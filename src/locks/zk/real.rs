@@ -87,9 +87,11 @@ pub struct RealZooKeeper {
 impl RealZooKeeper {
     /// The servers of `params`.
     pub fn new(params: ZkParams) -> RealZooKeeper {
+        let locks = LockState::new(params.servers as usize);
         RealZooKeeper {
             params,
-            ..RealZooKeeper::default()
+            dirs: RefCell::default(),
+            locks: Rc::new(RefCell::new(locks)),
         }
     }
 
@@ -247,7 +249,8 @@ impl RealCluster for RealZooKeeper {
     /// `node`'s transaction log.
     fn observer(&self, node: &str, ctx: NodeCtx) -> Option<LocalBoxFuture<'static, ()>> {
         let dir = self.dirs.borrow().get(node)?.join("data").join("version-2");
-        Some(Box::pin(tail_log(ctx, dir, self.locks.clone())))
+        let server = self.nodes().position(|(_, n)| n == node)?;
+        Some(Box::pin(tail_log(ctx, server, dir, self.locks.clone())))
     }
 
     fn opening(&self, _node: &str, label: &str, addrs: &Addresses) -> Option<OpeningRewrite> {
@@ -321,14 +324,19 @@ pub fn election_rewrite(head: &[u8], public: &BTreeMap<i64, u16>) -> Opening {
 }
 
 /// How often a server's transaction log is read.
-const LOG_POLL: Duration = Duration::from_millis(2);
+const LOG_POLL: Duration = Duration::from_millis(5);
 
-/// The most of a log read at once.
-const LOG_CHUNK: usize = 64 * 1024;
+/// How much of a log is read at once, at first: ZooKeeper preallocates its logs with
+/// zeros, so most reads at the tail find nothing. An entry longer than this doubles it.
+const LOG_CHUNK: usize = 4 * 1024;
 
-/// Follow the transaction logs in `dir` (`log.<first zxid>`; a restart starts a new one)
-/// and record an `expire` for every lock owner a session close deletes, first seen here.
-async fn tail_log(ctx: NodeCtx, dir: PathBuf, locks: Rc<RefCell<LockState>>) {
+/// The longest entry followed (ZooKeeper's `jute.maxbuffer` is 1 MiB by default).
+const LOG_CHUNK_MAX: usize = 4 * 1024 * 1024;
+
+/// Follow server `server`'s transaction logs in `dir` (`log.<first zxid>`; a restart
+/// starts a new one) and record an `expire` for every lock owner a committed session
+/// close deletes, first seen here.
+async fn tail_log(ctx: NodeCtx, server: usize, dir: PathBuf, locks: Rc<RefCell<LockState>>) {
     use std::os::unix::fs::FileExt;
     let mut files: BTreeMap<u64, (std::fs::File, u64)> = BTreeMap::new();
     let mut buf = vec![0u8; LOG_CHUNK];
@@ -347,22 +355,15 @@ async fn tail_log(ctx: NodeCtx, dir: PathBuf, locks: Rc<RefCell<LockState>>) {
         }
         for (file, offset) in files.values_mut() {
             while let Ok(n) = file.read_at(&mut buf, *offset) {
-                let (at, lost) = locks.borrow_mut().feed(&buf[..n], *offset);
+                let (at, lost) = locks.borrow_mut().feed(server, &buf[..n], *offset);
                 for o in lost {
-                    tracing::debug!(
-                        lock = o.lock,
-                        node = o.path,
-                        "a session close deleted the lock's owner"
-                    );
-                    ctx.record(ctx.event(EventType::Event, "expire").key(o.lock).value(
-                        serde_json::json!({
-                            "zxid": o.zxid,
-                            "node": o.path,
-                            "session": format!("0x{:x}", o.session),
-                        }),
-                    ));
+                    record_lost(&ctx, o);
                 }
                 if at == *offset {
+                    if n == buf.len() && entry_len(&buf, *offset) > n && n < LOG_CHUNK_MAX {
+                        buf.resize(2 * n, 0);
+                        continue;
+                    }
                     break;
                 }
                 *offset = at;
@@ -370,6 +371,34 @@ async fn tail_log(ctx: NodeCtx, dir: PathBuf, locks: Rc<RefCell<LockState>>) {
         }
         tokio::time::sleep(LOG_POLL).await;
     }
+}
+
+/// The whole length of the entry that `buf`, read from a log at `offset`, starts with
+/// (after the file header at offset 0): checksum, length, transaction, end byte.
+fn entry_len(buf: &[u8], offset: u64) -> usize {
+    let start = if offset == 0 { 16 } else { 0 };
+    buf.get(start + 8..start + 12)
+        .map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")))
+        .map_or(0, |len| start + 13 + len.max(0) as usize)
+}
+
+/// Record an owner a session close deleted as an `expire` of its lock.
+fn record_lost(ctx: &NodeCtx, o: log_tail::LostOwner) {
+    tracing::debug!(
+        lock = o.lock,
+        node = o.path,
+        "a session close deleted the lock's owner"
+    );
+    let value = serde_json::json!({
+        "zxid": o.zxid,
+        "node": o.path,
+        "session": format!("0x{:x}", o.session),
+    });
+    ctx.record(
+        ctx.event(EventType::Event, "expire")
+            .key(o.lock)
+            .value(value),
+    );
 }
 
 /// Send a four-letter word to the server on `port` and read its reply (it closes the

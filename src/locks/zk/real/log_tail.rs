@@ -6,11 +6,14 @@
 //! A log is a header (`ZKLG`, version 2, dbid) and entries: an Adler-32 checksum (i64),
 //! the transaction's length (i32), the transaction (a `TxnHeader`, its record, then a
 //! digest this reader ignores) and an end byte `B`; the preallocated rest is zeros.
-//! ZooKeeper writes an entry to its log before it applies it, so the entry is seen
-//! before any client learns of its effect. The lock recipe's state (the children of each
-//! `/locks/L` and the session that owns each ephemeral child) is kept from the creates,
-//! deletes and session closes, once per zxid: every server of an ensemble logs the same
-//! transactions, and whichever log shows one first records it.
+//! A server logs a proposal before it is committed, so an entry counts once a majority
+//! of the servers' logs show it (a leader cut off from the rest may log a session close
+//! it never commits). Followers log a proposal before they acknowledge it, so an entry a
+//! majority logged is committed; a client may learn of its effect a little earlier (the
+//! leader applies it once a majority acknowledged), by at most the reading delay. The
+//! lock recipe's state (the children of each `/locks/L` and the session that owns each
+//! ephemeral child) is kept from the creates, deletes and session closes, once per
+//! zxid.
 
 use super::super::db::{sort_lock_children, LOCK_ROOT};
 use std::collections::BTreeMap;
@@ -43,19 +46,43 @@ pub struct LostOwner {
 }
 
 /// The lock recipe's state, from every log read so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LockState {
     /// Children of each lock: node name → the session owning it if ephemeral, else 0.
     locks: BTreeMap<String, BTreeMap<String, i64>>,
-    /// The last zxid applied (each transaction is applied once, from the first log that
-    /// shows it).
+    /// The last zxid applied (each committed transaction is applied once).
     last_zxid: u64,
+    /// How many servers' logs must show an entry before it counts: a majority.
+    quorum: usize,
+    /// Entries seen in fewer logs than that: zxid → the servers that logged it and the
+    /// transaction. Every server's log is in zxid order and holds every committed entry
+    /// before a later one, so an entry below one that reached a majority without
+    /// reaching it itself was never committed, and is dropped.
+    pending: BTreeMap<u64, (std::collections::BTreeSet<usize>, Vec<u8>)>,
+}
+
+impl Default for LockState {
+    /// One server: every entry counts at once.
+    fn default() -> LockState {
+        LockState::new(1)
+    }
 }
 
 impl LockState {
-    /// Read the complete entries of `bytes`, a log from byte `offset` on (0: its header):
-    /// apply them, and return how far it read and the owners lost.
-    pub fn feed(&mut self, bytes: &[u8], offset: u64) -> (u64, Vec<LostOwner>) {
+    /// The state of an ensemble of `servers` (an entry counts once a majority logged it).
+    pub fn new(servers: usize) -> LockState {
+        LockState {
+            locks: BTreeMap::new(),
+            last_zxid: 0,
+            quorum: servers / 2 + 1,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// Read the complete entries of `bytes`, server `server`'s log from byte `offset`
+    /// on (0: its header): apply those now logged by a majority, and return how far it
+    /// read and the owners lost.
+    pub fn feed(&mut self, server: usize, bytes: &[u8], offset: u64) -> (u64, Vec<LostOwner>) {
         let mut at = 0usize;
         if offset == 0 {
             if bytes.len() < HEADER || &bytes[..4] != MAGIC {
@@ -66,9 +93,30 @@ impl LockState {
         let mut lost = Vec::new();
         while let Some(txn) = entry(&bytes[at..]) {
             at += 12 + txn.len() + 1;
-            self.apply_entry(txn, &mut lost);
+            self.log_entry(server, txn, &mut lost);
         }
         (offset + at as u64, lost)
+    }
+
+    /// Count `txn` as logged by `server`; apply it once a majority has.
+    fn log_entry(&mut self, server: usize, txn: &[u8], lost: &mut Vec<LostOwner>) {
+        let Some(zxid) = Reader(txn.get(12..20).unwrap_or_default()).i64() else {
+            return;
+        };
+        let zxid = zxid as u64;
+        if zxid <= self.last_zxid {
+            return;
+        }
+        let (servers, _) = self
+            .pending
+            .entry(zxid)
+            .or_insert_with(|| (Default::default(), txn.to_vec()));
+        servers.insert(server);
+        if servers.len() >= self.quorum {
+            let (_, txn) = self.pending.remove(&zxid).expect("just counted");
+            self.pending.retain(|z, _| *z > zxid);
+            self.apply_entry(&txn, lost);
+        }
     }
 
     fn apply_entry(&mut self, txn: &[u8], lost: &mut Vec<LostOwner>) {
@@ -297,7 +345,7 @@ mod tests {
         let mut state = LockState::default();
         let mut bytes = log().0;
         bytes.extend_from_slice(&[0; 64]); // Preallocated.
-        let (at, lost) = state.feed(&bytes, 0);
+        let (at, lost) = state.feed(0, &bytes, 0);
         assert_eq!(at as usize, bytes.len() - 64);
         // Session 8 waited (no owner lost); session 7 owned A.
         assert_eq!(
@@ -310,7 +358,7 @@ mod tests {
             }]
         );
         // Another server's log of the same transactions adds nothing.
-        assert_eq!(LockState::feed(&mut state, &log().0, 0).1, vec![]);
+        assert_eq!(LockState::feed(&mut state, 1, &log().0, 0).1, vec![]);
     }
 
     #[test]
@@ -321,7 +369,7 @@ mod tests {
         let mut offset = 0u64;
         // As if read after each of a few flushes.
         for end in [10, 40, 100, 150, 300, bytes.len() - 1, bytes.len()] {
-            let (at, l) = state.feed(&bytes[offset as usize..end], offset);
+            let (at, l) = state.feed(0, &bytes[offset as usize..end], offset);
             offset = at;
             lost.extend(l);
         }
@@ -341,9 +389,47 @@ mod tests {
         l.txn(7, 3, DELETE, &del)
             .txn(7, 4, CLOSE_SESSION, &[])
             .txn(8, 5, CLOSE_SESSION, &[]);
-        let (_, lost) = LockState::default().feed(&l.0, 0);
+        let (_, lost) = LockState::default().feed(0, &l.0, 0);
         assert_eq!(lost.len(), 1);
         assert_eq!((lost[0].path.as_str(), lost[0].zxid), (B, 5));
+    }
+
+    #[test]
+    fn an_entry_counts_once_a_majority_logged_it_and_an_uncommitted_one_never() {
+        // Three servers: the old leader (0) logged a close of session 7 at zxid 5 that
+        // was never committed; the others' logs go on with session 8's close at 6.
+        let mut stale = Log::new();
+        stale
+            .txn(7, 1, CREATE2, &create(A, true))
+            .txn(8, 2, CREATE2, &create(B, true))
+            .txn(7, 5, CLOSE_SESSION, &[]);
+        let mut committed = Log::new();
+        committed
+            .txn(7, 1, CREATE2, &create(A, true))
+            .txn(8, 2, CREATE2, &create(B, true))
+            .txn(8, 6, CLOSE_SESSION, &[]);
+        let mut state = LockState::new(3);
+        assert_eq!(
+            state.feed(0, &stale.0, 0).1,
+            vec![],
+            "one log is no majority"
+        );
+        assert_eq!(
+            state.feed(1, &committed.0, 0).1,
+            vec![],
+            "zxid 6 on one log"
+        );
+        // The second log of zxid 6: committed; session 8 owned no lock (7 did).
+        assert_eq!(state.feed(2, &committed.0, 0).1, vec![]);
+        assert!(
+            state.pending.is_empty(),
+            "the uncommitted zxid 5 is dropped"
+        );
+        assert_eq!(
+            state.locks["L"].len(),
+            1,
+            "A stays: its session never closed"
+        );
     }
 
     #[test]
