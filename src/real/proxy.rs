@@ -469,6 +469,11 @@ mod tests {
     /// timeout 300 ms).
     fn through_proxy(latency_ms: [u64; 2]) -> (Proxies, std::net::TcpStream) {
         let (listen, _echo) = echo_server();
+        proxy_to(listen, latency_ms)
+    }
+
+    /// Proxies with one route to the server on `listen`, and a connection through it.
+    fn proxy_to(listen: u16, latency_ms: [u64; 2]) -> (Proxies, std::net::TcpStream) {
         let public = crate::real::free_port().unwrap();
         let route = Route {
             node: "server".into(),
@@ -550,22 +555,7 @@ mod tests {
             let mut buf = [0u8; 8];
             let _ = c.read(&mut buf);
         });
-        let public = crate::real::free_port().unwrap();
-        let route = Route {
-            node: "server".into(),
-            public,
-            listen,
-            opening: None,
-        };
-        let shape = LinkShape {
-            latency_ms: [0, 0],
-            loss: 0.0,
-            seed: 0,
-        };
-        let proxies = Proxies::start(&[route], shape, Supervisor::default()).unwrap();
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", public)).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
+        let (proxies, mut s) = proxy_to(listen, [0, 0]);
         proxies.set_cut("server", "locksim", true);
         s.write_all(b"x").unwrap();
         std::thread::sleep(Duration::from_millis(50));
