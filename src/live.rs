@@ -468,10 +468,13 @@ async fn drive(
 const EXPIRY_REORDER_NS: u64 = 5_000_000;
 
 /// Put each expiry notification before the grants of its lock that were read at most
-/// `window_ns` before it. Redis sends the notification before it runs the command that
-/// found the key expired (and before any command after an active expiry), so a grant
-/// read first only won the race between two sockets: its `SET` came after the expiry.
-/// Indices are renumbered; times stay in order (the expiry takes the grant's time).
+/// `window_ns` before it: an observer reads a real server's expiry a little after the
+/// server acted on it, and a grant it enabled can be recorded first. Redis sends the
+/// notification before it runs the command that found the key expired (and before any
+/// command after an active expiry), so a grant read first only won the race between two
+/// sockets: its `SET` came after the expiry; ZooKeeper's session close is committed
+/// before the next waiter can see its node gone. Indices are renumbered; times stay in
+/// order (the expiry takes the grant's time).
 pub fn order_expirations(history: &mut [Event], window_ns: u64) {
     for i in 0..history.len() {
         if history[i].f != "expire" || history[i].kind != EventType::Event {
