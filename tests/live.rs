@@ -61,6 +61,7 @@ fn live_history(scenario: &str, duration: &str) -> (i32, String, String, Vec<loc
     ];
     let (code, out, err) = live(&args);
     let text = std::fs::read_to_string(&h).unwrap_or_default();
+    let _ = std::fs::remove_file(&h);
     let events = locksim::history::from_jsonl(&text).unwrap();
     (code, out, err, events)
 }
