@@ -44,7 +44,7 @@ mod run_tests;
 
 pub use mutex::CuratorMutex;
 pub use params::{OnSuspended, ZkParams, ZkToken};
-pub use real::JVM_FLAGS;
+pub use real::{JVM_FLAGS, LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};

@@ -36,16 +36,8 @@ pub const MAX_SESSION_TIMEOUT_MS: u32 = 20 * TICK_MS;
 /// How long [`start_real_zk`] waits for the server to answer before it gives up.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Where Debian's `libzookeeper-java` puts the server jar; its manifest's `Class-Path`
-/// names the dependencies (netty, jute, slf4j, ...), so it is the whole class path.
-const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
-
-/// An SLF4J binding and log4j 1.2 (both dependencies of the package): with them the
-/// server logs to the log file; without them SLF4J falls back to a silent logger.
-const LOG4J_JARS: [&str; 2] = [
-    "/usr/share/java/slf4j-log4j12.jar",
-    "/usr/share/java/log4j-1.2.jar",
-];
+// The jars and logging live mode's ZooKeeper uses too.
+use locksim::locks::zk::{LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
 
 /// A running ZooKeeper server; dropping it kills the JVM and removes its directory.
 pub struct RealZk {
@@ -234,28 +226,14 @@ fn server_config(port: u16, data: &Path) -> String {
     )
 }
 
-/// Logs at INFO to stdout, which goes to the log file.
-const LOG4J_CONFIG: &str = "\
-log4j.rootLogger=INFO, CONSOLE
-log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
-log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
-log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
-";
-
-/// `java` from PATH, else `/usr/bin/java`; panics with install instructions if neither.
+/// `java` from PATH, `/usr/bin` or `/usr/local/bin`; panics with install instructions if none.
 fn java_binary() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin")])
-        .map(|d| d.join("java"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "java not found on PATH or in /usr/bin: this test runs a real ZooKeeper \
-                 server and does not skip. Run the tests with scripts/test, which installs \
-                 it, or install it with `apt-get install -y zookeeper` (it pulls in Java)."
-            )
-        })
+    locksim::real::find_binary("java", "zookeeper").unwrap_or_else(|e| {
+        panic!(
+            "{e}: this test runs a real ZooKeeper server and does not skip. Run the tests \
+             with scripts/test, which installs it (the package pulls in Java)."
+        )
+    })
 }
 
 /// The server's class path: the ZooKeeper jar, plus log4j when it is installed.

@@ -33,16 +33,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Debian's `libzookeeper-java` server jar (its manifest's `Class-Path` names the rest).
-const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 
 /// An SLF4J binding and log4j 1.2, so the server logs to its `server.log`.
-const LOG4J_JARS: [&str; 2] = [
+pub const LOG4J_JARS: [&str; 2] = [
     "/usr/share/java/slf4j-log4j12.jar",
     "/usr/share/java/log4j-1.2.jar",
 ];
 
 /// Logs at INFO to stdout, which the run sends to `server.log`.
-const LOG4J_CONFIG: &str = "\
+pub const LOG4J_CONFIG: &str = "\
 log4j.rootLogger=INFO, CONSOLE
 log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
 log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
