@@ -18,7 +18,7 @@ pub use check::check_command;
 pub use list::list_command;
 pub use live::{live_command, parse_duration_ms};
 pub use replay::replay_command;
-pub use report::report_command;
+pub use report::{report_command, ReportJob};
 pub use run::run_command;
 pub use serve::serve_command;
 pub use shrink::shrink_command;
@@ -58,17 +58,8 @@ pub fn parse_seeds(
     let set = match shard {
         None => set,
         Some(shard) => {
-            let parsed = shard
-                .split_once('/')
-                .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-            match parsed {
-                Some((k, n)) if n >= 1 && (1..=n).contains(&k) => set.shard(k, n),
-                _ => {
-                    return Err(format!(
-                        "--shard: expected K/N with 1 <= K <= N, got `{shard}`"
-                    ))
-                }
-            }
+            let (k, n) = parse_shard(shard)?;
+            set.shard(k, n)
         }
     };
     if set.count() == 0 {
@@ -79,6 +70,19 @@ pub fn parse_seeds(
         ));
     }
     Ok(set)
+}
+
+/// Parse `--shard K/N` (1 <= K <= N).
+pub fn parse_shard(shard: &str) -> Result<(u64, u64), String> {
+    let parsed = shard
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    match parsed {
+        Some((k, n)) if n >= 1 && (1..=n).contains(&k) => Ok((k, n)),
+        _ => Err(format!(
+            "--shard: expected K/N with 1 <= K <= N, got `{shard}`"
+        )),
+    }
 }
 
 pub use crate::report::ms;

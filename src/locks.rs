@@ -150,6 +150,16 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
         STANDARD.to_vec()
     }
 
+    /// Where the lock's fencing token comes from, in a few words for reports; `None` when
+    /// it hands out none (then `token-order` and `fencing` have nothing to check).
+    fn fencing_token(&self) -> Option<&'static str>;
+
+    /// Standard checks [`Algorithm::checks`] leaves out, each with the reason (reports
+    /// show them as not applicable, with the reason).
+    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+
     /// The fault points its clients pass through (a pause or crash armed for any other
     /// point could never strike). The workload's points are always passed.
     fn client_fault_points(&self) -> &'static [FaultPoint] {
@@ -187,6 +197,10 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn lease_ms(&self) -> Option<u64>;
     /// See [`Algorithm::checks`].
     fn checks(&self) -> Vec<&'static Check>;
+    /// See [`Algorithm::fencing_token`].
+    fn fencing_token(&self) -> Option<&'static str>;
+    /// See [`Algorithm::omitted_checks`].
+    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)>;
     /// See [`Algorithm::client_fault_points`].
     fn client_fault_points(&self) -> &'static [FaultPoint];
     /// See [`Algorithm::real`].
@@ -216,6 +230,12 @@ impl<A: Algorithm> AlgorithmConfig for A {
     }
     fn checks(&self) -> Vec<&'static Check> {
         Algorithm::checks(self)
+    }
+    fn fencing_token(&self) -> Option<&'static str> {
+        Algorithm::fencing_token(self)
+    }
+    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
+        Algorithm::omitted_checks(self)
     }
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         Algorithm::client_fault_points(self)

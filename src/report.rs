@@ -1,31 +1,49 @@
 //! What locksim reports beyond one run's table: counterexample stories (text) and
 //! timelines (SVG), and the guarantees matrix that compares algorithms — defined in a
-//! file, run cell by cell, written as Markdown, JSON and one self-contained HTML page.
+//! file, its cells' seeds run on one machine or sharded over many ([`partial`]), written
+//! as Markdown, JSON and one self-contained HTML page.
 
+mod evidence;
+mod findings;
 mod guarantees;
 mod html;
 mod markdown;
 mod matrix;
+pub mod partial;
 mod story;
 mod timeline;
 
-pub use guarantees::{run_matrix, CellResult, CheckCell, ColumnInfo, Guarantees, RowInfo};
+pub use evidence::{bound_text, percent, upper_bound_95};
+pub use guarantees::{
+    anchor, build, CellResult, CheckCell, CheckInfo, ColumnInfo, Guarantees, RowInfo, Timeline,
+};
 pub use html::html;
 pub use markdown::{markdown, symbol};
 pub use matrix::{Cell, Column, Matrix, Row};
+pub use partial::{compute, merge, read_partials, ComputeSpec, Partial};
 pub use story::{describe, event_line, explain, ms, wall_clock};
 pub use timeline::timeline_svg;
 
 use std::path::Path;
 
+/// The build a report comes from: `locksim <version> (<commit> <commit date>)`, the
+/// commit stamped by `build.rs` ("unknown" outside a git checkout).
+pub fn source_stamp() -> String {
+    format!(
+        "locksim {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        env!("LOCKSIM_SOURCE")
+    )
+}
+
 /// Write `guarantees.md`, `guarantees.json` and `index.html` into `out`.
-pub fn write_reports(g: &Guarantees, out: &Path, command: &str) -> Result<(), String> {
+pub fn write_reports(g: &Guarantees, out: &Path) -> Result<(), String> {
     let write = |name: &str, text: String| {
         let p = out.join(name);
         std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
     };
-    write("guarantees.md", markdown(g, command))?;
+    write("guarantees.md", markdown(g))?;
     let json = serde_json::to_string_pretty(g).map_err(|e| e.to_string())?;
     write("guarantees.json", json + "\n")?;
-    write("index.html", html(g, command))
+    write("index.html", html(g))
 }

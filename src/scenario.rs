@@ -416,6 +416,44 @@ impl Scenario {
         self.lock.checks()
     }
 
+    /// Standard checks that can say nothing about this scenario, each with the reason:
+    /// the ones the algorithm omits, `token-order` and `fencing` when it hands out no
+    /// token, `fencing` when the workload sends none. (They may still run, and hold
+    /// vacuously; reports show "not applicable" rather than a pass.)
+    pub fn not_applicable(&self) -> BTreeMap<&'static str, String> {
+        let alg = self.algorithm();
+        let mut na: BTreeMap<&'static str, String> = self
+            .lock
+            .omitted_checks()
+            .into_iter()
+            .map(|(c, why)| (c, why.to_string()))
+            .collect();
+        let defined = self.checks();
+        for c in crate::check::STANDARD {
+            if !defined.iter().any(|d| d.name == c.name) {
+                na.entry(c.name)
+                    .or_insert_with(|| format!("not defined for {alg}"));
+            }
+        }
+        if self.lock.fencing_token().is_none() {
+            let why = format!("{alg} with these parameters hands out no fencing token");
+            na.insert(
+                "token-order",
+                format!("{why}: there are no tokens to order"),
+            );
+            na.insert(
+                "fencing",
+                format!("{why}: the storage has no token to reject a stale write by"),
+            );
+        } else if !self.workload.fencing {
+            na.insert(
+                "fencing",
+                "fencing is off: clients send no token, so the storage cannot reject a stale write (`counter` shows what that costs)".to_string(),
+            );
+        }
+        na
+    }
+
     /// Resolve a selector to node names (validated at load time, so never fails after).
     pub fn select(&self, sel: &Selector) -> Vec<String> {
         match sel {

@@ -41,6 +41,10 @@ impl Algorithm for Toy {
         vec!["toy-0".into()]
     }
 
+    fn fencing_token(&self) -> Option<&'static str> {
+        Some("the server's lock counter")
+    }
+
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
         let ttl = self.ttl_ms as i64;
         // (holder, lease end on the server's wall clock, last token)

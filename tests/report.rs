@@ -1,12 +1,15 @@
 //! `locksim report` on a small matrix: the three reports are written and well-formed
 //! (the JSON parses and has every cell, the Markdown has a table per check, the HTML is
-//! one self-contained page with a timeline for each violated cell), and the cell files
-//! replay.
+//! one self-contained page), every violated cell links to a timeline of its first
+//! violation, every `–` says why, the cell files replay, and shards merged give the very
+//! same bytes as one run.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const MATRIX: &str = r#"
-seeds = 2
+seeds = 3
 duration_ms = 4000
 liveness_ms = 1500
 [workload]
@@ -30,21 +33,56 @@ about = "pauses before the write"
 faults = { interval_ms = [200, 400], pause = { nodes = "clients", duration_ms = [600, 900], at = "before-write" } }
 "#;
 
+/// Run `locksim report` in `dir` with `args`; its exit status and stderr.
+fn report(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .arg("report")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh folder with the matrix in it.
+fn folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("locksim-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("matrix.toml"), MATRIX).unwrap();
+    dir
+}
+
+/// Every file under `dir`, relative path -> bytes.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    files
+}
+
 #[test]
 fn a_small_matrix_writes_well_formed_reports() {
-    let dir = std::env::temp_dir().join(format!("locksim-report-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let matrix = dir.join("matrix.toml");
-    std::fs::write(&matrix, MATRIX).unwrap();
+    let dir = folder("one");
+    let (ok, err) = report(
+        &dir,
+        &["--jobs", "2", "--matrix", "matrix.toml", "--out", "out"],
+    );
+    assert!(ok, "{err}");
     let out = dir.join("out");
-    let status = Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(["report", "--jobs", "2", "--matrix"])
-        .arg(&matrix)
-        .arg("--out")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(status.success());
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("guarantees.json")).unwrap())
@@ -52,34 +90,57 @@ fn a_small_matrix_writes_well_formed_reports() {
     let cells = json["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2 * 2 * 2, "rows x columns x fencing");
     let redlock = cells.iter().find(|c| c["row"] == "redlock").unwrap();
-    assert!(
-        redlock["checks"].get("lock-linearizable").is_none(),
-        "not defined for Redlock"
-    );
+    assert!(redlock["checks"].get("lock-linearizable").is_none());
+    for check in ["lock-linearizable", "token-order", "fencing"] {
+        let why = redlock["not_applicable"][check]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            !why.is_empty(),
+            "Redlock's {check} is not applicable, with a reason"
+        );
+    }
     let paused = cells
         .iter()
         .find(|c| c["row"] == "redis" && c["column"] == "pause" && c["fencing"] == false)
         .unwrap();
-    assert_eq!(paused["checks"]["mutex"]["violations"], 2, "{paused}");
+    assert_eq!(paused["checks"]["mutex"]["violations"], 3, "{paused}");
+    assert!(
+        paused["not_applicable"]["fencing"].is_string(),
+        "fencing off"
+    );
     let replay = paused["checks"]["mutex"]["replay"].as_str().unwrap();
-    assert!(replay.starts_with("locksim replay ") && replay.contains("--seed 0"));
+    assert!(replay.starts_with("locksim replay out/cells/") && replay.contains("--seed 0"));
+    let clean = &paused["checks"]["liveness"];
+    let bound = clean["upper_bound_95"].as_f64().unwrap();
+    assert!(
+        (bound - (1.0 - 0.05f64.powf(1.0 / 3.0))).abs() < 1e-9,
+        "{clean}"
+    );
 
     let md = std::fs::read_to_string(out.join("guarantees.md")).unwrap();
     for check in ["mutex", "token-order", "fencing", "counter", "liveness"] {
         assert!(md.contains(&format!("## `{check}`")), "{check}");
     }
-    assert!(md.contains("| redis | off | ✓ | ✗ 2/2 |"), "{md}");
-    assert!(md.contains("Under process pauses"));
+    assert!(
+        md.contains("| redis | off | [✓ 0/3 ≤ 63%](cells/redis--none--unfenced.toml) | [✗ 3/3](cells/redis--pause--unfenced.toml) |"),
+        "{md}"
+    );
+    assert!(md.contains("Under process pauses") && md.contains("(measured)"));
+    assert!(
+        !md.to_lowercase().contains("guarantee "),
+        "measured, not guaranteed"
+    );
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
-    assert!(html.contains("<svg"), "a timeline for the violated cells");
     assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("<link"));
     assert_eq!(
         html.matches("http").count(),
         html.matches("http://www.w3.org/2000/svg").count(),
         "no network references"
     );
+    links_resolve(&html, &out);
 
     // Every cell is a scenario that loads and replays.
     let cell = out.join("cells/redis--pause--unfenced.toml");
@@ -88,4 +149,116 @@ fn a_small_matrix_writes_well_formed_reports() {
     assert!(locksim::check_run(&s, &r)
         .iter()
         .any(|c| c.name == "mutex" && c.verdict == locksim::Verdict::Violated));
+}
+
+/// Every ✗ cell links to an anchor on the page that holds a timeline; every other link is
+/// an anchor or a file that exists; every `–` says why.
+fn links_resolve(html: &str, out: &Path) {
+    let ids: BTreeSet<&str> = html
+        .split(" id=\"")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .collect();
+    let mut violated = 0;
+    for td in html.split("<td").skip(1) {
+        let td = &td[..td.find("</td>").unwrap()];
+        if td.starts_with(" class=\"na\"") {
+            let title = td.split("title=\"").nth(1).unwrap_or_default();
+            assert!(title.len() > 30, "a – without a reason: {td}");
+            continue;
+        }
+        let Some(href) = td
+            .split("href=\"")
+            .nth(1)
+            .map(|h| &h[..h.find('"').unwrap()])
+        else {
+            continue;
+        };
+        if let Some(id) = href.strip_prefix('#') {
+            assert!(ids.contains(id), "dangling link {href}");
+            if td.contains("✗") {
+                violated += 1;
+                let at = html.find(&format!(" id=\"{id}\"")).unwrap();
+                let section = &html[html[..at].rfind("<section").unwrap()..];
+                let section = &section[..section.find("</section>").unwrap()];
+                assert!(section.contains("<svg"), "{id}: no timeline");
+                let check = id.rsplit("--").next().unwrap();
+                assert!(section.contains(&format!("<code>{check}</code>")), "{id}");
+            }
+        } else {
+            assert!(td.contains("✓") || td.contains("?"), "{td}");
+            assert!(out.join(href).is_file(), "{href} missing");
+        }
+    }
+    assert!(violated > 0, "the pause column violates something");
+}
+
+#[test]
+fn shards_merged_are_byte_identical_to_one_run() {
+    let dir = folder("shards");
+    let (ok, err) = report(
+        &dir,
+        &["--jobs", "2", "--matrix", "matrix.toml", "--out", "out"],
+    );
+    assert!(ok, "{err}");
+    let one = tree(&dir.join("out"));
+    std::fs::remove_dir_all(dir.join("out")).unwrap();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = format!("shard{k}");
+        let (ok, err) = report(
+            &dir,
+            &[
+                "--jobs",
+                "1",
+                "--matrix",
+                "matrix.toml",
+                "--shard",
+                &shard,
+                "--out",
+                &out,
+            ],
+        );
+        assert!(ok, "{err}");
+    }
+    // A missing shard and a duplicated one are refused, naming the problem.
+    let (ok, err) = report(&dir, &["--merge", "shard1", "shard3", "--out", "out"]);
+    assert!(!ok && err.contains("shard 2/3 is missing"), "{err}");
+    let (ok, err) = report(
+        &dir,
+        &[
+            "--merge", "shard1", "shard1", "shard2", "shard3", "--out", "out",
+        ],
+    );
+    assert!(!ok && err.contains("both shard 1/3"), "{err}");
+    let (ok, err) = report(&dir, &["--merge", "matrix.toml", "--out", "out"]);
+    assert!(
+        !ok && err.contains("matrix.toml:2: expected a partial report"),
+        "{err}"
+    );
+
+    let (ok, err) = report(
+        &dir,
+        &[
+            "--merge",
+            "shard2",
+            "shard1",
+            "shard3/partial-3-of-3.json",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(ok, "{err}");
+    let merged = tree(&dir.join("out"));
+    assert_eq!(
+        one.keys().collect::<Vec<_>>(),
+        merged.keys().collect::<Vec<_>>()
+    );
+    for (file, bytes) in &one {
+        assert!(
+            bytes == &merged[file],
+            "{file} differs between one run and merged shards"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

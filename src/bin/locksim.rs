@@ -98,20 +98,32 @@ enum Command {
         svg: Option<PathBuf>,
     },
     /// Measure every algorithm under every fault class (the guarantees matrix) and write
-    /// guarantees.md, guarantees.json and index.html.
+    /// guarantees.md, guarantees.json and index.html; or compute one shard of it on this
+    /// machine (--shard K/N writes partial-K-of-N.json), or merge shards (--merge) into
+    /// exactly the files one machine would write.
+    ///
+    /// Exit code: 0 written, 2 bad input (or shards that do not belong together).
     Report {
         /// Seeds per cell [the matrix file's `seeds`].
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000), conflicts_with = "merge")]
         seeds: Option<u64>,
         /// Output folder.
         #[arg(long, default_value = "reports")]
         out: PathBuf,
         /// The matrix definition.
-        #[arg(long, default_value = "reports/matrix.toml")]
+        #[arg(long, default_value = "reports/matrix.toml", conflicts_with = "merge")]
         matrix: PathBuf,
         /// Worker threads, 1 to 1024 [number of cores].
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         jobs: Option<u16>,
+        /// Compute shard K of N of every cell's seeds (every N-th seed from K-1) and write
+        /// <out>/partial-K-of-N.json instead of the reports.
+        #[arg(long, value_name = "K/N", conflicts_with = "merge")]
+        shard: Option<String>,
+        /// Merge these partial files (or folders holding partial-*.json) and write the
+        /// reports, byte-identical to a single machine's.
+        #[arg(long, value_name = "PATH", num_args = 1..)]
+        merge: Vec<PathBuf>,
     },
     /// Cut a violating seed's fault schedule down to the faults that matter; write it as a
     /// scenario with an explicit schedule that reproduces the violation.
@@ -259,13 +271,32 @@ fn main() -> ExitCode {
             out,
             matrix,
             jobs,
+            shard,
+            merge,
         } => {
             let jobs = jobs.map_or_else(
                 || std::thread::available_parallelism().map_or(1, |n| n.get()),
                 usize::from,
             );
             let bar = std::io::stderr().is_terminal();
-            cli::report_command(&matrix, seeds, &out, jobs, bar)
+            let job = if !merge.is_empty() {
+                cli::ReportJob::Merge(merge)
+            } else {
+                let shard = match shard.as_deref().map(cli::parse_shard).transpose() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("locksim: {e}");
+                        return ExitCode::from(cli::EXIT_BAD_INPUT);
+                    }
+                };
+                cli::ReportJob::Run {
+                    matrix,
+                    seeds,
+                    shard,
+                    jobs,
+                }
+            };
+            cli::report_command(job, &out, bar)
         }
         Command::Shrink {
             scenario,

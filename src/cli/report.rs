@@ -1,80 +1,178 @@
 //! `locksim report`: run the guarantees matrix and write `guarantees.md`,
-//! `guarantees.json`, `index.html` and the cells' scenarios into the output folder.
+//! `guarantees.json`, `index.html` and the cells' scenarios into the output folder; or
+//! run one shard of it (`--shard K/N`, writing `partial-K-of-N.json`); or merge shards
+//! (`--merge`) into exactly the files one machine would have written.
 
 use super::EXIT_BAD_INPUT;
-use crate::report::{run_matrix, write_reports, Matrix};
-use std::path::Path;
+use crate::report::{build, compute, merge, read_partials, write_reports, ComputeSpec, Partial};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-/// Run the matrix defined in `matrix` with `seeds` seeds per cell (default: the file's)
-/// on `jobs` threads; write the reports into `out`. Exit 0 when written, 2 on bad input.
-pub fn report_command(matrix: &Path, seeds: Option<u64>, out: &Path, jobs: usize, bar: bool) -> u8 {
-    let m = match Matrix::load(matrix) {
-        Ok(m) => m,
+/// What `locksim report` was asked to do.
+pub enum ReportJob {
+    /// Run seeds of the matrix in `matrix`: all of them, or shard `(k, n)`.
+    Run {
+        /// The matrix file.
+        matrix: PathBuf,
+        /// Seeds per cell (default: the file's).
+        seeds: Option<u64>,
+        /// Shard k of n, or the whole.
+        shard: Option<(u64, u64)>,
+        /// Worker threads.
+        jobs: usize,
+    },
+    /// Merge these partial files (or folders of them).
+    Merge(Vec<PathBuf>),
+}
+
+/// Do `job`, writing into `out`; `bar`: draw progress bars. Exit 0 when written, 2 on
+/// bad input.
+pub fn report_command(job: ReportJob, out: &Path, bar: bool) -> u8 {
+    match report(job, out, bar) {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("locksim: {e}");
-            return EXIT_BAD_INPUT;
+            EXIT_BAD_INPUT
         }
-    };
-    if let Err(e) = std::fs::create_dir_all(out) {
-        eprintln!("locksim: {}: cannot create: {e}", out.display());
-        return EXIT_BAD_INPUT;
     }
-    let seeds = seeds.unwrap_or(m.seeds);
-    let cells = m.cells().len() as u64;
-    let progress = bar.then(|| {
-        let p = indicatif::ProgressBar::new(cells * seeds);
-        p.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} seeds [{bar:30}] eta {eta} {msg}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        p
-    });
-    let quiet_every = std::sync::Mutex::new(std::time::Instant::now());
-    let on_progress = |done: u64, total: u64, cell: &str| {
-        if let Some(p) = &progress {
-            p.set_position(done);
-            p.set_message(cell.to_string());
-        } else if let Ok(mut last) = quiet_every.lock() {
-            if last.elapsed().as_secs() >= 10 {
-                *last = std::time::Instant::now();
-                eprintln!("locksim: {done}/{total} seeds; cell {cell}");
+}
+
+fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
+    let start = Instant::now();
+    let partial = match job {
+        ReportJob::Merge(paths) => {
+            let mut parts = Vec::new();
+            for p in &paths {
+                parts.extend(read_partials(p)?);
             }
+            eprintln!("locksim: merging {} shard(s)", parts.len());
+            merge(&parts)?
+        }
+        ReportJob::Run {
+            matrix,
+            seeds,
+            shard,
+            jobs,
+        } => {
+            let seeds = match seeds {
+                Some(s) => s,
+                None => crate::report::Matrix::load(&matrix)?.seeds,
+            };
+            let spec = ComputeSpec {
+                matrix_file: &matrix,
+                seeds,
+                shard: shard.unwrap_or((1, 1)),
+                jobs,
+                out,
+            };
+            let p = run_shard(&spec, bar)?;
+            if shard.is_some() {
+                return write_partial(&p, out, start);
+            }
+            p
         }
     };
-    eprintln!(
-        "locksim: {} cells ({} rows x {} columns x {} fencing settings), {seeds} seeds each",
-        cells,
-        m.rows.len(),
-        m.columns.len(),
-        m.fencing.len()
-    );
-    let g = match run_matrix(&m, seeds, out, jobs, &on_progress) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("locksim: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if let Some(p) = &progress {
-        p.finish_and_clear();
-    }
-    let command = format!(
-        "locksim report --matrix {} --seeds {seeds} --out {}",
-        matrix.display(),
-        out.display()
-    );
-    if let Err(e) = write_reports(&g, out, &command) {
-        eprintln!("locksim: {e}");
-        return EXIT_BAD_INPUT;
-    }
+    let progress = Progress::new(bar, "timelines");
+    let g = build(&partial, out, &|done, total| {
+        progress.show(done as u64, total as u64, "")
+    })?;
+    progress.finish();
+    write_reports(&g, out)?;
     println!(
-        "wrote {0}/guarantees.md, {0}/guarantees.json, {0}/index.html and {1} cell scenarios in {2:.0} s",
+        "wrote {0}/guarantees.md, {0}/guarantees.json, {0}/index.html, {1} cell scenarios and {2} timelines in {3:.0} s",
         out.display().to_string().trim_end_matches('/'),
         g.cells.len(),
-        g.wall_s
+        g.timelines.len(),
+        start.elapsed().as_secs_f64()
     );
-    0
+    Ok(())
+}
+
+/// Compute one shard with a progress bar (or a line every ten seconds).
+fn run_shard(spec: &ComputeSpec, bar: bool) -> Result<Partial, String> {
+    let m = crate::report::Matrix::load(spec.matrix_file)?;
+    let (k, n) = spec.shard;
+    let per_cell = crate::sweep::SeedSet::range(0, spec.seeds)
+        .shard(k, n)
+        .count();
+    eprintln!(
+        "locksim: {} cells ({} rows x {} columns x {} fencing settings), {} seeds each{}",
+        m.cells().len(),
+        m.rows.len(),
+        m.columns.len(),
+        m.fencing.len(),
+        per_cell,
+        if n > 1 {
+            format!(" (shard {k}/{n} of 0..{})", spec.seeds)
+        } else {
+            String::new()
+        }
+    );
+    let progress = Progress::new(bar, "seeds");
+    let p = compute(spec, &|done, total, cell| progress.show(done, total, cell))?;
+    progress.finish();
+    Ok(p)
+}
+
+/// Write a shard's counts and say how to merge them.
+fn write_partial(p: &Partial, out: &Path, start: Instant) -> Result<(), String> {
+    let file = out.join(p.file_name());
+    let json = serde_json::to_string_pretty(p).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(&file, json).map_err(|e| format!("{}: cannot write: {e}", file.display()))?;
+    println!(
+        "wrote {} (shard {}/{}) in {:.0} s; when every shard is done: locksim report --merge <their files or folders> --out <folder>",
+        file.display(),
+        p.shard[0],
+        p.shard[1],
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A progress bar on a terminal, else a line every ten seconds.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    what: &'static str,
+    last: std::sync::Mutex<Instant>,
+}
+
+impl Progress {
+    fn new(bar: bool, what: &'static str) -> Progress {
+        let bar = bar.then(|| {
+            let p = indicatif::ProgressBar::new(0);
+            let template =
+                format!("{{spinner}} {{pos}}/{{len}} {what} [{{bar:30}}] eta {{eta}} {{msg}}");
+            p.set_style(
+                indicatif::ProgressStyle::with_template(&template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            p
+        });
+        Progress {
+            bar,
+            what,
+            last: std::sync::Mutex::new(Instant::now()),
+        }
+    }
+
+    fn show(&self, done: u64, total: u64, cell: &str) {
+        if let Some(p) = &self.bar {
+            p.set_length(total);
+            p.set_position(done);
+            p.set_message(cell.to_string());
+        } else if let Ok(mut last) = self.last.lock() {
+            if last.elapsed().as_secs() >= 10 {
+                *last = Instant::now();
+                eprintln!("locksim: {done}/{total} {}; {cell}", self.what);
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(p) = &self.bar {
+            p.finish_and_clear();
+        }
+    }
 }

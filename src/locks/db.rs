@@ -94,4 +94,17 @@ impl Algorithm for DbParams {
     fn lease_ms(&self) -> Option<u64> {
         self.ttl()
     }
+
+    fn fencing_token(&self) -> Option<&'static str> {
+        match self.token() {
+            params::Token::None => None,
+            params::Token::Id => Some("the lock row's AUTO_INCREMENT id"),
+            params::Token::Version => {
+                Some("the row's version column, bumped in the locking transaction")
+            }
+            params::Token::Sequence => {
+                Some("NEXTVAL of a sequence, drawn when the row lock is granted")
+            }
+        }
+    }
 }

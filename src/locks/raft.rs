@@ -85,6 +85,10 @@ impl Algorithm for RaftParams {
         }))
     }
 
+    fn fencing_token(&self) -> Option<&'static str> {
+        Some("the lock key's create revision, assigned by the Raft log")
+    }
+
     fn for_real(&self) -> Self {
         RaftParams::for_real(self)
     }

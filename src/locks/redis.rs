@@ -50,6 +50,14 @@ pub struct Replicated(pub RedisParams);
 /// Points inside a two-step acquire (`setnx-then-expire`).
 const MID_ACQUIRE: &[FaultPoint] = &[FaultPoint::MidAcquire];
 
+/// The INCR counter, when the lock takes one.
+fn redis_token(p: &RedisParams) -> Option<&'static str> {
+    match p.token {
+        TokenSource::Incr => Some("INCR of a counter key, atomically with the acquire"),
+        TokenSource::None => None,
+    }
+}
+
 fn client_fault_points(p: &RedisParams) -> &'static [FaultPoint] {
     match p.acquire {
         Acquire::SetnxThenExpire => MID_ACQUIRE,
@@ -60,6 +68,10 @@ fn client_fault_points(p: &RedisParams) -> &'static [FaultPoint] {
 impl Algorithm for Single {
     const NAME: &'static str = "redis";
     const ABOUT: &'static str = "a single Redis node and the SET NX PX lock with its variants";
+
+    fn fencing_token(&self) -> Option<&'static str> {
+        redis_token(&self.0)
+    }
 
     fn params() -> Vec<ParamDoc> {
         params::SHARED_DOCS.to_vec()
@@ -115,6 +127,10 @@ impl Algorithm for Replicated {
     const NAME: &'static str = "redis-replicated";
     const ABOUT: &'static str =
         "a Redis primary with asynchronous replicas and Sentinel failover; the same lock client";
+
+    fn fencing_token(&self) -> Option<&'static str> {
+        redis_token(&self.0)
+    }
 
     fn params() -> Vec<ParamDoc> {
         [params::SHARED_DOCS, params::REPLICATION_DOCS].concat()

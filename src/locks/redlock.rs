@@ -92,15 +92,28 @@ impl Algorithm for Redlock {
         }))
     }
 
-    /// Every standard check but `lock-linearizable`: it needs one authoritative lock
-    /// server whose expirations are the lock's, and here each of N nodes expires its own
-    /// copy of the key; the lock's lifetime is a client-side majority computation.
+    /// Every standard check but the ones [`Algorithm::omitted_checks`] names.
     fn checks(&self) -> Vec<&'static Check> {
+        let omitted = Algorithm::omitted_checks(self);
         STANDARD
             .iter()
             .copied()
-            .filter(|c| c.name != "lock-linearizable")
+            .filter(|c| omitted.iter().all(|(name, _)| c.name != *name))
             .collect()
+    }
+
+    /// Redlock hands out no fencing token (Kleppmann's objection).
+    fn fencing_token(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// `lock-linearizable` needs one authoritative lock server whose expirations are the
+    /// lock's; here each of N nodes expires its own copy of the key.
+    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
+        vec![(
+            "lock-linearizable",
+            "no single server holds the lock: each of the N nodes expires its own copy of the key, and the lock's lifetime is a client-side majority computation",
+        )]
     }
 
     /// Between the replies and the validity computation (catalogue row 9).

@@ -82,6 +82,10 @@ impl Algorithm for ZkParams {
         Some(self.negotiated_timeout_ms())
     }
 
+    fn fencing_token(&self) -> Option<&'static str> {
+        Some("the lock node's czxid, assigned by the replicated log")
+    }
+
     /// The standard checks, with the family's `lock-linearizable` (see [`checks`]).
     fn checks(&self) -> Vec<&'static Check> {
         STANDARD

@@ -1,12 +1,17 @@
-//! Running the guarantees matrix: every cell is a scenario swept over the same seeds; the
-//! result per cell and check is how many seeds violated it and the first that did (with
-//! its replay command and a timeline picture).
+//! The guarantees matrix's results, as the report files state them: per cell and check
+//! how many of N seeds violated it (and the first that did, with its replay command and
+//! timeline), or, when none did, the 95% upper bound on the violation rate; checks that
+//! cannot apply to a cell are set apart with the reason. Built from the counts of a
+//! complete [`Partial`] (one machine's, or shards merged): the same counts give the same
+//! files byte for byte.
 
+use super::evidence::upper_bound_95;
 use super::matrix::Matrix;
+use super::partial::{CellCounts, Partial};
 use super::timeline::timeline_svg;
 use crate::check::Verdict;
 use crate::scenario::Scenario;
-use crate::sweep::{run_seed, sweep, Tally};
+use crate::sweep::run_seed;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,9 +25,16 @@ pub struct CheckCell {
     pub unknown: u64,
     /// The first violating seed.
     pub first_seed: Option<u64>,
+    /// When no seed violated it or left it undecided: the one-sided 95% upper bound on
+    /// the per-seed violation rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upper_bound_95: Option<f64>,
     /// The command that replays the first violation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// The anchor (in `index.html`) of the first violation's timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<String>,
 }
 
 /// One cell's results.
@@ -40,39 +52,66 @@ pub struct CellResult {
     pub scenario: String,
     /// Seeds run.
     pub seeds: u64,
-    /// Results per check (only the checks defined for the algorithm).
+    /// Results per applicable check.
     pub checks: BTreeMap<String, CheckCell>,
+    /// Checks that cannot say anything about this cell, with the reason.
+    pub not_applicable: BTreeMap<String, String>,
     /// Seeds whose run failed inside the harness.
     pub harness_errors: u64,
-    /// The first violating seed's timeline (SVG), for the HTML page.
-    #[serde(skip)]
-    pub timeline: Option<String>,
+    /// The first such seed's error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
 }
 
-impl CellResult {
-    /// Whether `check` held on every seed (None: not defined for this algorithm).
-    pub fn holds(&self, check: &str) -> Option<bool> {
-        self.checks
-            .get(check)
-            .map(|c| c.violations == 0 && c.unknown == 0)
-    }
+/// One counterexample picture: the first violation of one or more checks of a cell,
+/// which were first violated at the same seed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    /// Its anchor in `index.html` (each check also has `<cell>--<check>`).
+    pub id: String,
+    /// The cell.
+    pub cell: String,
+    /// The checks whose first violation this seed is.
+    pub checks: Vec<String>,
+    /// The seed.
+    pub seed: u64,
+    /// The command that replays it.
+    pub replay: String,
+    /// The SVG, for the HTML page.
+    #[serde(skip)]
+    pub svg: String,
+}
+
+/// A check as the report defines it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckInfo {
+    /// Its name.
+    pub name: String,
+    /// What it checks.
+    pub about: String,
 }
 
 /// The whole matrix's results.
 #[derive(Debug, Clone, Serialize)]
 pub struct Guarantees {
+    /// The locksim build that computed it (commit and its date).
+    pub locksim: String,
+    /// The command that regenerates these files.
+    pub command: String,
     /// Seeds per cell.
     pub seeds: u64,
     /// Simulated duration per seed, ms.
     pub duration_ms: u64,
+    /// The checks, in report order.
+    pub checks: Vec<CheckInfo>,
     /// Rows: (name, algorithm, why).
     pub rows: Vec<RowInfo>,
     /// Columns: (name, what they inject).
     pub columns: Vec<ColumnInfo>,
     /// Every cell, row by row.
     pub cells: Vec<CellResult>,
-    /// Wall-clock seconds it took.
-    pub wall_s: f64,
+    /// Every counterexample picture, cell by cell.
+    pub timelines: Vec<Timeline>,
 }
 
 /// A row as reported.
@@ -84,7 +123,7 @@ pub struct RowInfo {
     pub algorithm: String,
     /// Its `[lock]` parameters.
     pub lock: toml::Table,
-    /// Why it holds or breaks.
+    /// Why it holds or breaks (the matrix file's words).
     pub why: String,
 }
 
@@ -97,91 +136,39 @@ pub struct ColumnInfo {
     pub about: String,
 }
 
-/// Run every cell of `m` with `seeds` seeds on `jobs` threads, writing each cell's
-/// scenario under `out/cells/`. `on_progress(seeds done, seeds total, cell)` reports.
-pub fn run_matrix(
-    m: &Matrix,
-    seeds: u64,
+/// Build the results of a complete partial (shard 1 of 1), writing the cells' scenario
+/// files under `out/cells/` and re-running each violated check's first seed for its
+/// timeline. `on_timeline(done, total)` reports.
+pub fn build(
+    p: &Partial,
     out: &Path,
-    jobs: usize,
-    on_progress: &(dyn Fn(u64, u64, &str) + Sync),
+    on_timeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Guarantees, String> {
-    let start = std::time::Instant::now();
-    let cells_dir = out.join("cells");
-    std::fs::create_dir_all(&cells_dir)
-        .map_err(|e| format!("{}: cannot create: {e}", cells_dir.display()))?;
-    let cells = m.cells();
-    let total = cells.len() as u64 * seeds;
-    let seed_list: Vec<u64> = (0..seeds).collect();
-    let mut results = Vec::new();
-    for (i, cell) in cells.iter().enumerate() {
-        let stem = cell.stem(m);
-        let file = cells_dir.join(format!("{stem}.toml"));
-        std::fs::write(&file, m.scenario_text(cell))
-            .map_err(|e| format!("{}: cannot write: {e}", file.display()))?;
-        let scenario = Scenario::load(&file).map_err(|e| e.to_string())?;
-        let done = std::sync::atomic::AtomicU64::new(i as u64 * seeds);
-        let outcomes = sweep(&scenario, &seed_list, jobs, &|_| {
-            let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            on_progress(d, total, &stem);
-        });
-        let mut tally = Tally::new(&scenario);
-        for o in &outcomes {
-            tally.add(o);
-        }
-        let summary = tally.summary(0.0, false);
-        let rel = format!("cells/{stem}.toml");
-        let checks = summary
-            .checks
-            .iter()
-            .map(|(name, t)| {
-                let replay = t.first_seed.map(|s| {
-                    format!(
-                        "locksim replay {}/{rel} --seed {s}",
-                        out.display().to_string().trim_end_matches('/')
-                    )
-                });
-                let c = CheckCell {
-                    violations: t.violations,
-                    unknown: t.unknown,
-                    first_seed: t.first_seed,
-                    replay,
-                };
-                (name.clone(), c)
-            })
-            .collect();
-        let timeline = summary.first_violation_seed.and_then(|seed| {
-            let (result, outcome) = run_seed(&scenario, seed);
-            result.map(|r| {
-                let heading = format!("{stem}, seed {seed}");
-                timeline_svg(&r.history, &outcome.checks, r.end_ns, &heading)
-            })
-        });
-        results.push(CellResult {
-            name: stem,
-            row: m.rows[cell.row].name.clone(),
-            column: m.columns[cell.column].name.clone(),
-            fencing: cell.fencing,
-            scenario: rel,
-            seeds,
-            checks,
-            harness_errors: outcomes.iter().filter(|o| o.error.is_some()).count() as u64,
-            timeline,
-        });
+    let m = p.matrix()?;
+    let scenarios = m.write_cells(out)?;
+    let out_text = out.display().to_string();
+    let out_text = out_text.trim_end_matches('/');
+    let replay = |stem: &str, seed: u64| {
+        format!("locksim replay {out_text}/cells/{stem}.toml --seed {seed}")
+    };
+    let mut cells = Vec::new();
+    let mut wanted = Vec::new();
+    for ((stem, scenario), counts) in scenarios.iter().zip(&p.cells) {
+        let cell = cell_result(&m, scenario, counts, &replay)?;
+        wanted.extend(timeline_groups(&cell).into_iter().map(|g| (scenario, g)));
+        cells.push((stem, cell));
     }
+    let timelines = draw(&wanted, &replay, on_timeline);
     Ok(Guarantees {
-        seeds,
+        locksim: p.locksim.clone(),
+        command: format!(
+            "locksim report --matrix {} --seeds {}",
+            p.matrix_file, p.seeds
+        ),
+        seeds: p.seeds,
         duration_ms: m.duration_ms,
-        rows: m
-            .rows
-            .iter()
-            .map(|r| RowInfo {
-                name: r.name.clone(),
-                algorithm: r.algorithm.clone(),
-                lock: r.lock.clone(),
-                why: r.why.trim().to_string(),
-            })
-            .collect(),
+        checks: check_infos(&scenarios),
+        rows: m.rows.iter().map(RowInfo::of).collect(),
         columns: m
             .columns
             .iter()
@@ -190,9 +177,175 @@ pub fn run_matrix(
                 about: c.about.clone(),
             })
             .collect(),
-        cells: results,
-        wall_s: start.elapsed().as_secs_f64(),
+        cells: cells.into_iter().map(|(_, c)| c).collect(),
+        timelines,
     })
+}
+
+/// Every check some cell runs: the standard ones in report order, then the families'
+/// own in order of appearance.
+fn check_infos(scenarios: &[(String, Scenario)]) -> Vec<CheckInfo> {
+    let mut v: Vec<CheckInfo> = Vec::new();
+    let all = crate::check::STANDARD
+        .iter()
+        .copied()
+        .chain(scenarios.iter().flat_map(|(_, s)| s.checks()));
+    for c in all {
+        if !v.iter().any(|i| i.name == c.name) {
+            v.push(CheckInfo {
+                name: c.name.to_string(),
+                about: c.about.to_string(),
+            });
+        }
+    }
+    v
+}
+
+impl RowInfo {
+    fn of(r: &super::matrix::Row) -> RowInfo {
+        RowInfo {
+            name: r.name.clone(),
+            algorithm: r.algorithm.clone(),
+            lock: r.lock.clone(),
+            why: r.why.trim().to_string(),
+        }
+    }
+}
+
+/// One cell's results from its counts: applicable checks with their evidence, the
+/// others with the reason. A check said not to apply that was violated anyway stays
+/// (something is wrong, and the report must show it, not hide it).
+fn cell_result(
+    m: &Matrix,
+    scenario: &Scenario,
+    counts: &CellCounts,
+    replay: &dyn Fn(&str, u64) -> String,
+) -> Result<CellResult, String> {
+    let cell = m
+        .cells()
+        .into_iter()
+        .find(|c| c.stem(m) == counts.cell)
+        .ok_or_else(|| format!("cell `{}` is not in the matrix", counts.cell))?;
+    let na = scenario.not_applicable();
+    let mut checks = BTreeMap::new();
+    let mut not_applicable = BTreeMap::new();
+    for (name, c) in &counts.checks {
+        if let Some(why) = na
+            .get(name.as_str())
+            .filter(|_| c.violations == 0 && c.unknown == 0)
+        {
+            not_applicable.insert(name.clone(), why.clone());
+            continue;
+        }
+        let clean = c.violations == 0 && c.unknown == 0;
+        let stem = &counts.cell;
+        checks.insert(
+            name.clone(),
+            CheckCell {
+                violations: c.violations,
+                unknown: c.unknown,
+                first_seed: c.first_seed,
+                upper_bound_95: clean.then(|| upper_bound_95(counts.seeds)),
+                replay: c.first_seed.map(|s| replay(stem, s)),
+                timeline: c.first_seed.map(|_| anchor(stem, name)),
+            },
+        );
+    }
+    for (name, why) in na {
+        if !counts.checks.contains_key(name) {
+            not_applicable.insert(name.to_string(), why);
+        }
+    }
+    Ok(CellResult {
+        name: counts.cell.clone(),
+        row: m.rows[cell.row].name.clone(),
+        column: m.columns[cell.column].name.clone(),
+        fencing: cell.fencing,
+        scenario: format!("cells/{}.toml", counts.cell),
+        seeds: counts.seeds,
+        checks,
+        not_applicable,
+        harness_errors: counts.harness_errors,
+        first_error: counts
+            .first_error
+            .as_ref()
+            .map(|(seed, e)| format!("seed {seed}: {e}")),
+    })
+}
+
+/// The anchor of a check's first violation in a cell.
+pub fn anchor(cell: &str, check: &str) -> String {
+    format!("{cell}--{check}")
+}
+
+/// A picture to draw: a cell's seed and the checks it first violated, in report order.
+struct Wanted {
+    cell: String,
+    seed: u64,
+    checks: Vec<String>,
+}
+
+/// The violated checks of a cell grouped by first seed.
+fn timeline_groups(cell: &CellResult) -> Vec<Wanted> {
+    let mut by_seed: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for check in crate::check::STANDARD
+        .iter()
+        .map(|c| c.name.to_string())
+        .chain(
+            cell.checks
+                .keys()
+                .filter(|k| crate::check::STANDARD.iter().all(|c| c.name != k.as_str()))
+                .cloned(),
+        )
+    {
+        if let Some(seed) = cell.checks.get(&check).and_then(|c| c.first_seed) {
+            by_seed.entry(seed).or_default().push(check);
+        }
+    }
+    by_seed
+        .into_iter()
+        .map(|(seed, checks)| Wanted {
+            cell: cell.name.clone(),
+            seed,
+            checks,
+        })
+        .collect()
+}
+
+/// Re-run each group's seed and draw it, focused on the group's first check.
+fn draw(
+    wanted: &[(&Scenario, Wanted)],
+    replay: &dyn Fn(&str, u64) -> String,
+    on_timeline: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<Timeline> {
+    let mut out = Vec::new();
+    for (i, (scenario, Wanted { cell, seed, checks })) in wanted.iter().enumerate() {
+        on_timeline(i, wanted.len());
+        let (result, outcome) = run_seed(scenario, *seed);
+        let svg = result.map(|r| {
+            let heading = format!("{cell}, seed {seed}: {}", checks.join(", "));
+            timeline_svg(&r.history, &outcome.checks, &checks[0], r.end_ns, &heading)
+        });
+        out.push(Timeline {
+            id: anchor(cell, &checks[0]),
+            cell: cell.clone(),
+            checks: checks.clone(),
+            seed: *seed,
+            replay: replay(cell, *seed),
+            svg: svg.unwrap_or_else(|| {
+                format!("<p>seed {seed} failed inside the harness; replay it for the error</p>")
+            }),
+        });
+    }
+    on_timeline(wanted.len(), wanted.len());
+    out
+}
+
+impl CellResult {
+    /// Whether `check` is reported for this cell, with counts or as not applicable.
+    pub fn knows(&self, check: &str) -> bool {
+        self.checks.contains_key(check) || self.not_applicable.contains_key(check)
+    }
 }
 
 impl Guarantees {
@@ -205,11 +358,7 @@ impl Guarantees {
 
     /// Every check name that appears in some cell, in the standard order first.
     pub fn check_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = crate::check::STANDARD
-            .iter()
-            .map(|c| c.name.to_string())
-            .filter(|n| self.cells.iter().any(|c| c.checks.contains_key(n)))
-            .collect();
+        let mut names: Vec<String> = self.checks.iter().map(|c| c.name.clone()).collect();
         for c in &self.cells {
             for n in c.checks.keys() {
                 if !names.contains(n) {
@@ -220,7 +369,7 @@ impl Guarantees {
         names
     }
 
-    /// Whether `verdict` is what a cell's `check` says (helper for tests and writers).
+    /// What a cell's `check` says, or `None` when not reported or not applicable.
     pub fn verdict(&self, row: &str, column: &str, fencing: bool, check: &str) -> Option<Verdict> {
         let c = self.cell(row, column, fencing)?.checks.get(check)?;
         Some(if c.violations > 0 {
@@ -230,5 +379,16 @@ impl Guarantees {
         } else {
             Verdict::Holds
         })
+    }
+
+    /// The fencing settings the matrix ran, in order.
+    pub fn fencing_settings(&self) -> Vec<bool> {
+        let mut v: Vec<bool> = Vec::new();
+        for c in &self.cells {
+            if !v.contains(&c.fencing) {
+                v.push(c.fencing);
+            }
+        }
+        v
     }
 }

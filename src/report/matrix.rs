@@ -21,6 +21,7 @@
 //! faults = { pause = { nodes = "clients", duration_ms = [500, 3000] } }
 //! ```
 
+use crate::scenario::Scenario;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -124,8 +125,18 @@ impl Matrix {
     pub fn load(path: &Path) -> Result<Matrix, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read file: {e}", path.display()))?;
-        let m: Matrix =
-            toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+        Matrix::parse(&text, path)
+    }
+
+    /// Parse and check a matrix file's text (`path` names it in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Matrix, String> {
+        let m: Matrix = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| format!(":{}", text[..s.start].lines().count().max(1)))
+                .unwrap_or_default();
+            format!("{}{line}: {}", path.display(), e.message())
+        })?;
         let slug =
             |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
         for name in m
@@ -165,6 +176,26 @@ impl Matrix {
             }
         }
         v
+    }
+
+    /// Write every cell's scenario to `<out>/cells/<stem>.toml` and load it back: the
+    /// cells in order, as (stem, scenario).
+    pub fn write_cells(&self, out: &Path) -> Result<Vec<(String, Scenario)>, String> {
+        let dir = out.join("cells");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        self.cells()
+            .iter()
+            .map(|cell| {
+                let stem = cell.stem(self);
+                let file = dir.join(format!("{stem}.toml"));
+                let text = self.scenario_text(cell);
+                std::fs::write(&file, &text)
+                    .map_err(|e| format!("{}: cannot write: {e}", file.display()))?;
+                let scenario = Scenario::parse(&file, &text).map_err(|e| e.to_string())?;
+                Ok((stem, scenario))
+            })
+            .collect()
     }
 
     /// The scenario text of `cell`.

@@ -104,9 +104,11 @@ fn title(e: &Event) -> String {
 pub fn timeline_svg(
     history: &[Event],
     reports: &[CheckReport],
+    focus: &str,
     end_ns: u64,
     heading: &str,
 ) -> String {
+    let _ = focus;
     let (lo, hi, involved) = window(history, reports, end_ns);
     let span = (hi - lo).max(1) as f64;
     let x = |t: u64| LEFT + (t.clamp(lo, hi) - lo) as f64 / span * (WIDTH - LEFT - 20.0);
@@ -381,7 +383,7 @@ mod tests {
             verdict: Verdict::Violated,
             violations: vec![Violation::new("overlap", vec![1, 4, 6])],
         }];
-        let svg = timeline_svg(&h, &reports, 3_000_000_000, "row 1 <seed 0>");
+        let svg = timeline_svg(&h, &reports, "mutex", 3_000_000_000, "row 1 <seed 0>");
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         for lane in ["redis-0", "client-0", "client-1"] {
             assert!(svg.contains(&format!(">{lane}</text>")), "{lane}");
