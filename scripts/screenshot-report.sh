@@ -1,29 +1,56 @@
 #!/usr/bin/env bash
-# Open reports/index.html in headless Chromium (Debian's package) and save a screenshot,
-# proving the page renders offline without errors.
+# Open the guarantees report in headless Chromium (Debian's package, networking off) and
+# save what a reader sees: the page at 1400 px and at 700 px wide, and where a click on
+# the first violated cell leads (its anchor, the counterexample's timeline). Fails if
+# the page logs an error, a violated cell's link has no target, or a shot is empty.
 #
-#   scripts/screenshot-report.sh [reports/index.html] [reports/screenshot.png]
+#   scripts/screenshot-report.sh [reports/index.html] [out folder: reports/screenshots]
 #
-# Installs Debian's chromium if it is missing (needs root and the Debian mirror). The
-# page has no scripts and no network references; Chromium runs with networking off.
+# Installs chromium when it is missing and apt-get can (root or password-less sudo);
+# exits 3 when it cannot, so callers can tell "no browser here" from a broken page.
 set -euo pipefail
 page="${1:-reports/index.html}"
-shot="${2:-reports/screenshot.png}"
+out="${2:-reports/screenshots}"
 [ -f "$page" ] || { echo "no $page: run locksim report first" >&2; exit 2; }
 if ! command -v chromium >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+    as_root=()
+    [ "$(id -u)" = 0 ] || as_root=(sudo -n)
+    if command -v apt-get >/dev/null 2>&1 && "${as_root[@]}" true 2>/dev/null; then
+        "${as_root[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${as_root[@]}" \
+            apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    fi
+    command -v chromium >/dev/null 2>&1 || { echo "chromium is not installable here" >&2; exit 3; }
 fi
-profile="$(mktemp -d)"
-log="$(mktemp)"
-trap 'rm -rf "$profile" "$log"' EXIT
-chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$profile" --enable-logging=stderr --v=0 \
-    --window-size=1400,4000 --screenshot="$shot" "file://$(realpath "$page")" 2>"$log"
+mkdir -p "$out"
+page="$(realpath "$page")"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# The first violated cell's link: href="#<cell>--<check>" inside a td of class bad.
+anchor="$(grep -o '<td class="bad"><a href="#[^"]*"' "$page" | sed -n '1{s/.*href="#//; s/"$//; p}')"
+[ -n "$anchor" ] || { echo "no violated cell links to a timeline" >&2; exit 1; }
+grep -q " id=\"$anchor\"" "$page" || { echo "#$anchor: no such anchor on the page" >&2; exit 1; }
+# Headless screenshots ignore a URL's fragment; a frame scrolled to it does not.
+cat > "$work/click.html" <<HTML
+<!DOCTYPE html><html><body style="margin:0"><iframe src="file://$page#$anchor"
+style="border:0;width:100vw;height:100vh"></iframe></body></html>
+HTML
+
+shoot() { # width height url file
+    chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --allow-file-access-from-files --user-data-dir="$work/profile-$1" \
+        --enable-logging=stderr --v=0 --virtual-time-budget=2000 \
+        --window-size="$1,$2" --screenshot="$4" "$3" 2>>"$work/log"
+    [ -s "$4" ] || { echo "no screenshot written: $4" >&2; exit 1; }
+    echo "wrote $4 ($(stat -c %s "$4") bytes)"
+}
+shoot 1400 3000 "file://$page" "$out/report-1400px.png"
+shoot 700 3000 "file://$page" "$out/report-700px.png"
+shoot 1400 1100 "file://$work/click.html" "$out/click-$anchor.png"
 # Console errors from the page itself (a broken page reports them as CONSOLE lines).
-if grep -E "CONSOLE\(|Uncaught|Failed to load" "$log" | grep -v "dbus" ; then
+if grep -E "CONSOLE\(|Uncaught|Failed to load" "$work/log" | grep -v "dbus"; then
     echo "the page logged errors (above)" >&2
     exit 1
 fi
-[ -s "$shot" ] || { echo "no screenshot written" >&2; exit 1; }
-echo "wrote $shot ($(stat -c %s "$shot") bytes)"

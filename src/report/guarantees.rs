@@ -94,8 +94,11 @@ pub struct CheckInfo {
 /// The whole matrix's results.
 #[derive(Debug, Clone, Serialize)]
 pub struct Guarantees {
-    /// The locksim build that computed it (commit and its date).
+    /// The locksim build that computed the counts (commit and its date).
     pub locksim: String,
+    /// The build that re-ran the first seeds for the timelines, when another one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timelines_by: Option<String>,
     /// The command that regenerates these files.
     pub command: String,
     /// Seeds per cell.
@@ -161,6 +164,7 @@ pub fn build(
     let timelines = draw(&wanted, &replay, on_timeline);
     Ok(Guarantees {
         locksim: p.locksim.clone(),
+        timelines_by: Some(super::source_stamp()).filter(|s| *s != p.locksim),
         command: format!(
             "locksim report --matrix {} --seeds {}",
             p.matrix_file, p.seeds
