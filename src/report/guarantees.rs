@@ -6,7 +6,7 @@ use super::matrix::Matrix;
 use super::timeline::timeline_svg;
 use crate::check::Verdict;
 use crate::scenario::Scenario;
-use crate::sweep::{run_seed, sweep, Tally};
+use crate::sweep::{run_seed, sweep, SeedSet, Tally};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -125,7 +125,7 @@ pub fn run_matrix(
             let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             on_progress(d, total, &stem);
         });
-        let mut tally = Tally::new(&scenario);
+        let mut tally = Tally::new(&scenario, SeedSet::range(0, seeds));
         for o in &outcomes {
             tally.add(o);
         }
@@ -205,19 +205,11 @@ impl Guarantees {
 
     /// Every check name that appears in some cell, in the standard order first.
     pub fn check_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = crate::check::STANDARD
-            .iter()
-            .map(|c| c.name.to_string())
-            .filter(|n| self.cells.iter().any(|c| c.checks.contains_key(n)))
-            .collect();
-        for c in &self.cells {
-            for n in c.checks.keys() {
-                if !names.contains(n) {
-                    names.push(n.clone());
-                }
-            }
-        }
-        names
+        let names = self.cells.iter().flat_map(|c| c.checks.keys());
+        crate::check::standard_first(names.map(String::as_str))
+            .into_iter()
+            .map(str::to_string)
+            .collect()
     }
 
     /// Whether `verdict` is what a cell's `check` says (helper for tests and writers).
