@@ -46,21 +46,7 @@ pub fn run_command(
     // Human text goes to stderr when JSON goes to stdout, so stdout stays machine-readable.
     let human_to_stdout = json != Some("-");
 
-    let (sigint, sigterm) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    for (signal, flag) in [
-        (signal_hook::consts::SIGINT, &sigint),
-        (signal_hook::consts::SIGTERM, &sigterm),
-    ] {
-        // The first signal asks for a partial summary; a second one (the flag is already
-        // set) ends the process at once, e.g. when a stalled stdout blocks the summary.
-        // Without the handlers the default action (terminate) applies.
-        let _ =
-            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone());
-        let _ = signal_hook::flag::register(signal, flag.clone());
-    }
+    let (sigint, sigterm) = catch_signals();
     let stop = AtomicBool::new(false);
 
     let total = seeds.count();
@@ -155,6 +141,26 @@ pub fn run_command(
     } else {
         1
     }
+}
+
+/// Catch SIGINT and SIGTERM: the first sets its flag (`run` then stops and prints the
+/// partial summary); a second, with the flag already set, ends the process at once, e.g.
+/// when a stalled stdout blocks the summary. Without the handlers the default action
+/// (terminate) applies. Returns the (SIGINT, SIGTERM) flags.
+fn catch_signals() -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+    let (sigint, sigterm) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    for (signal, flag) in [
+        (signal_hook::consts::SIGINT, &sigint),
+        (signal_hook::consts::SIGTERM, &sigterm),
+    ] {
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone());
+        let _ = signal_hook::flag::register(signal, flag.clone());
+    }
+    (sigint, sigterm)
 }
 
 /// The progress line's words: how many finished seeds violated a check, and how far
