@@ -67,7 +67,7 @@ impl Violation {
 }
 
 /// The verdict of one check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// No violation found.
@@ -142,6 +142,21 @@ pub const STANDARD: &[&Check] = &[
     &linearizable::STORAGE,
 ];
 
+/// Check names in display order: the [`STANDARD`] checks first, in their order, then
+/// the others in the order given; each name once.
+pub fn standard_first<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut others: Vec<&'a str> = Vec::new();
+    let mut standard: Vec<Option<&'a str>> = vec![None; STANDARD.len()];
+    for name in names {
+        match STANDARD.iter().position(|c| c.name == name) {
+            Some(i) => standard[i] = Some(name),
+            None if !others.contains(&name) => others.push(name),
+            None => {}
+        }
+    }
+    standard.into_iter().flatten().chain(others).collect()
+}
+
 /// Run `checks` on `history`, in order.
 pub fn check_all(history: &[Event], params: CheckParams, checks: &[&Check]) -> Vec<CheckReport> {
     checks.iter().map(|c| (c.run)(history, &params)).collect()
@@ -157,5 +172,21 @@ pub(crate) mod tests {
             e.index = i as u64;
         }
         events
+    }
+
+    #[test]
+    fn standard_checks_first_then_the_others_once() {
+        let names = [
+            "raft-log",
+            "mutex",
+            "liveness",
+            "raft-apply",
+            "raft-log",
+            "mutex",
+        ];
+        assert_eq!(
+            super::standard_first(names),
+            ["mutex", "liveness", "raft-log", "raft-apply"]
+        );
     }
 }

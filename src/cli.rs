@@ -1,5 +1,5 @@
-//! The `locksim` subcommands, one file each: sweep tables and JSON lines (`run`),
-//! explained counterexamples in true and local time (`replay`), linearizability of a
+//! The `locksim` subcommands, one file each: sweep tables and JSON lines (`run`), the
+//! summary of a sweep run in shards (`merge`), explained counterexamples in true and local time (`replay`), linearizability of a
 //! history file (`check`), the catalogue (`list`), harness speed (`bench`) and a model
 //! server for real clients (`serve`). Each returns its exit code.
 
@@ -7,6 +7,7 @@ mod bench;
 mod check;
 mod list;
 mod live;
+mod merge;
 mod replay;
 mod report;
 mod run;
@@ -17,6 +18,7 @@ pub use bench::bench_command;
 pub use check::check_command;
 pub use list::list_command;
 pub use live::{live_command, parse_duration_ms};
+pub use merge::merge_command;
 pub use replay::replay_command;
 pub use report::{report_command, ReportJob};
 pub use run::run_command;

@@ -11,7 +11,7 @@ use crate::check::{CheckReport, Verdict};
 use crate::history;
 use crate::scenario::{Expect, Scenario};
 use crate::sim::RunResult;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,6 +73,31 @@ impl SeedSet {
     /// Every seed, in order.
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.count()).map(|i| self.nth(i).expect("below count"))
+    }
+
+    /// The whole range, before sharding: `(start, end)`, end exclusive. The end is a
+    /// `u128` because `--seed 18446744073709551615` ends one past the last `u64`.
+    pub fn bounds(&self) -> (u64, u128) {
+        (self.start, u128::from(self.start) + u128::from(self.len))
+    }
+
+    /// Which shard this is: `(k, n)`, 1-based; `(1, 1)` when unsharded.
+    pub fn shard_index(&self) -> (u64, u64) {
+        self.shard
+    }
+
+    /// The set with these [`bounds`](SeedSet::bounds) and [`shard_index`](SeedSet::shard_index),
+    /// if they make sense (`start <= end`, `1 <= k <= n`): the inverse of those two, for
+    /// sets read back from a [`Summary`].
+    pub fn from_parts(bounds: (u64, u128), shard: (u64, u64)) -> Option<SeedSet> {
+        let (start, end) = bounds;
+        let len = u64::try_from(end.checked_sub(u128::from(start))?).ok()?;
+        let (k, n) = shard;
+        (n >= 1 && (1..=n).contains(&k)).then_some(SeedSet {
+            start,
+            len,
+            shard: (k, n),
+        })
     }
 }
 
@@ -312,7 +337,7 @@ fn drive(
 }
 
 /// Per-check totals over a sweep.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CheckTotals {
     /// Number of seeds that violated the check.
     pub violations: u64,
@@ -327,11 +352,45 @@ pub struct CheckTotals {
     pub met: bool,
 }
 
-/// The summary line of `locksim run --json`.
-#[derive(Debug, Clone, Serialize)]
+impl CheckTotals {
+    /// Whether these totals meet `expect` (always, when none is stated). What
+    /// [`met`](CheckTotals::met) records.
+    pub fn meets_expectation(&self) -> bool {
+        match self.expect {
+            // Holding needs proof on every seed: an unknown verdict is not one.
+            Some(Expect::Holds) => self.violations == 0 && self.unknown == 0,
+            Some(Expect::Violated) => self.violations > 0,
+            Some(Expect::Any) | None => true,
+        }
+    }
+}
+
+/// Whether a sweep met its expectations: it ran some seed (a sweep over none proves
+/// nothing), was not interrupted, had no harness error, and every check met its own.
+fn sweep_met(
+    seeds: u64,
+    interrupted: bool,
+    harness_errors: bool,
+    checks: &BTreeMap<String, CheckTotals>,
+) -> bool {
+    seeds > 0 && !interrupted && !harness_errors && checks.values().all(|c| c.met)
+}
+
+/// The summary line of `locksim run --json` (and of `locksim merge --json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// Scenario name.
     pub scenario: String,
+    /// The scenario's algorithm (`[lock] algorithm`).
+    pub algorithm: String,
+    /// The scenario file's path as given on the command line (for the replay command).
+    pub scenario_file: String,
+    /// The sweep's whole seed range `[start, end]`, end exclusive, before sharding
+    /// (`--seeds 0..12`: `[0, 12]`; `--seed 7`: `[7, 8]`). See [`SeedSet::bounds`].
+    pub seed_range: (u64, u128),
+    /// Which shard of the range this run covered, `[k, n]`: every `n`-th seed from the
+    /// `k`-th; `[1, 1]` for the whole range. See [`SeedSet::shard_index`].
+    pub shard: (u64, u64),
     /// Seeds run.
     pub seeds: u64,
     /// Seeds with at least one violated check.
@@ -349,8 +408,68 @@ pub struct Summary {
     /// Simulated seconds, summed over seeds.
     pub sim_s: f64,
     /// The sweep was interrupted before every seed ran: the totals cover `seeds` only.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+}
+
+impl Summary {
+    /// The seeds this summary covers (its range and shard), if they make sense.
+    pub fn seed_set(&self) -> Option<SeedSet> {
+        SeedSet::from_parts(self.seed_range, self.shard)
+    }
+
+    /// The summary of a whole sweep from the summaries of its shards, as `locksim merge`
+    /// makes it (which first checks that `shards` are every shard of one sweep, once
+    /// each, none interrupted). Equal to what one run over the whole range gives except:
+    /// `shard` is `[1, 1]`; `wall_s` is the longest shard's (the sweep's wall time when
+    /// the shards ran in parallel); and `sim_s`, a sum of floats, may differ in its last
+    /// bits when seeds' simulated times are not whole numbers of seconds. The scenario
+    /// and its file come from the first shard. `None` when `shards` is empty.
+    pub fn combine(shards: &[Summary]) -> Option<Summary> {
+        let first = shards.first()?;
+        let mut checks: BTreeMap<String, CheckTotals> = BTreeMap::new();
+        for (name, t) in shards.iter().flat_map(|s| &s.checks) {
+            let sum = checks.entry(name.clone()).or_insert(CheckTotals {
+                violations: 0,
+                unknown: 0,
+                first_seed: None,
+                expect: t.expect,
+                met: true,
+            });
+            sum.violations = sum.violations.saturating_add(t.violations);
+            sum.unknown = sum.unknown.saturating_add(t.unknown);
+            sum.first_seed = sum.first_seed.into_iter().chain(t.first_seed).min();
+        }
+        for t in checks.values_mut() {
+            t.met = t.meets_expectation();
+        }
+        // Each shard lists its first errors; the first of the whole sweep are among them.
+        let mut harness_errors: Vec<u64> = shards
+            .iter()
+            .flat_map(|s| s.harness_errors.iter().copied())
+            .collect();
+        harness_errors.sort_unstable();
+        harness_errors.truncate(MAX_ERRORS_LISTED);
+        let sum = |f: fn(&Summary) -> u64| shards.iter().fold(0u64, |a, s| a.saturating_add(f(s)));
+        let seeds = sum(|s| s.seeds);
+        let interrupted = shards.iter().any(|s| s.interrupted);
+        Some(Summary {
+            scenario: first.scenario.clone(),
+            algorithm: first.algorithm.clone(),
+            scenario_file: first.scenario_file.clone(),
+            seed_range: first.seed_range,
+            shard: (1, 1),
+            seeds,
+            violating_seeds: sum(|s| s.violating_seeds),
+            first_violation_seed: shards.iter().filter_map(|s| s.first_violation_seed).min(),
+            expect_met: sweep_met(seeds, interrupted, !harness_errors.is_empty(), &checks),
+            checks,
+            harness_errors,
+            wall_s: shards.iter().map(|s| s.wall_s).fold(0.0, f64::max),
+            sim_s: shards.iter().map(|s| s.sim_s).sum(),
+            interrupted,
+        })
+    }
 }
 
 /// How many harness-error seeds a summary lists (all are counted).
@@ -361,6 +480,9 @@ pub const MAX_ERRORS_LISTED: usize = 100;
 #[derive(Debug, Clone)]
 pub struct Tally {
     scenario: String,
+    algorithm: String,
+    scenario_file: String,
+    set: SeedSet,
     checks: Vec<(&'static str, CheckTotals)>,
     seeds: u64,
     violating: u64,
@@ -371,10 +493,14 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Empty totals for `scenario`'s checks.
-    pub fn new(scenario: &Scenario) -> Tally {
+    /// Empty totals for `scenario`'s checks over `seeds` (which the summary names; the
+    /// outcomes counted are whatever [`add`](Tally::add) is given).
+    pub fn new(scenario: &Scenario, seeds: SeedSet) -> Tally {
         Tally {
             scenario: scenario.name.clone(),
+            algorithm: scenario.algorithm().to_string(),
+            scenario_file: scenario.file.display().to_string(),
+            set: seeds,
             checks: scenario
                 .checks()
                 .iter()
@@ -447,23 +573,19 @@ impl Tally {
     pub fn summary(&self, wall_s: f64, interrupted: bool) -> Summary {
         let mut checks = BTreeMap::new();
         for (name, t) in &self.checks {
-            let met = match t.expect {
-                // Holding needs proof on every seed: an unknown verdict is not one.
-                Some(Expect::Holds) => t.violations == 0 && t.unknown == 0,
-                Some(Expect::Violated) => t.violations > 0,
-                Some(Expect::Any) | None => true,
-            };
+            let met = t.meets_expectation();
             checks.insert(name.to_string(), CheckTotals { met, ..t.clone() });
         }
         Summary {
             scenario: self.scenario.clone(),
+            algorithm: self.algorithm.clone(),
+            scenario_file: self.scenario_file.clone(),
+            seed_range: self.set.bounds(),
+            shard: self.set.shard_index(),
             seeds: self.seeds,
             violating_seeds: self.violating,
             first_violation_seed: self.first_violation.as_ref().map(|o| o.seed),
-            expect_met: self.seeds > 0
-                && !interrupted
-                && self.error_count == 0
-                && checks.values().all(|c| c.met),
+            expect_met: sweep_met(self.seeds, interrupted, self.error_count > 0, &checks),
             checks,
             harness_errors: self.errors.iter().map(|(s, _)| *s).collect(),
             wall_s,
@@ -473,9 +595,14 @@ impl Tally {
     }
 }
 
-/// Summarise `outcomes` against `scenario.expect`.
-pub fn summarize(scenario: &Scenario, outcomes: &[SeedOutcome], wall_s: f64) -> Summary {
-    let mut t = Tally::new(scenario);
+/// Summarise `outcomes` (of the seeds in `seeds`) against `scenario.expect`.
+pub fn summarize(
+    scenario: &Scenario,
+    seeds: SeedSet,
+    outcomes: &[SeedOutcome],
+    wall_s: f64,
+) -> Summary {
+    let mut t = Tally::new(scenario, seeds);
     for o in outcomes {
         t.add(o);
     }
@@ -501,5 +628,24 @@ mod tests {
         );
         let last = SeedSet::range(0, u64::MAX).shard(3, 7);
         assert!(last.nth(last.count() - 1).unwrap() < u64::MAX);
+    }
+
+    #[test]
+    fn seed_sets_come_back_from_their_parts() {
+        for set in [
+            SeedSet::range(0, 12).shard(2, 3),
+            SeedSet::one(u64::MAX),
+            SeedSet::range(5, 5),
+        ] {
+            assert_eq!(
+                SeedSet::from_parts(set.bounds(), set.shard_index()),
+                Some(set)
+            );
+        }
+        assert_eq!(SeedSet::one(u64::MAX).bounds(), (u64::MAX, 1 << 64));
+        assert_eq!(SeedSet::from_parts((3, 2), (1, 1)), None);
+        assert_eq!(SeedSet::from_parts((0, 1 << 65), (1, 1)), None);
+        assert_eq!(SeedSet::from_parts((0, 9), (4, 3)), None);
+        assert_eq!(SeedSet::from_parts((0, 9), (0, 0)), None);
     }
 }

@@ -354,3 +354,123 @@ fn replay_writes_edn_that_check_reads() {
     let (code, out, _) = locksim(&["check", &edn, "--model", "fenced-lock"]);
     assert_eq!(code, 1, "{out}");
 }
+
+/// `locksim run … --json FILE` with these extra arguments; its exit code and stdout.
+fn run_to(scenario: &str, seeds: &str, extra: &[&str], json: &std::path::Path) -> (i32, String) {
+    let mut args = vec!["run", scenario, "--seeds", seeds, "--json"];
+    args.push(json.to_str().unwrap());
+    args.extend(extra);
+    let (code, out, err) = locksim(&args);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    (code, out)
+}
+
+/// The summary line of a JSON file, as a value.
+fn summary_of(text: &str) -> serde_json::Value {
+    let last = text.lines().last().expect("a summary line");
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    v["summary"].clone()
+}
+
+#[test]
+fn merged_shards_summarise_as_one_run() {
+    let dir = empty_dir("merge");
+    let scenario = "sims/redis-02-del-after-expiry.toml";
+    let whole = dir.join("whole.jsonl");
+    let (whole_code, whole_text) = run_to(scenario, "0..12", &["--jobs", "2"], &whole);
+    let mut files = Vec::new();
+    for k in [3, 1, 2] {
+        let file = dir.join(format!("shard-{k}.jsonl"));
+        let shard = format!("{k}/3");
+        run_to(scenario, "0..12", &["--shard", &shard, "--quiet"], &file);
+        files.push(file.to_str().unwrap().to_string());
+    }
+    let merged = dir.join("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--json", merged.to_str().unwrap()]);
+    let (code, text, err) = locksim(&args);
+    assert_eq!(code, whole_code, "{text}{err}");
+
+    let mut want = summary_of(&std::fs::read_to_string(&whole).unwrap());
+    let merged_text = std::fs::read_to_string(&merged).unwrap();
+    assert_eq!(merged_text.lines().count(), 1, "{merged_text}");
+    let mut got = summary_of(&merged_text);
+    assert_eq!(want["seed_range"], serde_json::json!([0, 12]));
+    assert_eq!(want["scenario_file"], scenario);
+    for s in [&mut want, &mut got] {
+        assert_eq!(s["shard"], serde_json::json!([1, 1]));
+        assert!(s["wall_s"].as_f64().unwrap() > 0.0, "{s}");
+        s.as_object_mut().unwrap().remove("wall_s");
+    }
+    assert_eq!(got, want);
+    assert_eq!(got["seeds"], 12);
+    assert!(got["first_violation_seed"].is_u64(), "{got}");
+
+    // The same words, but for the first line (threads or shards) and the speed.
+    let middle = |t: &str| {
+        let lines: Vec<String> = t.lines().map(str::to_string).collect();
+        lines[1..lines.len() - 1].to_vec()
+    };
+    assert!(text.contains(": 12 seeds from 3 shards\n"), "{text}");
+    assert_eq!(middle(&text), middle(&whole_text));
+    assert!(text.contains("locksim replay sims/redis-02-del-after-expiry.toml --seed"));
+}
+
+#[test]
+fn merge_rejects_missing_repeated_mismatched_and_broken_shards_naming_the_file() {
+    let dir = empty_dir("merge-bad");
+    let scenario = "sims/redis-02-del-after-expiry.toml";
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    for k in [1, 2] {
+        let shard = format!("{k}/2");
+        let file = dir.join(format!("s{k}.jsonl"));
+        run_to(scenario, "0..4", &["--shard", &shard, "--quiet"], &file);
+    }
+    let other = dir.join("other.jsonl");
+    run_to(
+        "sims/redis-03-set-nx-px.toml",
+        "0..4",
+        &["--shard", "2/2", "--quiet"],
+        &other,
+    );
+    let s2 = std::fs::read_to_string(dir.join("s2.jsonl")).unwrap();
+    std::fs::write(dir.join("again.jsonl"), &s2).unwrap();
+    let mut broken: Vec<&str> = s2.lines().collect();
+    broken[1] = "{\"seed\": 3, \"checks\": [";
+    std::fs::write(dir.join("broken.jsonl"), broken.join("\n")).unwrap();
+    let interrupted = s2.replace("\"wall_s\"", "\"interrupted\":true,\"wall_s\"");
+    std::fs::write(dir.join("stopped.jsonl"), interrupted).unwrap();
+
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["s1.jsonl"], &["shard 2/2 missing"]),
+        (
+            &["s1.jsonl", "s2.jsonl", "again.jsonl"],
+            &["s2.jsonl and", "again.jsonl are both shard 2/2"],
+        ),
+        (
+            &["s1.jsonl", "other.jsonl"],
+            &["s1.jsonl and", "other.jsonl are different scenarios"],
+        ),
+        (&["s1.jsonl", "broken.jsonl"], &["broken.jsonl:2:"]),
+        (
+            &["s1.jsonl", "stopped.jsonl"],
+            &["stopped.jsonl: interrupted"],
+        ),
+        (
+            &["s1.jsonl", "no-such.jsonl"],
+            &["no-such.jsonl: cannot read"],
+        ),
+    ];
+    for (files, needles) in cases {
+        let files: Vec<String> = files.iter().map(|f| path(f)).collect();
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(String::as_str));
+        let (code, out, err) = locksim(&args);
+        assert_eq!(code, 2, "{files:?}: {out}{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        for n in *needles {
+            assert!(err.contains(n), "{files:?}: expected `{n}` in: {err}");
+        }
+    }
+}

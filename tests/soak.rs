@@ -12,7 +12,7 @@
 use locksim::history::Recorder;
 use locksim::net::{encode_frame, serve, CallError, Frames, Remote};
 use locksim::sim::{Kernel, NodeCtx, NodeState};
-use locksim::sweep::{run_seed, summarize};
+use locksim::sweep::{run_seed, summarize, SeedSet};
 use locksim::Scenario;
 use std::path::Path;
 use std::rc::Rc;
@@ -27,7 +27,7 @@ fn run_to_the_end(s: &Scenario, seed: u64) {
     let start = Instant::now();
     let (_, outcome) = run_seed(s, seed);
     let wall = start.elapsed().as_secs_f64();
-    let summary = summarize(s, std::slice::from_ref(&outcome), wall);
+    let summary = summarize(s, SeedSet::one(seed), std::slice::from_ref(&outcome), wall);
     println!(
         "{}: seed {seed}, {:.0} simulated s in {wall:.1} s wall, {} events",
         s.name, outcome.sim_s, outcome.events

@@ -32,7 +32,8 @@ enum Command {
         /// Worker threads (each seed still runs on one thread), 1 to 1024 [number of cores].
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), allow_negative_numbers = true)]
         jobs: Option<u16>,
-        /// Run only shard K of N (1-based) of the seed range, for CI matrices.
+        /// Run only shard K of N (1-based) of the seed range: every N-th seed from the
+        /// K-th, for CI matrices; `locksim merge` combines the shards' --json files.
         #[arg(long)]
         shard: Option<String>,
         /// Write one JSON object per seed and a summary line to FILE (`-`: stdout).
@@ -41,6 +42,24 @@ enum Command {
         /// No progress bar and no per-check table.
         #[arg(long)]
         quiet: bool,
+    },
+    /// Combine the --json files of `run --shard K/N` (one per shard, any order) into the
+    /// summary one run over the whole seed range gives, and print it as `run` does.
+    ///
+    /// Every shard 1..N of the same scenario and seed range must be there exactly once,
+    /// and none interrupted. The merged wall time is the longest shard's (the sweep's
+    /// when the shards ran in parallel).
+    ///
+    /// Exit code: 0 when every check met the scenario's `expect`, 1 when not, 2 on bad
+    /// input (an unreadable or malformed file, a missing, repeated or interrupted shard,
+    /// files of different sweeps).
+    Merge {
+        /// The shards' `run --json` files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Write the merged summary line `{"summary": ...}` to FILE (`-`: stdout).
+        #[arg(long)]
+        json: Option<String>,
     },
     /// Re-run one seed and explain its violations in true and local time.
     ///
@@ -233,6 +252,10 @@ fn main() -> ExitCode {
             );
             let bar = !quiet && std::io::stderr().is_terminal();
             cli::run_command(&scenario, seeds, jobs, json.as_deref(), quiet, bar)
+        }
+        Command::Merge { files, json } => {
+            let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+            cli::merge_command(&files, json.as_deref())
         }
         Command::Replay {
             scenario,

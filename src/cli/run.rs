@@ -3,7 +3,7 @@
 //! prints the summary of the seeds that finished (exit 130 / 143).
 
 use super::EXIT_BAD_INPUT;
-use crate::check::Verdict;
+use crate::check::{standard_first, Verdict};
 use crate::plural::plural;
 use crate::scenario::{Expect, Scenario};
 use crate::sweep::{self, Live, SeedOutcome, SeedSet, Summary, Tally};
@@ -39,35 +39,14 @@ pub fn run_command(
             return EXIT_BAD_INPUT;
         }
     };
-    let mut json_out: Option<Box<dyn Write>> = match json {
-        None => None,
-        Some("-") => Some(Box::new(std::io::stdout())),
-        Some(file) => match std::fs::File::create(file) {
-            Ok(f) => Some(Box::new(std::io::BufWriter::new(f))),
-            Err(e) => {
-                eprintln!("locksim: --json {file}: cannot create: {e}");
-                return EXIT_BAD_INPUT;
-            }
-        },
+    let mut json_out = match open_json(json) {
+        Ok(out) => out,
+        Err(code) => return code,
     };
     // Human text goes to stderr when JSON goes to stdout, so stdout stays machine-readable.
     let human_to_stdout = json != Some("-");
 
-    let (sigint, sigterm) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    for (signal, flag) in [
-        (signal_hook::consts::SIGINT, &sigint),
-        (signal_hook::consts::SIGTERM, &sigterm),
-    ] {
-        // The first signal asks for a partial summary; a second one (the flag is already
-        // set) ends the process at once, e.g. when a stalled stdout blocks the summary.
-        // Without the handlers the default action (terminate) applies.
-        let _ =
-            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone());
-        let _ = signal_hook::flag::register(signal, flag.clone());
-    }
+    let (sigint, sigterm) = catch_signals();
     let stop = AtomicBool::new(false);
 
     let total = seeds.count();
@@ -89,7 +68,7 @@ pub fn run_command(
         );
         bar
     });
-    let mut tally = Tally::new(&scenario);
+    let mut tally = Tally::new(&scenario, seeds);
     let mut json_error = None;
     let start = Instant::now();
     let mut last_line = Instant::now();
@@ -136,16 +115,18 @@ pub fn run_command(
     }
     let summary = tally.summary(wall_s, !complete);
     if let Some(out) = json_out.as_mut() {
-        let last = serde_json::to_writer(&mut *out, &serde_json::json!({ "summary": summary }))
-            .map_err(std::io::Error::from)
-            .and_then(|_| writeln!(out))
-            .and_then(|_| out.flush());
+        let last = write_summary_line(out, &summary);
         if let Some(e) = json_error.or(last.err()) {
             eprintln!("locksim: writing JSON: {e}");
             return EXIT_BAD_INPUT;
         }
     }
-    let text = report(&scenario, &tally, &summary, jobs, total, quiet);
+    let examples = Examples {
+        first_violation: tally.first_violation().map(FirstViolation::of),
+        errors: tally.errors().to_vec(),
+    };
+    let threads = plural(jobs.min(total.max(1) as usize) as u64, "thread");
+    let text = report(&summary, &examples, &format!("on {threads}"), quiet);
     if human_to_stdout {
         print!("{text}");
     } else {
@@ -160,6 +141,26 @@ pub fn run_command(
     } else {
         1
     }
+}
+
+/// Catch SIGINT and SIGTERM: the first sets its flag (`run` then stops and prints the
+/// partial summary); a second, with the flag already set, ends the process at once, e.g.
+/// when a stalled stdout blocks the summary. Without the handlers the default action
+/// (terminate) applies. Returns the (SIGINT, SIGTERM) flags.
+fn catch_signals() -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+    let (sigint, sigterm) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    for (signal, flag) in [
+        (signal_hook::consts::SIGINT, &sigint),
+        (signal_hook::consts::SIGTERM, &sigterm),
+    ] {
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone());
+        let _ = signal_hook::flag::register(signal, flag.clone());
+    }
+    (sigint, sigterm)
 }
 
 /// The progress line's words: how many finished seeds violated a check, and how far
@@ -181,85 +182,119 @@ fn progress_status(live: &Live, violating: u64, duration_ms: u64) -> String {
     )
 }
 
+/// Open `--json`'s destination: none, stdout (`-`) or a new file. Err: the exit code,
+/// after saying why.
+pub(super) fn open_json(json: Option<&str>) -> Result<Option<Box<dyn Write>>, u8> {
+    match json {
+        None => Ok(None),
+        Some("-") => Ok(Some(Box::new(std::io::stdout()))),
+        Some(file) => match std::fs::File::create(file) {
+            Ok(f) => Ok(Some(Box::new(std::io::BufWriter::new(f)))),
+            Err(e) => {
+                eprintln!("locksim: --json {file}: cannot create: {e}");
+                Err(EXIT_BAD_INPUT)
+            }
+        },
+    }
+}
+
+/// Write `{"summary": ...}` as one line, and flush.
+pub(super) fn write_summary_line(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> {
+    /// The line's shape. (Not `json!`: a `seed_range` may end at 2^64, past what a
+    /// `serde_json::Value` holds.)
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        summary: &'a Summary,
+    }
+    serde_json::to_writer(&mut *out, &Line { summary })?;
+    writeln!(out)?;
+    out.flush()
+}
+
+/// The first violating seed, as the human report shows it.
+#[derive(Debug, Clone)]
+pub(super) struct FirstViolation {
+    /// The seed.
+    pub seed: u64,
+    /// The checks it violated, in the order of its verdicts.
+    pub checks: Vec<String>,
+    /// The first violated check's first counterexample message.
+    pub example: Option<String>,
+}
+
+impl FirstViolation {
+    /// From one seed's verdicts, in order: (check name, verdict, that check's first
+    /// counterexample message).
+    pub(super) fn new<'a>(
+        seed: u64,
+        verdicts: impl IntoIterator<Item = (&'a str, Verdict, Option<&'a str>)>,
+    ) -> FirstViolation {
+        let mut first = FirstViolation {
+            seed,
+            checks: Vec::new(),
+            example: None,
+        };
+        for (name, _, message) in verdicts.into_iter().filter(|v| v.1 == Verdict::Violated) {
+            if first.checks.is_empty() {
+                first.example = message.map(str::to_string);
+            }
+            first.checks.push(name.to_string());
+        }
+        first
+    }
+
+    /// From a seed's outcome.
+    fn of(o: &SeedOutcome) -> FirstViolation {
+        let verdicts = o.checks.iter().map(|c| {
+            let message = c.violations.first().map(|v| v.message.as_str());
+            (c.name, c.verdict, message)
+        });
+        FirstViolation::new(o.seed, verdicts)
+    }
+}
+
+/// What the human report shows beyond a summary's totals.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Examples {
+    /// The first violating seed (that of `first_violation_seed`).
+    pub first_violation: Option<FirstViolation>,
+    /// The listed harness errors (those of `harness_errors`): (seed, message).
+    pub errors: Vec<(u64, String)>,
+}
+
 /// The human summary: one line per check, harness errors, the first violation and how to
-/// replay it, and the speed.
-fn report(
-    scenario: &Scenario,
-    tally: &Tally,
-    summary: &Summary,
-    jobs: usize,
-    total: u64,
-    quiet: bool,
-) -> String {
+/// replay it, and the speed. `ran_on` ends the first line (`on 2 threads`).
+pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet: bool) -> String {
     let mut text = String::new();
     let n = summary.seeds;
     if !quiet {
         text.push_str(&format!(
-            "scenario {} ({}): {} on {}\n",
-            scenario.name,
-            scenario.algorithm(),
+            "scenario {} ({}): {} {ran_on}\n",
+            summary.scenario,
+            summary.algorithm,
             plural(n, "seed"),
-            plural(jobs.min(total.max(1) as usize) as u64, "thread")
         ));
-        for name in scenario.checks().iter().map(|c| c.name) {
-            let Some(t) = summary.checks.get(name) else {
-                continue;
-            };
-            let verdict = if t.unknown > 0 && t.violations == 0 {
-                format!("unknown in {}/{n} seeds (budget)", t.unknown)
-            } else if t.violations == 0 {
-                "holds".to_string()
-            } else {
-                format!(
-                    "violated in {}/{n} seeds (first: seed {})",
-                    t.violations,
-                    t.first_seed.expect("some seed violated")
-                )
-            };
-            let expect = match t.expect {
-                None => String::new(),
-                Some(e) => format!(
-                    "expect {:<8} {}",
-                    match e {
-                        Expect::Holds => "holds",
-                        Expect::Violated => "violated",
-                        Expect::Any => "any",
-                    },
-                    if t.met { "met" } else { "NOT MET" }
-                ),
-            };
-            text.push_str(&format!("  {name:<20} {verdict:<45} {expect}\n"));
-        }
+        text.push_str(&check_table(summary));
     }
-    for (seed, error) in tally.errors() {
+    for (seed, error) in &examples.errors {
         text.push_str(&format!("harness error on seed {seed}: {error}\n"));
     }
-    if let Some(o) = tally.first_violation() {
-        let names: Vec<&str> = o
-            .checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Violated)
-            .map(|c| c.name)
-            .collect();
+    if let Some(o) = &examples.first_violation {
         text.push_str(&format!(
             "first violating seed: {} ({})\n  replay: locksim replay {} --seed {}\n",
             o.seed,
-            names.join(", "),
-            scenario.file.display(),
+            o.checks.join(", "),
+            summary.scenario_file,
             o.seed
         ));
-        if let Some(v) = o
-            .checks
-            .iter()
-            .find(|c| c.verdict == Verdict::Violated)
-            .and_then(|c| c.violations.first())
-        {
-            text.push_str(&format!("  e.g. {}\n", v.message));
+        if let Some(message) = &o.example {
+            text.push_str(&format!("  e.g. {message}\n"));
         }
     } else {
         text.push_str(&format!("no violation in {}\n", plural(n, "seed")));
     }
     if summary.interrupted {
+        let total = summary.seed_set().map_or(n, |s| s.count());
         text.push_str(&format!(
             "INTERRUPTED after {n} of {}: the totals above cover those seeds only\n",
             plural(total, "seed")
@@ -277,5 +312,40 @@ fn report(
         n as f64 / wall_s.max(1e-9),
         summary.sim_s / wall_s.max(1e-9)
     ));
+    text
+}
+
+/// One line per check, standard checks first: its verdict over the seeds and whether
+/// it met the scenario's expectation.
+fn check_table(summary: &Summary) -> String {
+    let n = summary.seeds;
+    let mut text = String::new();
+    for name in standard_first(summary.checks.keys().map(String::as_str)) {
+        let t = &summary.checks[name];
+        let verdict = if t.unknown > 0 && t.violations == 0 {
+            format!("unknown in {}/{n} seeds (budget)", t.unknown)
+        } else if t.violations == 0 {
+            "holds".to_string()
+        } else {
+            let first = t.first_seed.map_or("?".to_string(), |s| s.to_string());
+            format!(
+                "violated in {}/{n} seeds (first: seed {first})",
+                t.violations
+            )
+        };
+        let expect = match t.expect {
+            None => String::new(),
+            Some(e) => format!(
+                "expect {:<8} {}",
+                match e {
+                    Expect::Holds => "holds",
+                    Expect::Violated => "violated",
+                    Expect::Any => "any",
+                },
+                if t.met { "met" } else { "NOT MET" }
+            ),
+        };
+        text.push_str(&format!("  {name:<20} {verdict:<45} {expect}\n"));
+    }
     text
 }
