@@ -54,8 +54,14 @@ pub fn replay_command(
     }
     if let Some(p) = svg_out {
         let heading = format!("{} seed {seed}", scenario.name);
-        let svg =
-            crate::report::timeline_svg(&result.history, &outcome.checks, result.end_ns, &heading);
+        let focus = crate::report::first_violated(&outcome.checks);
+        let svg = crate::report::timeline_svg(
+            &result.history,
+            &outcome.checks,
+            focus,
+            result.end_ns,
+            &heading,
+        );
         if let Err(e) = std::fs::write(p, svg) {
             eprintln!("locksim: --svg {}: cannot write: {e}", p.display());
             return EXIT_BAD_INPUT;

@@ -154,7 +154,8 @@ pub fn run_matrix(
             let (result, outcome) = run_seed(&scenario, seed);
             result.map(|r| {
                 let heading = format!("{stem}, seed {seed}");
-                timeline_svg(&r.history, &outcome.checks, r.end_ns, &heading)
+                let focus = super::timeline::first_violated(&outcome.checks);
+                timeline_svg(&r.history, &outcome.checks, focus, r.end_ns, &heading)
             })
         });
         results.push(CellResult {
