@@ -22,7 +22,7 @@ pub use markdown::{markdown, symbol};
 pub use matrix::{Cell, Column, Matrix, Row};
 pub use partial::{compute, merge, read_partials, ComputeSpec, Partial};
 pub use story::{describe, event_line, explain, ms, wall_clock};
-pub use timeline::timeline_svg;
+pub use timeline::{first_violated, human_time, sentence, timeline_svg};
 
 use std::path::Path;
 

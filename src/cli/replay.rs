@@ -54,12 +54,7 @@ pub fn replay_command(
     }
     if let Some(p) = svg_out {
         let heading = format!("{} seed {seed}", scenario.name);
-        // The picture zooms on the first violated check's first counterexample.
-        let focus = outcome
-            .checks
-            .iter()
-            .find(|c| c.verdict == crate::check::Verdict::Violated)
-            .map_or("", |c| c.name);
+        let focus = crate::report::first_violated(&outcome.checks);
         let svg = crate::report::timeline_svg(
             &result.history,
             &outcome.checks,
