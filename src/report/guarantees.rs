@@ -63,17 +63,16 @@ pub struct CellResult {
     pub first_error: Option<String>,
 }
 
-/// One counterexample picture: the first violation of one or more checks of a cell,
-/// which were first violated at the same seed.
+/// One counterexample picture: the first violation of one check of a cell.
 #[derive(Debug, Clone, Serialize)]
 pub struct Timeline {
-    /// Its anchor in `index.html` (each check also has `<cell>--<check>`).
+    /// Its anchor in `index.html`: `<cell>--<check>`.
     pub id: String,
     /// The cell.
     pub cell: String,
-    /// The checks whose first violation this seed is.
-    pub checks: Vec<String>,
-    /// The seed.
+    /// The check.
+    pub check: String,
+    /// The first seed that violated it.
     pub seed: u64,
     /// The command that replays it.
     pub replay: String,
@@ -282,58 +281,52 @@ pub fn anchor(cell: &str, check: &str) -> String {
     format!("{cell}--{check}")
 }
 
-/// A picture to draw: a cell's seed and the checks it first violated, in report order.
+/// A picture to draw: a check of a cell at its first violating seed.
 struct Wanted {
     cell: String,
     seed: u64,
-    checks: Vec<String>,
+    check: String,
 }
 
-/// The violated checks of a cell grouped by first seed.
+/// A cell's violated checks, in report order.
 fn timeline_groups(cell: &CellResult) -> Vec<Wanted> {
-    let mut by_seed: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    for check in crate::check::STANDARD
-        .iter()
-        .map(|c| c.name.to_string())
-        .chain(
-            cell.checks
-                .keys()
-                .filter(|k| crate::check::STANDARD.iter().all(|c| c.name != k.as_str()))
-                .cloned(),
-        )
-    {
-        if let Some(seed) = cell.checks.get(&check).and_then(|c| c.first_seed) {
-            by_seed.entry(seed).or_default().push(check);
-        }
-    }
-    by_seed
-        .into_iter()
-        .map(|(seed, checks)| Wanted {
-            cell: cell.name.clone(),
-            seed,
-            checks,
+    let standard = crate::check::STANDARD.iter().map(|c| c.name.to_string());
+    let own = cell
+        .checks
+        .keys()
+        .filter(|k| crate::check::STANDARD.iter().all(|c| c.name != k.as_str()))
+        .cloned();
+    standard
+        .chain(own)
+        .filter_map(|check| {
+            let seed = cell.checks.get(&check)?.first_seed?;
+            Some(Wanted {
+                cell: cell.name.clone(),
+                seed,
+                check,
+            })
         })
         .collect()
 }
 
-/// Re-run each group's seed and draw it, focused on the group's first check.
+/// Re-run each picture's seed and draw it, zoomed on its check's first violation.
 fn draw(
     wanted: &[(&Scenario, Wanted)],
     replay: &dyn Fn(&str, u64) -> String,
     on_timeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<Timeline> {
     let mut out = Vec::new();
-    for (i, (scenario, Wanted { cell, seed, checks })) in wanted.iter().enumerate() {
+    for (i, (scenario, Wanted { cell, seed, check })) in wanted.iter().enumerate() {
         on_timeline(i, wanted.len());
         let (result, outcome) = run_seed(scenario, *seed);
         let svg = result.map(|r| {
-            let heading = format!("{cell}, seed {seed}: {}", checks.join(", "));
-            timeline_svg(&r.history, &outcome.checks, &checks[0], r.end_ns, &heading)
+            let heading = format!("{cell}, seed {seed}: {check}");
+            timeline_svg(&r.history, &outcome.checks, check, r.end_ns, &heading)
         });
         out.push(Timeline {
-            id: anchor(cell, &checks[0]),
+            id: anchor(cell, check),
             cell: cell.clone(),
-            checks: checks.clone(),
+            check: check.clone(),
             seed: *seed,
             replay: replay(cell, *seed),
             svg: svg.unwrap_or_else(|| {

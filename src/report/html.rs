@@ -306,39 +306,25 @@ fn why(s: &mut String, g: &Guarantees) {
     s.push_str("</dl>");
 }
 
-/// One counterexample: anchors for each check it is the first violation of, the replay
-/// command, the timeline.
+/// One counterexample: the check's first violation in a cell, the replay command, the
+/// timeline.
 fn counterexample(s: &mut String, g: &Guarantees, t: &Timeline) {
-    let _ = write!(s, "<section class=\"cx\" id=\"{}\">", esc(&t.id));
-    for check in t.checks.iter().skip(1) {
-        let _ = write!(
-            s,
-            "<span id=\"{}\"></span>",
-            esc(&super::guarantees::anchor(&t.cell, check))
-        );
-    }
-    let counts: Vec<String> = t
-        .checks
-        .iter()
-        .map(|check| {
-            let cell = g.cells.iter().find(|c| c.name == t.cell);
-            let k = cell
-                .and_then(|c| c.checks.get(check))
-                .map_or(0, |c| c.violations);
-            let n = cell.map_or(0, |c| c.seeds);
-            format!(
-                "<a href=\"#table-{0}\"><code>{0}</code></a> (violated on {k}/{n} seeds)",
-                esc(check)
-            )
-        })
-        .collect();
+    let cell = g.cells.iter().find(|c| c.name == t.cell);
+    let k = cell
+        .and_then(|c| c.checks.get(&t.check))
+        .map_or(0, |c| c.violations);
+    let n = cell.map_or(0, |c| c.seeds);
     let _ = write!(
         s,
-        "<h3>{} — seed {}</h3><p>First violation of {}. Replay: <code>{}</code></p>\
-         <div class=\"svgbox\">{}</div></section>",
+        "<section class=\"cx\" id=\"{0}\"><h3>{1}: <code>{2}</code> — seed {3}</h3>\
+         <p>The first of the {k} seeds (of {n}) that violated \
+         <a href=\"#check-{2}\"><code>{2}</code></a> in this cell \
+         (<a href=\"#table-{2}\">back to the table</a>). Replay: <code>{4}</code></p>\
+         <div class=\"svgbox\">{5}</div></section>",
+        esc(&t.id),
         esc(&t.cell),
+        esc(&t.check),
         t.seed,
-        counts.join(", "),
         esc(&t.replay),
         t.svg
     );

@@ -92,11 +92,8 @@ pub fn markdown(g: &Guarantees) -> String {
     for t in &g.timelines {
         let _ = writeln!(
             s,
-            "- `{}`: {} at seed {} — `{}`",
-            t.cell,
-            t.checks.join(", "),
-            t.seed,
-            t.replay
+            "- `{}`: `{}` at seed {} — `{}`",
+            t.cell, t.check, t.seed, t.replay
         );
     }
     s
