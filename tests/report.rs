@@ -127,6 +127,11 @@ fn a_small_matrix_writes_well_formed_reports() {
         "{md}"
     );
     assert!(md.contains("Under process pauses") && md.contains("(measured)"));
+    // The sentence under each row comes from its cells, so it cannot contradict them.
+    assert!(
+        md.contains("Measured on 3 seeds per cell: broke `mutex` (fencing off: pause 3/3; fencing on: pause 3/3)"),
+        "{md}"
+    );
     assert!(
         !md.to_lowercase().contains("guarantee "),
         "measured, not guaranteed"
