@@ -151,6 +151,38 @@ fn check_table(s: &mut String, g: &Guarantees, check: &str) {
         }
     }
     let _ = writeln!(s);
+    not_applicable(s, g, check);
+}
+
+/// Why the table's `–` cells are not applicable: each distinct reason once, with the
+/// rows it applies to.
+fn not_applicable(s: &mut String, g: &Guarantees, check: &str) {
+    let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
+    for cell in &g.cells {
+        let why = match cell.not_applicable.get(check) {
+            Some(why) => why.clone(),
+            None if !cell.checks.contains_key(check) => {
+                "another family's own check, not defined here".to_string()
+            }
+            None => continue,
+        };
+        let label = format!(
+            "{} (fencing {})",
+            cell.row,
+            if cell.fencing { "on" } else { "off" }
+        );
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, rows)) if !rows.contains(&label) => rows.push(label),
+            Some(_) => {}
+            None => reasons.push((why, vec![label])),
+        }
+    }
+    for (why, rows) in &reasons {
+        let _ = writeln!(s, "- `–` for {}: {why}", rows.join(", "));
+    }
+    if !reasons.is_empty() {
+        let _ = writeln!(s);
+    }
 }
 
 /// A cell's symbol linked to its scenario file (`–` stays plain).
