@@ -236,6 +236,14 @@ fn shards_merged_are_byte_identical_to_one_run() {
         ],
     );
     assert!(!ok && err.contains("both shard 1/3"), "{err}");
+    // A damaged file (a cell gone) is refused, not reported without that cell.
+    let text = std::fs::read_to_string(dir.join("shard1/partial-1-of-3.json")).unwrap();
+    let mut damaged: serde_json::Value = serde_json::from_str(&text).unwrap();
+    damaged["shard"] = serde_json::json!([1, 1]);
+    damaged["cells"].as_array_mut().unwrap().pop();
+    std::fs::write(dir.join("damaged.json"), damaged.to_string()).unwrap();
+    let (ok, err) = report(&dir, &["--merge", "damaged.json", "--out", "damaged"]);
+    assert!(!ok && err.contains("not the same cells"), "{err}");
     let (ok, err) = report(&dir, &["--merge", "matrix.toml", "--out", "out"]);
     assert!(
         !ok && err.contains("matrix.toml:2: expected a partial report"),
