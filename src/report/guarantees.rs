@@ -147,19 +147,15 @@ pub fn build(
     on_timeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Guarantees, String> {
     let m = p.matrix()?;
-    let scenarios = m.write_cells(out)?;
-    let names: Vec<&str> = p.cells.iter().map(|c| c.cell.as_str()).collect();
-    if !names
-        .iter()
-        .copied()
-        .eq(scenarios.iter().map(|(stem, _)| stem.as_str()))
-    {
+    let stems: Vec<String> = m.cells().iter().map(|c| c.stem(&m)).collect();
+    if !p.cells.iter().map(|c| &c.cell).eq(stems.iter()) {
         return Err(format!(
             "the counts name {} cells, the matrix in them defines {}: not the same cells (a damaged partial file?)",
-            names.len(),
-            scenarios.len()
+            p.cells.len(),
+            stems.len()
         ));
     }
+    let scenarios = m.write_cells(out)?;
     let out_text = out.display().to_string();
     let out_text = out_text.trim_end_matches('/');
     let replay = |stem: &str, seed: u64| {
