@@ -12,16 +12,19 @@ set -euo pipefail
 page="${1:-reports/index.html}"
 out="${2:-reports/screenshots}"
 [ -f "$page" ] || { echo "no $page: run locksim report first" >&2; exit 2; }
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian's chromium; on other machines (an Ubuntu CI runner) a Chrome already there.
+browser() { command -v chromium || command -v chromium-browser || command -v google-chrome || true; }
+if [ -z "$(browser)" ]; then
     as_root=()
     [ "$(id -u)" = 0 ] || as_root=(sudo -n)
     if command -v apt-get >/dev/null 2>&1 && "${as_root[@]}" true 2>/dev/null; then
         "${as_root[@]}" apt-get update -qq
         DEBIAN_FRONTEND=noninteractive "${as_root[@]}" \
-            apt-get install -y -qq --no-install-recommends chromium >/dev/null
+            apt-get install -y -qq --no-install-recommends chromium >/dev/null || true
     fi
-    command -v chromium >/dev/null 2>&1 || { echo "chromium is not installable here" >&2; exit 3; }
+    [ -n "$(browser)" ] || { echo "chromium is not installable here" >&2; exit 3; }
 fi
+chrome="$(browser)"
 mkdir -p "$out"
 page="$(realpath "$page")"
 work="$(mktemp -d)"
@@ -38,7 +41,7 @@ style="border:0;width:100vw;height:100vh"></iframe></body></html>
 HTML
 
 shoot() { # width height url file
-    chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    "$chrome" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
         --disable-background-networking --disable-component-update --disable-sync \
         --allow-file-access-from-files --user-data-dir="$work/profile-$1" \
         --enable-logging=stderr --v=0 --virtual-time-budget=2000 \
