@@ -18,7 +18,7 @@ pub use guarantees::{
     anchor, build, CellResult, CheckCell, CheckInfo, ColumnInfo, Guarantees, RowInfo, Timeline,
 };
 pub use html::html;
-pub use markdown::{markdown, symbol};
+pub use markdown::{cell_symbol, markdown};
 pub use matrix::{Cell, Column, Matrix, Row};
 pub use partial::{compute, merge, read_partials, ComputeSpec, Partial};
 pub use story::{describe, event_line, explain, ms, wall_clock};

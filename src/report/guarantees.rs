@@ -9,7 +9,6 @@ use super::evidence::upper_bound_95;
 use super::matrix::Matrix;
 use super::partial::{CellCounts, Partial};
 use super::timeline::timeline_svg;
-use crate::check::Verdict;
 use crate::scenario::Scenario;
 use crate::sweep::run_seed;
 use serde::Serialize;
@@ -346,13 +345,6 @@ fn draw(
     out
 }
 
-impl CellResult {
-    /// Whether `check` is reported for this cell, with counts or as not applicable.
-    pub fn knows(&self, check: &str) -> bool {
-        self.checks.contains_key(check) || self.not_applicable.contains_key(check)
-    }
-}
-
 impl Guarantees {
     /// The cell of (row, column, fencing).
     pub fn cell(&self, row: &str, column: &str, fencing: bool) -> Option<&CellResult> {
@@ -361,29 +353,9 @@ impl Guarantees {
             .find(|c| c.row == row && c.column == column && c.fencing == fencing)
     }
 
-    /// Every check name that appears in some cell, in the standard order first.
+    /// Every check some cell runs, in report order (one table each).
     pub fn check_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.checks.iter().map(|c| c.name.clone()).collect();
-        for c in &self.cells {
-            for n in c.checks.keys() {
-                if !names.contains(n) {
-                    names.push(n.clone());
-                }
-            }
-        }
-        names
-    }
-
-    /// What a cell's `check` says, or `None` when not reported or not applicable.
-    pub fn verdict(&self, row: &str, column: &str, fencing: bool, check: &str) -> Option<Verdict> {
-        let c = self.cell(row, column, fencing)?.checks.get(check)?;
-        Some(if c.violations > 0 {
-            Verdict::Violated
-        } else if c.unknown > 0 {
-            Verdict::Unknown
-        } else {
-            Verdict::Holds
-        })
+        self.checks.iter().map(|c| c.name.clone()).collect()
     }
 
     /// The fencing settings the matrix ran, in order.

@@ -8,14 +8,7 @@ use std::fmt::Write as _;
 
 /// A cell's text for `check`: `✗ k/N` violated on k of N seeds, `? k/N` undecided on k
 /// (checker budget), `✓ 0/N ≤ x%` held on all N with the 95% upper bound on the rate,
-/// `–` not applicable. Empty when there is no such cell.
-pub fn symbol(g: &Guarantees, row: &str, column: &str, fencing: bool, check: &str) -> String {
-    g.cell(row, column, fencing)
-        .map(|cell| cell_symbol(cell, check))
-        .unwrap_or_default()
-}
-
-/// [`symbol`] of one cell.
+/// `–` not applicable.
 pub fn cell_symbol(cell: &CellResult, check: &str) -> String {
     match cell.checks.get(check) {
         None => "–".into(),
