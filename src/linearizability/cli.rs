@@ -166,11 +166,29 @@ impl CheckOutcome {
                 } else {
                     format!(" on {}", e.partition)
                 };
-                let failing = self
-                    .op_info(e.failing)
-                    .map_or_else(|| format!("operation {}", e.failing), |o| o.label());
+                let label = |i: usize| {
+                    self.op_info(i)
+                        .map_or_else(|| format!("operation {i}"), |o| o.label())
+                };
+                let failing = label(e.failing);
+                if let Some(r) = &e.refutation {
+                    let why = match r.blocker {
+                        Some(q) => format!("{} overwrites every possible source", label(q)),
+                        None => "nothing before it leaves that".to_string(),
+                    };
+                    return format!(
+                        "not linearizable against the {} model{part}: {failing} needs {} and no operation can leave it that ({why}; refuted before any search)",
+                        self.model, e.state
+                    );
+                }
+                let window = e.window.as_ref().map_or_else(String::new, |w| {
+                    format!(
+                        " in a window of {} that no starting state can linearize",
+                        plural(w.operations as u64, "operation")
+                    )
+                });
                 format!(
-                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found ({}; {}); {} not linearized",
+                    "not linearizable against the {} model{part}: {failing} cannot be placed after the longest linearizable prefix found{window} ({}; {}); {} not linearized",
                     self.model,
                     plural(e.prefix.len() as u64, "operation"),
                     e.state,
@@ -215,8 +233,11 @@ impl CheckOutcome {
     /// A JSON report: `{file, model, verdict, ops, elapsed_ms, stats, explanation}`;
     /// `stats` has `configurations`, `memo_bytes` and `stopped` (`"time"`, `"memory"` or
     /// null); the explanation (null unless violated) has `partition`, `prefix_length`,
-    /// `prefix_tail` (the last 50 linearized operations), `failing`, `concurrent` and
-    /// `state`.
+    /// `prefix_tail` (the last 50 linearized operations), `failing`, `concurrent`,
+    /// `state`, `window` (null unless found in a window: `from`, `to`, `first`,
+    /// `operations`, `states`; see [`super::Window`]) and `refutation` (null unless the
+    /// pre-pass refuted the history: `blocker`, `last_source`, `next_source`, `initial`,
+    /// `later_indeterminate`, `derived`; see [`super::Refutation`]).
     pub fn to_json(&self) -> serde_json::Value {
         let explanation = match &self.verdict {
             LinVerdict::NotLinearizable(e) => {
@@ -229,6 +250,26 @@ impl CheckOutcome {
                     "failing": op(e.failing),
                     "concurrent": e.concurrent.iter().map(|&i| op(i)).collect::<Vec<_>>(),
                     "state": e.state,
+                    "window": e.window.as_ref().map(|w| serde_json::json!({
+                        "from": w.from,
+                        "to": w.to,
+                        "first": op(w.first),
+                        "operations": w.operations,
+                        "states": w.states,
+                    })),
+                    "refutation": e.refutation.as_ref().map(|r| serde_json::json!({
+                        "blocker": r.blocker.map(op),
+                        "last_source": r.last_source.map(op),
+                        "next_source": r.next_source.map(op),
+                        "initial": r.initial,
+                        "later_indeterminate": r.later_indeterminate,
+                        "derived": r.derived.iter().map(|d| serde_json::json!({
+                            "before": op(d.before),
+                            "after": op(d.after),
+                            "reader": op(d.reader),
+                            "source": op(d.source),
+                        })).collect::<Vec<_>>(),
+                    })),
                 })
             }
             _ => serde_json::Value::Null,

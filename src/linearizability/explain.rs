@@ -17,11 +17,101 @@ pub struct Explanation {
     pub failing: usize,
     /// Operations not in `prefix` whose intervals overlap `failing`'s.
     pub concurrent: Vec<usize>,
-    /// The model state after `prefix`.
+    /// The model state after `prefix`; for a [`Refutation`], the state `failing` needs.
     pub state: String,
+    /// Set when the pre-pass refuted the history before any search (`prefix` is then
+    /// empty): why nothing can leave `failing` the state it needs.
+    pub refutation: Option<Box<Refutation>>,
+    /// Set when the violation was found in a window of the history (`prefix`, `failing`
+    /// and `state` are then those of the window searched from one of its states).
+    pub window: Option<Box<Window>>,
+}
+
+/// A window of the history that is linearizable from no state the object can reach,
+/// which proves the whole history is not (see `window.rs`): the operations invoked
+/// from position `from` that completed by position `to`, with those pending at either
+/// edge free to take effect or not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// The first position of the window.
+    pub from: u64,
+    /// The last position of the window (the failing operation's return).
+    pub to: u64,
+    /// The operation invoked first in the window (an index into the checked ones).
+    pub first: usize,
+    /// How many operations the window holds.
+    pub operations: usize,
+    /// The starting states tried, each failing (one stands for all states no operation
+    /// of the window needs).
+    pub states: Vec<String>,
+}
+
+/// Why the pre-pass found that no operation can leave the failing operation `x` the
+/// state `s` it needs (indices into the checked operations). A state is left by the last
+/// *setter* (an operation that writes it) before `x`; every reason below is an order
+/// that holds in every linearization, by real time or by a listed [`Derivation`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Refutation {
+    /// A setter that must take effect before `x` and after every setter of `s` that can
+    /// precede `x` (and after the initial state): it overwrites them all. None when no
+    /// setter is forced before `x`.
+    pub blocker: Option<usize>,
+    /// Of the setters of `s` that can precede `x`, the one that may take effect last
+    /// (it still must precede `blocker`). None when there is none.
+    pub last_source: Option<usize>,
+    /// The first determinate setter of `s` that must follow `x`, if any.
+    pub next_source: Option<usize>,
+    /// Whether the initial state is `s` (then `blocker` follows it too).
+    pub initial: bool,
+    /// Whether an indeterminate setter of `s` exists (all invoked after `x` completed).
+    pub later_indeterminate: bool,
+    /// Orders derived from other operations' only sources that the reasons rely on, in
+    /// the order derived.
+    pub derived: Vec<Derivation>,
+}
+
+/// One derived order: `before` takes effect before `after`, because `source` is the only
+/// operation that can leave `reader` the state it needs. Either `(before, after)` is
+/// `(source, reader)`, or `before` is a setter that must precede `reader` (so it
+/// precedes its only source), or `after` is a setter that must follow `source` (so it
+/// follows `reader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Derivation {
+    /// The operation that takes effect first.
+    pub before: usize,
+    /// The operation that takes effect after it.
+    pub after: usize,
+    /// The operation whose only source forces the order.
+    pub reader: usize,
+    /// That only source.
+    pub source: usize,
 }
 
 impl Explanation {
+    /// The same explanation with every operation index `i` replaced by `f(i)`.
+    pub(crate) fn map_indices(mut self, f: impl Fn(usize) -> usize) -> Self {
+        self.failing = f(self.failing);
+        self.prefix.iter_mut().for_each(|i| *i = f(*i));
+        self.concurrent.iter_mut().for_each(|i| *i = f(*i));
+        if let Some(r) = &mut self.refutation {
+            for i in [&mut r.blocker, &mut r.last_source, &mut r.next_source]
+                .into_iter()
+                .flatten()
+            {
+                *i = f(*i);
+            }
+            for d in &mut r.derived {
+                for i in [&mut d.before, &mut d.after, &mut d.reader, &mut d.source] {
+                    *i = f(*i);
+                }
+            }
+        }
+        if let Some(w) = &mut self.window {
+            w.first = f(w.first);
+        }
+        self
+    }
+
     /// Fill in `concurrent` from the operations of `part` (indices into `ops`).
     pub(crate) fn with_concurrent<O>(mut self, ops: &[Operation<O>], part: &[usize]) -> Self {
         let f = &ops[self.failing];
@@ -155,7 +245,21 @@ pub(crate) fn explanation_text_with(op: impl Fn(usize) -> OpInfo, e: &Explanatio
     } else {
         format!(" on {}", e.partition)
     };
+    if let Some(r) = &e.refutation {
+        let _ = writeln!(s, "NOT linearizable{part} (refuted before any search).");
+        refutation_text(&mut s, &op, e, r);
+        return s;
+    }
     let _ = writeln!(s, "NOT linearizable{part}.");
+    if let Some(w) = &e.window {
+        let _ = writeln!(
+            s,
+            "No order of a window of {} operations, from\n  {}\nto the one below (those pending at its edges may take effect or not), is legal from\nany state it could start from ({}); so no order of the whole history is. In the\nwindow, from the start that got furthest:",
+            w.operations,
+            op(w.first).label(),
+            w.states.join("; ")
+        );
+    }
     let f = op(e.failing);
     let _ = writeln!(
         s,
@@ -187,4 +291,114 @@ pub(crate) fn explanation_text_with(op: impl Fn(usize) -> OpInfo, e: &Explanatio
         }
     }
     s
+}
+
+/// Derived orders shown in the text at most (the JSON has them all).
+const SHOW_DERIVED: usize = 20;
+
+/// The reasons of a [`Refutation`], one per line, and the derived orders they use.
+fn refutation_text(s: &mut String, op: &impl Fn(usize) -> OpInfo, e: &Explanation, r: &Refutation) {
+    let x = op(e.failing);
+    // Real time where it says so, else the derived orders listed at the end.
+    let before = |a: &OpInfo, b: &OpInfo, name: &str| {
+        if a.ret < b.call {
+            format!("completed before {name} was invoked")
+        } else {
+            format!("must take effect before {name} (derived below)")
+        }
+    };
+    let _ = writeln!(
+        s,
+        "  {}\nneeds {} just before it takes effect, and no operation can leave it that:",
+        x.label(),
+        e.state
+    );
+    match (r.blocker.map(op), r.last_source.map(op)) {
+        (Some(q), last) => {
+            let _ = writeln!(
+                s,
+                "  - an overwriting operation\n      {}\n    {};",
+                q.label(),
+                before(&q, &x, "it")
+            );
+            match last {
+                Some(p) => {
+                    let _ = writeln!(
+                        s,
+                        "    every operation that could leave that state before it must take effect before the\n    overwriting one; of them the one that may take effect last,\n      {}\n    {}.",
+                        p.label(),
+                        before(&p, &q, "the overwriting one")
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "    no operation that leaves that state can come before it."
+                    );
+                }
+            }
+            if r.initial {
+                let _ = writeln!(
+                    s,
+                    "    (The initial state is that state, and is overwritten as well.)"
+                );
+            }
+        }
+        (None, _) => {
+            let _ = writeln!(
+                s,
+                "  - no operation that leaves that state can come before it, and the initial state differs."
+            );
+        }
+    }
+    if let Some(p) = r.next_source.map(op) {
+        let _ = writeln!(
+            s,
+            "  - the next operation that leaves that state\n      {}\n    {}.",
+            p.label(),
+            if x.ret < p.call {
+                "was invoked after it completed"
+            } else {
+                "must take effect after it (derived below)"
+            }
+        );
+    }
+    if r.later_indeterminate {
+        let _ = writeln!(
+            s,
+            "  - every indeterminate operation that leaves it was invoked after it completed."
+        );
+    }
+    if r.derived.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Derived orders (each holds in every linearization, by real time and the ones above it):"
+    );
+    for (k, d) in r.derived.iter().take(SHOW_DERIVED).enumerate() {
+        let (b, a) = (op(d.before).label(), op(d.after).label());
+        let why = if (d.before, d.after) == (d.source, d.reader) {
+            "the former is the only operation that can leave the latter the state it needs"
+                .to_string()
+        } else if d.after == d.source {
+            format!(
+                "the former must precede\n         {}\n       whose only possible source is the latter",
+                op(d.reader).label()
+            )
+        } else {
+            format!(
+                "the latter must follow\n         {}\n       the only possible source of the former",
+                op(d.source).label()
+            )
+        };
+        let _ = writeln!(s, "  {:>3}. {b}\n       before {a}:\n       {why}.", k + 1);
+    }
+    if r.derived.len() > SHOW_DERIVED {
+        let _ = writeln!(
+            s,
+            "  ... and {} more (see --json)",
+            r.derived.len() - SHOW_DERIVED
+        );
+    }
 }

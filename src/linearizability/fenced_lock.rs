@@ -528,6 +528,8 @@ impl Model for FencedLock {
                         failing,
                         concurrent: Vec::new(),
                         state,
+                        refutation: None,
+                        window: None,
                     })
                 });
         }
@@ -539,6 +541,8 @@ impl Model for FencedLock {
             failing,
             concurrent: Vec::new(),
             state,
+            refutation: None,
+            window: None,
         }))
     }
 }

@@ -16,7 +16,7 @@
 //! size, for `locksim bench` and the ignored benchmark tests.
 
 use super::cli::check_raw_opts;
-use super::ops::raw_ops_from_events;
+use super::ops::{raw_ops_from_events, RawOp};
 use super::search::CheckOptions;
 use crate::history::{Event, EventType};
 use rand::{Rng, SeedableRng};
@@ -248,7 +248,45 @@ pub fn time_cas_check(
     let events = cas_history(seed, ops, processes, linearizable);
     let start = Instant::now();
     let raw = raw_ops_from_events(&events).expect("generated histories are well formed");
-    let out = check_raw_opts(&raw, "cas-register", None, opts)
+    time_raw_check(&raw, ops, processes, start, opts)
+}
+
+/// The linearizable [`cas_history`]`(seed, ops, processes, true)` as raw operations, with
+/// the read that is operation `nth` (in invocation order) made to return `value`: a
+/// violation or not, depending on what overlaps it. Panics when operation `nth` is not
+/// a completed read.
+pub fn changed_read(seed: u64, ops: usize, processes: usize, nth: usize, value: i64) -> Vec<RawOp> {
+    let events = cas_history(seed, ops, processes, true);
+    let mut raw = raw_ops_from_events(&events).expect("generated histories are well formed");
+    let read = &mut raw[nth];
+    assert!(&*read.f == "read" && !read.is_indeterminate(), "{read:?}");
+    read.value = crate::history::edn::Value::Int(value);
+    raw
+}
+
+/// Check [`changed_read`]`(seed, ops, processes, nth, value)` against the `cas-register`
+/// model with options `opts`.
+pub fn time_changed_read_check(
+    seed: u64,
+    ops: usize,
+    processes: usize,
+    (nth, value): (usize, i64),
+    opts: &CheckOptions,
+) -> Measurement {
+    let raw = changed_read(seed, ops, processes, nth, value);
+    time_raw_check(&raw, ops, processes, Instant::now(), opts)
+}
+
+/// Check the raw operations of a generated history of `ops` operations, started at
+/// `start`, and measure it.
+fn time_raw_check(
+    raw: &[RawOp],
+    ops: usize,
+    processes: usize,
+    start: Instant,
+    opts: &CheckOptions,
+) -> Measurement {
+    let out = check_raw_opts(raw, "cas-register", None, opts)
         .expect("generated histories are well formed");
     Measurement {
         ops,

@@ -173,6 +173,16 @@ pub trait Model {
         Effect::Other
     }
 
+    /// The only state in which `op` is legal, when there is exactly one (a read of `v`, a
+    /// compare-and-set from `v`); None otherwise or when unknown (the default). A promise
+    /// about [`Model::step`]: the pre-pass of the check refutes histories with it (see
+    /// `refute.rs`), so a wrong one loses linearizations. The pre-pass runs only on parts
+    /// whose operations all have an [`Effect`] other than [`Effect::Other`].
+    fn requires(&self, op: &Self::Op) -> Option<Self::State> {
+        let _ = op;
+        None
+    }
+
     /// A short human description of an operation, e.g. `cas 1→2`.
     fn describe_op(&self, op: &Self::Op) -> String;
 

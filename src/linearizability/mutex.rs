@@ -5,7 +5,7 @@
 //! Operations: `acquire`, `release`; a `lock` or `key` field makes each lock name an
 //! independent mutex.
 
-use super::model::{Model, Operation};
+use super::model::{Effect, Model, Operation};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use std::collections::HashMap;
@@ -78,6 +78,20 @@ impl Model for Mutex {
 
     fn partition(&self, ops: &[Operation<MutexOp>]) -> Vec<Vec<usize>> {
         partition_by_key(&self.keys, ops.len())
+    }
+
+    fn effect(&self, op: &MutexOp) -> Effect<bool> {
+        match op {
+            MutexOp::Acquire => Effect::Sets(true),
+            MutexOp::Release => Effect::Sets(false),
+        }
+    }
+
+    fn requires(&self, op: &MutexOp) -> Option<bool> {
+        match op {
+            MutexOp::Acquire => Some(false),
+            MutexOp::Release => Some(true),
+        }
     }
 
     fn describe_partition(&self, _ops: &[Operation<MutexOp>], part: &[usize]) -> String {

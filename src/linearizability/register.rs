@@ -149,6 +149,13 @@ impl Model for Register {
         }
     }
 
+    fn requires(&self, op: &RegisterOp) -> Option<u32> {
+        match *op {
+            RegisterOp::Read(Some(v)) | RegisterOp::Cas(v, _) => Some(v),
+            RegisterOp::Read(None) | RegisterOp::Write(_) => None,
+        }
+    }
+
     fn describe_partition(&self, _ops: &[Operation<RegisterOp>], part: &[usize]) -> String {
         describe_key(&self.keys, part)
     }

@@ -4,6 +4,7 @@
 use super::explain::{Explanation, LinVerdict};
 use super::memo::{splitmix, zob, Cache, FxHasher, IdHasher, Memo, NIL};
 use super::model::{Effect, Model, Operation};
+use super::stages::check_part;
 use super::unobserved::unobserved;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -32,15 +33,26 @@ pub struct CheckOptions {
     pub memo_limit: Option<usize>,
     /// Use the model's fast path ([`Model::fast_check`]) when it has one.
     pub fast_path: bool,
+    /// Run the pre-pass of necessary conditions (see `refute.rs`) before the search: it
+    /// refutes most broken histories without searching, and narrows the intervals the
+    /// search works on. Off only to measure the search alone.
+    pub prepass: bool,
+    /// When a budget is set: search first on an eighth of it, and when that runs out
+    /// look for the violation in windows of the history around where it got stuck
+    /// (see `window.rs`), before searching on the rest. Off only to measure without.
+    pub windows: bool,
 }
 
 impl Default for CheckOptions {
-    /// No time limit, a memo cap of [`DEFAULT_MEMO_LIMIT`], the fast path on.
+    /// No time limit, a memo cap of [`DEFAULT_MEMO_LIMIT`], the fast path, the pre-pass
+    /// and the windows on.
     fn default() -> Self {
         CheckOptions {
             timeout: None,
             memo_limit: Some(DEFAULT_MEMO_LIMIT),
             fast_path: true,
+            prepass: true,
+            windows: true,
         }
     }
 }
@@ -69,9 +81,13 @@ pub struct SearchStats {
 
 /// Budgets and counters shared by the parts of one check.
 pub(crate) struct Limits {
-    deadline: Option<Instant>,
-    memo_limit: Option<usize>,
-    stats: SearchStats,
+    pub(super) deadline: Option<Instant>,
+    pub(super) memo_limit: Option<usize>,
+    pub(super) stats: SearchStats,
+    /// When a search ran out of budget: the operation its deepest dead end could not
+    /// place (an index into the operations it searched), where a violation most likely
+    /// is.
+    pub(super) stuck_at: Option<usize>,
 }
 
 impl Limits {
@@ -105,6 +121,7 @@ pub fn check_with_stats<M: Model>(
         deadline,
         memo_limit: opts.memo_limit,
         stats: SearchStats::default(),
+        stuck_at: None,
     };
     let mut unknown = false;
     for part in model.partition(ops) {
@@ -119,7 +136,7 @@ pub fn check_with_stats<M: Model>(
         let result = match fast {
             Some(Ok(())) => Ok(true),
             Some(Err(e)) => Err(e),
-            None => search(model, ops, &part, &mut lim),
+            None => check_part(model, ops, &part, &opts, &mut lim),
         };
         match result {
             Ok(true) => {}
@@ -225,6 +242,9 @@ pub(crate) fn search<M: Model>(
     let mut s = Search::new(model, ops, part);
     let r = s.run(lim);
     lim.stats.memo_bytes = lim.stats.memo_bytes.max(s.bytes());
+    if r == Ok(false) {
+        lim.stuck_at = s.best.as_ref().map(|b| s.order[b.1 as usize]);
+    }
     r
 }
 
@@ -831,6 +851,8 @@ impl<'a, M: Model> Search<'a, M> {
             failing: self.order[failing as usize],
             concurrent: Vec::new(),
             state: self.model.describe_state(&st),
+            refutation: None,
+            window: None,
         }
     }
 }

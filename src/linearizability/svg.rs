@@ -54,10 +54,22 @@ fn select(ops: &[OpInfo], e: Option<&Explanation>) -> Vec<usize> {
     let mut v: Vec<usize> = (0..ops.len()).collect();
     v.select_nth_unstable_by_key(MAX_OPS - 1, |&i| (dist(i), i));
     v.truncate(MAX_OPS);
-    if !v.contains(&e.failing) {
-        v.push(e.failing);
+    for i in std::iter::once(e.failing).chain(cited(e)) {
+        if !v.contains(&i) {
+            v.push(i);
+        }
     }
     v
+}
+
+/// The operations a refutation names besides the failing one: the overwriting one
+/// first, then the sources.
+fn cited(e: &Explanation) -> Vec<usize> {
+    e.refutation
+        .iter()
+        .flat_map(|r| [r.blocker, r.last_source, r.next_source])
+        .flatten()
+        .collect()
 }
 
 /// Render `ops` (and the explanation of a violation, if any) as a standalone SVG.
@@ -75,6 +87,17 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
         }
         failing = e.failing;
     }
+    let overwriting = explanation
+        .and_then(|e| e.refutation.as_ref())
+        .and_then(|r| r.blocker);
+    let sources: Vec<usize> = explanation
+        .map(|e| {
+            cited(e)
+                .into_iter()
+                .filter(|&i| Some(i) != overwriting)
+                .collect()
+        })
+        .unwrap_or_default();
 
     // Lanes in order of first appearance.
     let mut lanes: Vec<&str> = Vec::new();
@@ -135,11 +158,21 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
                 },
                 ops[e.failing].label(),
             ),
-            format!(
-                "after a linearizable prefix of {} operations; model state there: {}",
-                e.prefix.len(),
-                e.state
-            ),
+            match &e.refutation {
+                Some(_) => format!(
+                    "it needs {}; the purple operation overwrites every green one that could leave it that (refuted before any search)",
+                    e.state
+                ),
+                None => format!(
+                    "after a linearizable prefix of {} operations{}; model state there: {}",
+                    e.prefix.len(),
+                    e.window.as_ref().map_or_else(String::new, |w| format!(
+                        " of a window of {} that no starting state can linearize",
+                        w.operations
+                    )),
+                    e.state
+                ),
+            },
         ),
         None => (format!("{} operations", ops.len()), String::new()),
     };
@@ -149,10 +182,15 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
         esc(&title),
         esc(&subtitle)
     );
+    let first_key = if overwriting.is_some() || !sources.is_empty() {
+        r##"<g font-size="11"><rect x="10" y="48" width="14" height="10" fill="#34a853"/><text x="28" y="57">source of that state</text><rect x="690" y="48" width="14" height="10" fill="#a142f4"/><text x="708" y="57">overwrites it</text>"##
+    } else {
+        r##"<g font-size="11"><rect x="10" y="48" width="14" height="10" fill="#34a853"/><text x="28" y="57">linearized prefix (#order)</text>"##
+    };
+    s.push_str(first_key);
     let _ = writeln!(
         s,
         concat!(
-            r##"<g font-size="11"><rect x="10" y="48" width="14" height="10" fill="#34a853"/><text x="28" y="57">linearized prefix (#order)</text>"##,
             r##"<rect x="220" y="48" width="14" height="10" fill="#ea4335"/><text x="238" y="57">cannot be placed</text>"##,
             r##"<rect x="370" y="48" width="14" height="10" fill="#fbbc04"/><text x="388" y="57">concurrent with it</text>"##,
             r##"<rect x="530" y="48" width="14" height="10" fill="url(#fade)"/><text x="548" y="57">indeterminate</text></g>"##
@@ -198,7 +236,9 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
         };
         let (fill, stroke) = if i == failing {
             ("#ea4335", "#a50e0e")
-        } else if prefix_pos.contains_key(&i) {
+        } else if Some(i) == overwriting {
+            ("#a142f4", "#681da8")
+        } else if prefix_pos.contains_key(&i) || sources.contains(&i) {
             ("#34a853", "#137333")
         } else if concurrent.contains_key(&i) {
             ("#fbbc04", "#b06000")
@@ -213,6 +253,10 @@ pub fn render_svg(ops: &[OpInfo], explanation: Option<&Explanation>) -> String {
         }
         if i == failing {
             tip.push_str(" — cannot be placed");
+        } else if Some(i) == overwriting {
+            tip.push_str(" — overwrites every possible source");
+        } else if sources.contains(&i) {
+            tip.push_str(" — leaves the state needed, but cannot be its source");
         }
         let dash = if o.indeterminate {
             r#" stroke-dasharray="3 2""#

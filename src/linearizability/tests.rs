@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Brute force: try every order consistent with real time, with indeterminate operations
 /// optionally left out.
-fn oracle<M: Model>(m: &M, ops: &[Operation<M::Op>]) -> bool {
+pub(super) fn oracle<M: Model>(m: &M, ops: &[Operation<M::Op>]) -> bool {
     fn go<M: Model>(m: &M, ops: &[Operation<M::Op>], used: &mut Vec<bool>, s: &M::State) -> bool {
         // Done when every determinate op is used.
         if ops
@@ -55,6 +55,8 @@ fn verdict<M: Model>(m: &M, ops: &[Operation<M::Op>], fast: bool) -> LinVerdict 
             timeout: None,
             memo_limit: None,
             fast_path: fast,
+            prepass: true,
+            windows: true,
         },
     )
 }
@@ -133,9 +135,31 @@ fn knossos_bad_analysis_explanation() {
     let LinVerdict::NotLinearizable(e) = &out.verdict else {
         panic!("{:?}", out.verdict)
     };
-    // The spurious reads of 3 and 2 cannot both be placed.
+    // The spurious read of 2: every write of 2 before it is overwritten by a write of 0
+    // that completed before it began (refuted before the search).
     let failing = out.op_info(e.failing).unwrap();
-    assert!(failing.description.starts_with("read"), "{}", out.text());
+    assert_eq!(failing.description, "read 2", "{}", out.text());
+    let r = e.refutation.as_ref().expect("refuted before the search");
+    assert_eq!(
+        out.op_info(r.blocker.unwrap()).unwrap().description,
+        "write 0"
+    );
+    assert!(out.summary().contains("overwrites every possible source"));
+    // The search alone also gets stuck at a read, after a linearizable prefix.
+    let raw = raw_ops_from_file(&f).unwrap();
+    let opts = CheckOptions {
+        prepass: false,
+        ..CheckOptions::default()
+    };
+    let out = check_raw_opts(&raw, "cas-register", None, &opts).unwrap();
+    let LinVerdict::NotLinearizable(e) = &out.verdict else {
+        panic!("{:?}", out.verdict)
+    };
+    assert!(out
+        .op_info(e.failing)
+        .unwrap()
+        .description
+        .starts_with("read"));
     assert!(!e.prefix.is_empty());
 }
 
@@ -165,7 +189,19 @@ fn register_basics() {
         panic!("{v:?}")
     };
     assert_eq!(e.failing, 0);
-    assert_eq!(e.state, "value = 0");
+    // Refuted before the search: the read needs 1 and nothing before it writes 1.
+    assert_eq!(e.state, "value = 1");
+    assert!(e.refutation.is_some());
+    // The search alone finds the same op, at the initial state.
+    let opts = CheckOptions {
+        prepass: false,
+        ..CheckOptions::default()
+    };
+    let LinVerdict::NotLinearizable(e) = check(&m, &bad, opts) else {
+        panic!("the search missed it")
+    };
+    assert_eq!((e.failing, e.state.as_str()), (0, "value = 0"));
+    assert!(e.refutation.is_none());
     // An indeterminate write explains the read.
     let info = vec![
         op(Write(v1), 0, 0, INDETERMINATE),
@@ -479,7 +515,7 @@ proptest! {
 // ---------------------------------------------------------------- generators
 
 /// Random real-time intervals: (process, call, ret) with per-process sequential ops.
-fn intervals(n: usize, procs: u32, seed: &[u16]) -> Vec<(u32, u64, u64)> {
+pub(super) fn intervals(n: usize, procs: u32, seed: &[u16]) -> Vec<(u32, u64, u64)> {
     let mut t = vec![0u64; procs as usize];
     let mut out = Vec::new();
     for (i, &r) in seed.iter().take(n).enumerate() {
@@ -492,7 +528,7 @@ fn intervals(n: usize, procs: u32, seed: &[u16]) -> Vec<(u32, u64, u64)> {
     out
 }
 
-fn arb_reg_op() -> impl Strategy<Value = RegisterOp> {
+pub(super) fn arb_reg_op() -> impl Strategy<Value = RegisterOp> {
     prop_oneof![
         prop::option::weighted(0.9, 0u32..3).prop_map(RegisterOp::Read),
         (0u32..3).prop_map(RegisterOp::Write),
@@ -524,7 +560,7 @@ fn arb_freg_op() -> impl Strategy<Value = FencedRegisterOp> {
 }
 
 /// Small random histories: ops with intervals, some indeterminate.
-fn small<O: std::fmt::Debug + Clone>(
+pub(super) fn small<O: std::fmt::Debug + Clone>(
     ops: impl Strategy<Value = O>,
 ) -> impl Strategy<Value = Vec<Operation<O>>> {
     (
@@ -642,7 +678,7 @@ fn fix_freg(ops: &mut [Operation<FencedRegisterOp>]) {
     }
 }
 
-fn reg_model() -> Register {
+pub(super) fn reg_model() -> Register {
     let mut m = Register::new(Value::Int(0), true);
     // Ids are values: 0..=7 (the register starts at 0).
     for v in 1..=7 {
@@ -660,7 +696,11 @@ fn freg_model() -> FencedRegister {
 
 /// Stretch a sequential execution (ops at linearization points 10, 20, ...) into
 /// overlapping intervals; `jitter` drives the stretch, `indet` marks indeterminate ops.
-fn stretch<O>(seq: Vec<O>, jitter: &[(u8, u8, bool)], points: &[bool]) -> Vec<Operation<O>> {
+pub(super) fn stretch<O>(
+    seq: Vec<O>,
+    jitter: &[(u8, u8, bool)],
+    points: &[bool],
+) -> Vec<Operation<O>> {
     seq.into_iter()
         .enumerate()
         .map(|(i, o)| {
@@ -689,7 +729,7 @@ fn stretch<O>(seq: Vec<O>, jitter: &[(u8, u8, bool)], points: &[bool]) -> Vec<Op
 }
 
 /// A random legal sequential execution of the cas register.
-fn run_register(choices: &[(u8, u8)]) -> Vec<RegisterOp> {
+pub(super) fn run_register(choices: &[(u8, u8)]) -> Vec<RegisterOp> {
     let mut v = 0u32;
     choices
         .iter()
@@ -768,9 +808,9 @@ fn run_freg(choices: &[(u8, u8)]) -> Vec<FencedRegisterOp> {
         .collect()
 }
 
-type Jitter = Vec<(u8, u8, bool)>;
+pub(super) type Jitter = Vec<(u8, u8, bool)>;
 
-fn jitter() -> impl Strategy<Value = Jitter> {
+pub(super) fn jitter() -> impl Strategy<Value = Jitter> {
     prop::collection::vec(
         (any::<u8>(), any::<u8>(), prop::bool::weighted(0.15)),
         1..20,
@@ -957,6 +997,8 @@ fn timeout_gives_unknown() {
             timeout: Some(Duration::from_millis(200)),
             memo_limit: None,
             fast_path: true,
+            prepass: true,
+            windows: true,
         },
     );
     assert!(
@@ -1211,7 +1253,13 @@ fn generated_cas_histories_are_deterministic_and_well_formed() {
     for (linearizable, verdict) in [(true, "linearizable"), (false, "not-linearizable")] {
         let m = generate::time_cas_check(3, 2000, 10, linearizable, &CheckOptions::default());
         assert_eq!(m.verdict, verdict, "{}", m.line());
-        assert!(m.configurations > 0 && m.memo_bytes > 0, "{}", m.line());
+        // The corrupted twin is refuted before any search.
+        assert_eq!(
+            m.configurations > 0 && m.memo_bytes > 0,
+            linearizable,
+            "{}",
+            m.line()
+        );
     }
 }
 
@@ -1264,6 +1312,8 @@ fn budgets_give_unknown_and_say_which() {
         timeout: None,
         memo_limit: Some(1 << 20),
         fast_path: true,
+        prepass: true,
+        windows: true,
     };
     let (v, stats) = check_with_stats(&m, &ops, opts);
     assert_eq!(v, LinVerdict::Unknown);
@@ -1273,6 +1323,8 @@ fn budgets_give_unknown_and_say_which() {
         timeout: Some(Duration::from_millis(100)),
         memo_limit: None,
         fast_path: true,
+        prepass: true,
+        windows: true,
     };
     let start = std::time::Instant::now();
     let (v, stats) = check_with_stats(&m, &ops, opts);
@@ -1302,8 +1354,20 @@ fn bench_generated() {
         (10_000, 20, true),
         (10_000, 30, false),
         (10_000, 30, true),
+        (10_000, 40, false),
+        (10_000, 40, true),
+        (10_000, 50, false),
+        (10_000, 50, true),
     ] {
         let m = generate::time_cas_check(1, ops, procs, linearizable, &opts);
         println!("{}", m.line());
+    }
+    let opts = CheckOptions {
+        prepass: false,
+        ..opts
+    };
+    for procs in [20, 30, 40, 50] {
+        let m = generate::time_cas_check(1, 10_000, procs, false, &opts);
+        println!("without the pre-pass: {}", m.line());
     }
 }
