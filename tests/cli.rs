@@ -295,8 +295,12 @@ fn check_exit_codes_on_knossos_and_bad_input() {
         &svg,
     ]);
     assert_eq!(code, 1, "{out}");
+    // The pre-pass refutes it: the read of 0 at line 499 has no possible source, since
+    // the write of 2 at line 468 must come between every write of 0 and it.
     assert!(
-        out.contains("NOT linearizable") && out.contains("no legal order can place"),
+        out.contains("NOT linearizable (refuted before any search)")
+            && out.contains("process 70 read 0 (line 499)")
+            && out.contains("process 76 write 2 (line 468)"),
         "{out}"
     );
     let pic = std::fs::read_to_string(&svg).unwrap();
@@ -315,6 +319,9 @@ fn check_exit_codes_on_knossos_and_bad_input() {
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
     assert!(!v["explanation"].is_null(), "{v}");
+    let blocker = &v["explanation"]["refutation"]["blocker"];
+    assert_eq!(blocker["description"], "write 2", "{v}");
+    assert_eq!(blocker["line"], 468, "{v}");
     // Bad input: unknown model, missing file, malformed EDN with its line.
     let (code, _, err) = locksim(&[
         "check",
