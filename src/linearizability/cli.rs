@@ -234,7 +234,8 @@ impl CheckOutcome {
     /// `stats` has `configurations`, `memo_bytes` and `stopped` (`"time"`, `"memory"` or
     /// null); the explanation (null unless violated) has `partition`, `prefix_length`,
     /// `prefix_tail` (the last 50 linearized operations), `failing`, `concurrent`,
-    /// `state`, `window` (null unless found in a window: `from`, `to`, `first`,
+    /// `state`, `narrowed` (how many intervals the pre-pass narrowed before the search),
+    /// `window` (null unless found in a window: `from`, `to`, `first`,
     /// `operations`, `states`; see [`super::Window`]) and `refutation` (null unless the
     /// pre-pass refuted the history: `blocker`, `last_source`, `next_source`, `initial`,
     /// `later_indeterminate`, `derived`; see [`super::Refutation`]).
@@ -250,6 +251,7 @@ impl CheckOutcome {
                     "failing": op(e.failing),
                     "concurrent": e.concurrent.iter().map(|&i| op(i)).collect::<Vec<_>>(),
                     "state": e.state,
+                    "narrowed": e.narrowed,
                     "window": e.window.as_ref().map(|w| serde_json::json!({
                         "from": w.from,
                         "to": w.to,

@@ -10,7 +10,7 @@ use std::fmt::Write;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Explanation {
     /// The independent part (e.g. `lock "L"`) that failed; empty when there is one part.
-    pub partition: String,
+    pub partition: Box<str>,
     /// The longest linearizable prefix found, in linearization order.
     pub prefix: Vec<usize>,
     /// The operation that cannot be placed after `prefix`.
@@ -25,19 +25,24 @@ pub struct Explanation {
     /// Set when the violation was found in a window of the history (`prefix`, `failing`
     /// and `state` are then those of the window searched from one of its states).
     pub window: Option<Box<Window>>,
+    /// How many operations' intervals the pre-pass narrowed before the search found this
+    /// dead end (by orders every linearization respects; 0: none).
+    pub narrowed: usize,
 }
 
 /// A window of the history that is linearizable from no state the object can reach,
 /// which proves the whole history is not (see `window.rs`): the operations invoked
-/// from position `from` that completed by position `to`, with those pending at either
-/// edge free to take effect or not.
+/// from position `from` that completed by position `to`, with those straddling `from`
+/// legal anywhere and those pending at `to` free to take effect or not.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Window {
     /// The first position of the window.
     pub from: u64,
-    /// The last position of the window (the failing operation's return).
+    /// The last position of the window: the return of the operation a first search of
+    /// the whole history could not place (the window's own dead end may differ).
     pub to: u64,
-    /// The operation invoked first in the window (an index into the checked ones).
+    /// The operation invoked first in the window, maybe one straddling `from` (an index
+    /// into the checked operations).
     pub first: usize,
     /// How many operations the window holds.
     pub operations: usize,
@@ -254,7 +259,7 @@ pub(crate) fn explanation_text_with(op: impl Fn(usize) -> OpInfo, e: &Explanatio
     if let Some(w) = &e.window {
         let _ = writeln!(
             s,
-            "No order of a window of {} operations, from\n  {}\nto the one below (those pending at its edges may take effect or not), is legal from\nany state it could start from ({}); so no order of the whole history is. In the\nwindow, from the start that got furthest:",
+            "No order of a window of {} operations, from\n  {}\nto where a search of the whole history got stuck (those straddling its start legal\nanywhere, those pending at its end free to take effect or not), is legal from any state\nit could start from ({}); so no order of the whole history is. In the window, from the\nstart that got furthest:",
             w.operations,
             op(w.first).label(),
             w.states.join("; ")
@@ -268,6 +273,13 @@ pub(crate) fn explanation_text_with(op: impl Fn(usize) -> OpInfo, e: &Explanatio
         f.label()
     );
     let _ = writeln!(s, "Model state at that point: {}", e.state);
+    if e.narrowed > 0 {
+        let _ = writeln!(
+            s,
+            "(The search used narrower intervals for {}, by orders the pre-pass derived that\nevery linearization respects: an operation can be forced earlier than real time alone\nforces it.)",
+            crate::plural::plural(e.narrowed as u64, "operation")
+        );
+    }
     const SHOW: usize = 12;
     if !e.prefix.is_empty() {
         let _ = writeln!(s, "The prefix ends with:");

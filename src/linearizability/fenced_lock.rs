@@ -523,26 +523,28 @@ impl Model for FencedLock {
                 .map(|(prefix, failing)| {
                     let state = self.describe_state(&self.state_after(ops, &prefix));
                     Err(Explanation {
-                        partition: String::new(),
+                        partition: Box::default(),
                         prefix,
                         failing,
                         concurrent: Vec::new(),
                         state,
                         refutation: None,
                         window: None,
+                        narrowed: 0,
                     })
                 });
         }
         let prefix = seq[..prefix_len].to_vec();
         let state = self.describe_state(&self.state_after(ops, &prefix));
         Some(Err(Explanation {
-            partition: String::new(),
+            partition: Box::default(),
             prefix,
             failing,
             concurrent: Vec::new(),
             state,
             refutation: None,
             window: None,
+            narrowed: 0,
         }))
     }
 }

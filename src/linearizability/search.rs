@@ -142,7 +142,7 @@ pub fn check_with_stats<M: Model>(
             Ok(true) => {}
             Ok(false) => unknown = true,
             Err(mut e) => {
-                e.partition = model.describe_partition(ops, &part);
+                e.partition = model.describe_partition(ops, &part).into();
                 let v = LinVerdict::NotLinearizable(e.with_concurrent(ops, &part));
                 return (v, lim.stats);
             }
@@ -239,13 +239,30 @@ pub(crate) fn search<M: Model>(
     part: &[usize],
     lim: &mut Limits,
 ) -> Result<bool, Explanation> {
-    let mut s = Search::new(model, ops, part);
-    let r = s.run(lim);
-    lim.stats.memo_bytes = lim.stats.memo_bytes.max(s.bytes());
-    if r == Ok(false) {
-        lim.stuck_at = s.best.as_ref().map(|b| s.order[b.1 as usize]);
+    Paused::new(model, ops, part).run(lim)
+}
+
+/// A [`search`] that a budget can stop and a later call resume, keeping everything it
+/// explored (see `stages.rs`).
+pub(super) struct Paused<'a, M: Model>(Search<'a, M>);
+
+impl<'a, M: Model> Paused<'a, M> {
+    /// A search of `part` (indices into `ops`), not started.
+    pub(super) fn new(model: &'a M, ops: &'a [Operation<M::Op>], part: &[usize]) -> Self {
+        Paused(Search::new(model, ops, part))
     }
-    r
+
+    /// Search (on) within `lim`, as [`search`]; after `Ok(false)`, `lim.stuck_at` is set
+    /// and the search may be run again with a larger budget.
+    pub(super) fn run(&mut self, lim: &mut Limits) -> Result<bool, Explanation> {
+        let s = &mut self.0;
+        let r = s.run(lim);
+        lim.stats.memo_bytes = lim.stats.memo_bytes.max(s.bytes());
+        if r == Ok(false) {
+            lim.stuck_at = s.best.as_ref().map(|b| s.order[b.1 as usize]);
+        }
+        r
+    }
 }
 
 /// The search's state for one part; see [`search`].
@@ -441,14 +458,18 @@ impl<'a, M: Model> Search<'a, M> {
         }
     }
 
+    /// Search until decided or out of budget; a later call goes on where this one
+    /// stopped.
     fn run(&mut self, lim: &mut Limits) -> Result<bool, Explanation> {
-        self.saturate();
-        if self.det_left == 0 {
-            return Ok(true);
+        if self.levels.is_empty() {
+            self.saturate();
+            if self.det_left == 0 {
+                return Ok(true);
+            }
+            let init = self.state.clone();
+            self.open_level(0, None, init);
+            lim.stats.configurations += 1;
         }
-        let init = self.state.clone();
-        self.open_level(0, None, init);
-        lim.stats.configurations += 1;
         let mut iter: u32 = 0;
         loop {
             iter = iter.wrapping_add(1);
@@ -846,13 +867,14 @@ impl<'a, M: Model> Search<'a, M> {
             .take()
             .expect("a dead end was recorded before the stack emptied");
         Explanation {
-            partition: String::new(),
+            partition: Box::default(),
             prefix: std::mem::take(&mut self.best_prefix),
             failing: self.order[failing as usize],
             concurrent: Vec::new(),
             state: self.model.describe_state(&st),
             refutation: None,
             window: None,
+            narrowed: 0,
         }
     }
 }

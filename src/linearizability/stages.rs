@@ -1,22 +1,29 @@
 //! The stages of checking one part when the fast path has nothing to say: the pre-pass
 //! (`refute.rs`), a first search on an eighth of the budget, windows around the point
-//! where that search got stuck (`window.rs`), and the search on the whole budget.
+//! where that search got stuck (`window.rs`), and the same search resumed on the whole
+//! budget.
 //!
 //! A linearizable history is usually decided by the first search: it needs one order
 //! and finds it quickly. A broken one the pre-pass cannot refute makes every search of
 //! the whole history try every interleaving of the operations before the violation; a
 //! window holds only the operations around it, so the same exhaustion is cheap there.
-//! Only when neither decides does the last stage spend the rest of the budget.
+//! Only when neither decides does the search go on, keeping what it explored. The
+//! windows' time (at most an eighth of what is left) is the only budget a history that
+//! needed nearly all of it can lose to them.
 
 use super::explain::Explanation;
 use super::model::{Model, Operation};
 use super::refute::{prepass, Prepass};
-use super::search::{search, CheckOptions, Limits};
-use super::window::{reachable_states, refute_around};
-use std::time::Instant;
+use super::search::{search, CheckOptions, Limits, Paused};
+use super::window::{reachable_states, refute_around, SPANS};
+use std::time::{Duration, Instant};
 
-/// The first search and each window get this fraction of the budget (time and memo).
+/// The first search gets this fraction of the budget (time and memo), the windows at
+/// most this fraction of the time left and each window search this fraction of the memo.
 const FIRST_SHARE: u32 = 8;
+
+/// The windows' time when the first search was quicker than this.
+const MIN_WINDOW_TIME: Duration = Duration::from_millis(100);
 
 /// Check one part (indices into `ops`); see the module docs. `Ok(false)`: out of budget.
 pub(super) fn check_part<M: Model>(
@@ -30,7 +37,7 @@ pub(super) fn check_part<M: Model>(
         return search(model, ops, part, lim);
     }
     let bounds = if opts.prepass {
-        match prepass(model, ops, part) {
+        match prepass(model, ops, part, lim.deadline) {
             Prepass::Refuted(e) => return Err(e),
             Prepass::Bounds(b) => Some(b),
             Prepass::Skip => None,
@@ -51,7 +58,16 @@ pub(super) fn check_part<M: Model>(
             None => ops[i].clone(),
         })
         .collect();
-    staged(model, &local, opts, lim).map_err(|e| e.map_indices(|k| part[k]))
+    let narrowed = bounds.as_ref().map_or(0, |b| {
+        let moved =
+            |(k, &(c, r)): (usize, &(u64, u64))| (c, r) != (ops[part[k]].call, ops[part[k]].ret);
+        b.iter().enumerate().filter(|&x| moved(x)).count()
+    });
+    staged(model, &local, opts, lim).map_err(|e| {
+        let mut e = e.map_indices(|k| part[k]);
+        e.narrowed = narrowed;
+        e
+    })
 }
 
 /// The searches of [`check_part`] over `ops` (one whole part).
@@ -62,29 +78,32 @@ fn staged<M: Model>(
     lim: &mut Limits,
 ) -> Result<bool, Explanation> {
     let all: Vec<usize> = (0..ops.len()).collect();
+    let mut whole = Paused::new(model, ops, &all);
     let budget = lim.deadline.is_some() || lim.memo_limit.is_some();
     // Without known effects no window can be built: the whole budget goes to one search.
     if opts.windows && budget && reachable_states(model, ops).is_some() {
-        let mut first = share(lim);
-        let r = search(model, ops, &all, &mut first);
+        let started = Instant::now();
+        let mut first = first_share(lim);
+        let r = whole.run(&mut first);
         absorb(lim, &first);
         if r != Ok(false) {
             return r;
         }
         if let Some(stuck) = first.stuck_at {
-            let mut windows = share(lim);
-            let found = refute_around(model, ops, stuck, &mut windows);
+            let mut windows = window_share(lim, started.elapsed());
+            let found = refute_around(model, ops, stuck, &SPANS, &mut windows);
             absorb(lim, &windows);
             if let Some(e) = found {
                 return Err(e);
             }
         }
     }
-    search(model, ops, &all, lim)
+    // The search goes on where the first one stopped, on the whole budget.
+    whole.run(lim)
 }
 
-/// A budget of [`FIRST_SHARE`]-th of what `lim` has left.
-fn share(lim: &Limits) -> Limits {
+/// The first search's budget: an eighth of the time left and of the memo cap.
+fn first_share(lim: &Limits) -> Limits {
     let now = Instant::now();
     Limits {
         deadline: lim
@@ -93,6 +112,20 @@ fn share(lim: &Limits) -> Limits {
         memo_limit: lim.memo_limit.map(|m| m / FIRST_SHARE as usize),
         stats: Default::default(),
         stuck_at: None,
+    }
+}
+
+/// The windows' budget: as long as the first search took (at least [`MIN_WINDOW_TIME`]),
+/// and no more than an eighth of the time left; an eighth of the memo cap per window.
+fn window_share(lim: &Limits, first_took: Duration) -> Limits {
+    let now = Instant::now();
+    let mut time = first_took.max(MIN_WINDOW_TIME);
+    if let Some(d) = lim.deadline {
+        time = time.min(d.saturating_duration_since(now) / FIRST_SHARE);
+    }
+    Limits {
+        deadline: Some(now + time),
+        ..first_share(lim)
     }
 }
 

@@ -274,7 +274,7 @@ fn fenced_lock_jsonl_events() {
         "{}",
         out.text()
     );
-    assert_eq!(e.partition, "lock \"L\"");
+    assert_eq!(&*e.partition, "lock \"L\"");
     assert_eq!(e.state, "free, last token 1");
     // The search finds a dead end too.
     let mut m = FencedLock::new(true);

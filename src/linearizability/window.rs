@@ -36,7 +36,7 @@ use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 
 /// Operations invoked before the stuck point that successive windows take in.
-const SPANS: [usize; 5] = [32, 128, 512, 2048, 8192];
+pub(super) const SPANS: [usize; 5] = [32, 128, 512, 2048, 8192];
 
 /// Windows needing more starting states than this are not tried.
 const MAX_STATES: usize = 16;
@@ -97,12 +97,8 @@ impl<M: Model> Model for InWindow<'_, M> {
     fn state_guard(&self, s: &M::State) -> Option<u64> {
         self.model.state_guard(s)
     }
-    fn op_dead(&self, s: &M::State, op: &Self::Op) -> bool {
-        match op {
-            WindowOp::Inside(o) => self.model.op_dead(s, o),
-            _ => false,
-        }
-    }
+    // No `op_dead`: the model's may rely on which states follow which, and straddling
+    // operations here reach states in any order.
     fn effect(&self, op: &Self::Op) -> Effect<M::State> {
         match op {
             WindowOp::Start => Effect::Overwrite(self.init.clone()),
@@ -129,12 +125,14 @@ impl<M: Model> Model for InWindow<'_, M> {
     }
 }
 
-/// Try windows ending at `stuck`'s return and reaching further back each time; an
-/// explanation (indices into `ops`) when one is linearizable from no reachable state.
+/// Try windows ending at `stuck`'s return and reaching `spans` invocations further back
+/// each time ([`SPANS`] outside tests); an explanation (indices into `ops`) when one is
+/// linearizable from no reachable state.
 pub(super) fn refute_around<M: Model>(
     model: &M,
     ops: &[Operation<M::Op>],
     stuck: usize,
+    spans: &[usize],
     lim: &mut Limits,
 ) -> Option<Explanation> {
     let reachable = reachable_states(model, ops)?;
@@ -145,7 +143,7 @@ pub(super) fn refute_around<M: Model>(
         .filter(|&c| c <= ops[stuck].call)
         .collect();
     calls.sort_unstable();
-    for span in SPANS {
+    for &span in spans {
         let t1 = calls[calls.len().saturating_sub(span)];
         let whole = calls.len() <= span;
         let (w, map) = window(ops, t1, t2);
@@ -156,9 +154,12 @@ pub(super) fn refute_around<M: Model>(
             starting_states(model, &w, &reachable)?
         };
         match refute_from_all(model, &w, &starts, lim)? {
-            Some(e) => {
-                let mut e = e;
-                e.prefix.retain(|&k| map[k].is_some());
+            Some(mut e) => {
+                // What the prefix put before the start, the start hides: only the rest
+                // is the prefix from the starting state.
+                if let Some(at) = e.prefix.iter().position(|&k| map[k].is_none()) {
+                    e.prefix.drain(..=at);
+                }
                 let mut e = e.map_indices(|k| map[k].unwrap_or(stuck));
                 let first = map.iter().flatten().min_by_key(|&&i| (ops[i].call, i));
                 e.window = Some(Box::new(Window {
@@ -265,7 +266,7 @@ pub(super) fn reachable_states<M: Model>(
 /// needs, and one reachable state none needs (they are all alike to the window). None
 /// when an operation may be legal in several states without saying which (then every
 /// state is different to it), or when there are too many.
-fn starting_states<M: Model>(
+pub(super) fn starting_states<M: Model>(
     model: &M,
     w: &[Operation<WindowOp<M::Op>>],
     reachable: &[M::State],
