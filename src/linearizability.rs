@@ -228,7 +228,7 @@ pub use mutex::{Mutex, MutexOp};
 pub use ops::{events_to_edn, raw_ops_from_events, InputError, RawOp};
 pub use register::{Register, RegisterOp};
 pub use search::{
-    check, check_with_stats, CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT,
-    MAX_TIMEOUT,
+    CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
 };
+pub use stages::{check, check_with_stats};
 pub use svg::render_svg;

@@ -1,10 +1,9 @@
 //! The Wing–Gong–Lowe search with memoisation, just-in-time linearization, and
 //! reductions that keep many concurrent operations cheap.
 
-use super::explain::{Explanation, LinVerdict};
+use super::explain::Explanation;
 use super::memo::{splitmix, zob, Cache, FxHasher, IdHasher, Memo, NIL};
 use super::model::{Effect, Model, Operation};
-use super::stages::check_part;
 use super::unobserved::unobserved;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -19,15 +18,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The default cap on the size of the search's memo, in bytes (1 GiB). When the memo
-/// would grow past its cap the verdict is [`LinVerdict::Unknown`].
+/// would grow past its cap the verdict is [`LinVerdict::Unknown`](super::LinVerdict::Unknown).
 pub const DEFAULT_MEMO_LIMIT: usize = 1 << 30;
 
 /// How to run a check.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckOptions {
-    /// Give up with [`LinVerdict::Unknown`] after this long (None: no limit).
+    /// Give up with [`LinVerdict::Unknown`](super::LinVerdict::Unknown) after this long (None: no limit).
     pub timeout: Option<Duration>,
-    /// Give up with [`LinVerdict::Unknown`] rather than let the search of one part hold
+    /// Give up with [`LinVerdict::Unknown`](super::LinVerdict::Unknown) rather than let the search of one part hold
     /// more than this many bytes (None: no limit): its memo, which can grow much faster
     /// than the history, and its stack (half the cap at most).
     pub memo_limit: Option<usize>,
@@ -98,63 +97,6 @@ impl Limits {
         }
         false
     }
-}
-
-/// Check `ops` against `model`: partition, then the fast path or the search per part.
-///
-/// Parts are checked in the order [`Model::partition`] returns them; the first part that
-/// is not linearizable decides the verdict. A part that runs out of budget makes the
-/// verdict [`LinVerdict::Unknown`] unless a later part is found not linearizable.
-pub fn check<M: Model>(model: &M, ops: &[Operation<M::Op>], opts: CheckOptions) -> LinVerdict {
-    check_with_stats(model, ops, opts).0
-}
-
-/// [`check`], also returning what the search cost.
-pub fn check_with_stats<M: Model>(
-    model: &M,
-    ops: &[Operation<M::Op>],
-    opts: CheckOptions,
-) -> (LinVerdict, SearchStats) {
-    // A budget too large for `Instant` is no budget.
-    let deadline = opts.timeout.and_then(|t| Instant::now().checked_add(t));
-    let mut lim = Limits {
-        deadline,
-        memo_limit: opts.memo_limit,
-        stats: SearchStats::default(),
-        stuck_at: None,
-    };
-    let mut unknown = false;
-    for part in model.partition(ops) {
-        if part.is_empty() {
-            continue;
-        }
-        let fast = if opts.fast_path {
-            model.fast_check(ops, &part)
-        } else {
-            None
-        };
-        let result = match fast {
-            Some(Ok(())) => Ok(true),
-            Some(Err(e)) => Err(e),
-            None => check_part(model, ops, &part, &opts, &mut lim),
-        };
-        match result {
-            Ok(true) => {}
-            Ok(false) => unknown = true,
-            Err(mut e) => {
-                e.partition = model.describe_partition(ops, &part).into();
-                let v = LinVerdict::NotLinearizable(e.with_concurrent(ops, &part));
-                return (v, lim.stats);
-            }
-        }
-    }
-    let v = if unknown {
-        LinVerdict::Unknown
-    } else {
-        lim.stats.stopped = None;
-        LinVerdict::Linearizable
-    };
-    (v, lim.stats)
 }
 
 /// Reductions that compare candidates pairwise (3, and 2 for indeterminate classes) are

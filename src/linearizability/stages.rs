@@ -1,4 +1,5 @@
-//! The stages of checking one part when the fast path has nothing to say: the pre-pass
+//! [`check`]: the history split into parts, each checked by its model's fast path or,
+//! when that has nothing to say, in stages: the pre-pass
 //! (`refute.rs`), a first search on an eighth of the budget, windows around the point
 //! where that search got stuck (`window.rs`), and the same search resumed on the whole
 //! budget.
@@ -11,10 +12,10 @@
 //! windows' time (at most an eighth of what is left) is the only budget a history that
 //! needed nearly all of it can lose to them.
 
-use super::explain::Explanation;
+use super::explain::{Explanation, LinVerdict};
 use super::model::{Model, Operation};
 use super::refute::{prepass, Prepass};
-use super::search::{search, CheckOptions, Limits, Paused};
+use super::search::{search, CheckOptions, Limits, Paused, SearchStats};
 use super::window::{reachable_states, refute_around, SPANS};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,63 @@ const FIRST_SHARE: u32 = 8;
 
 /// The windows' time when the first search was quicker than this.
 const MIN_WINDOW_TIME: Duration = Duration::from_millis(100);
+
+/// Check `ops` against `model`: partition, then the fast path or the search per part.
+///
+/// Parts are checked in the order [`Model::partition`] returns them; the first part that
+/// is not linearizable decides the verdict. A part that runs out of budget makes the
+/// verdict [`LinVerdict::Unknown`] unless a later part is found not linearizable.
+pub fn check<M: Model>(model: &M, ops: &[Operation<M::Op>], opts: CheckOptions) -> LinVerdict {
+    check_with_stats(model, ops, opts).0
+}
+
+/// [`check`], also returning what the search cost.
+pub fn check_with_stats<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Op>],
+    opts: CheckOptions,
+) -> (LinVerdict, SearchStats) {
+    // A budget too large for `Instant` is no budget.
+    let deadline = opts.timeout.and_then(|t| Instant::now().checked_add(t));
+    let mut lim = Limits {
+        deadline,
+        memo_limit: opts.memo_limit,
+        stats: SearchStats::default(),
+        stuck_at: None,
+    };
+    let mut unknown = false;
+    for part in model.partition(ops) {
+        if part.is_empty() {
+            continue;
+        }
+        let fast = if opts.fast_path {
+            model.fast_check(ops, &part)
+        } else {
+            None
+        };
+        let result = match fast {
+            Some(Ok(())) => Ok(true),
+            Some(Err(e)) => Err(e),
+            None => check_part(model, ops, &part, &opts, &mut lim),
+        };
+        match result {
+            Ok(true) => {}
+            Ok(false) => unknown = true,
+            Err(mut e) => {
+                e.partition = model.describe_partition(ops, &part).into();
+                let v = LinVerdict::NotLinearizable(e.with_concurrent(ops, &part));
+                return (v, lim.stats);
+            }
+        }
+    }
+    let v = if unknown {
+        LinVerdict::Unknown
+    } else {
+        lim.stats.stopped = None;
+        LinVerdict::Linearizable
+    };
+    (v, lim.stats)
+}
 
 /// Check one part (indices into `ops`); see the module docs. `Ok(false)`: out of budget.
 pub(super) fn check_part<M: Model>(
