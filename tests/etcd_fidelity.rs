@@ -436,6 +436,18 @@ impl Side {
     /// Open a watch stream with `first` as its first request (etcd sends the stream's
     /// headers with its first response), and record that response.
     async fn watch(&mut self, label: &str, first: pb::WatchRequest) -> WatchStream {
+        self.watch_wanting(label, first, 1).await
+    }
+
+    /// [`Side::watch`], waiting for `want` responses (up to 3 s) before the 100 ms for
+    /// more: a watch with history to catch up on answers twice (created, then the
+    /// events), and a loaded machine can hold etcd's second answer past the 100 ms.
+    async fn watch_wanting(
+        &mut self,
+        label: &str,
+        first: pb::WatchRequest,
+        want: usize,
+    ) -> WatchStream {
         let (tx, rx) = mpsc::unbounded_channel();
         tx.send(first).expect("queued");
         let mut client = WatchClient::new(self.channel.clone());
@@ -445,7 +457,7 @@ impl Side {
             .unwrap_or_else(|s| panic!("{label}: watch refused: {s:?}"))
             .into_inner();
         let mut w = WatchStream { tx, rx };
-        self.watch_responses(&mut w, label, 1, Duration::from_secs(3))
+        self.watch_responses(&mut w, label, want, Duration::from_secs(3))
             .await;
         w
     }
@@ -1258,9 +1270,10 @@ async fn watches(side: &mut Side) {
     side.put("watch: put w/a again", put("w/a", "2")).await;
     side.delete("watch: delete w/b", del("w/b")).await;
     let mut w = side
-        .watch(
+        .watch_wanting(
             "watch w/a from its first revision",
             watch_create(b"w/a", b"", base),
+            2,
         )
         .await;
     side.watch_send(

@@ -274,6 +274,9 @@ impl<'a, M: Model> Pass<'a, M> {
                 .expect("groups are not empty");
             self.derive_before_source(widest, &forced, &mut lo, &mut hi);
             for &reader in group {
+                if self.work >= budget {
+                    break;
+                }
                 self.derive_around_reader(reader, &forced, &mut lo, &mut hi);
             }
         }
