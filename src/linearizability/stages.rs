@@ -1,8 +1,7 @@
 //! [`check`]: the history split into parts, each checked by its model's fast path or,
-//! when that has nothing to say, in stages: the pre-pass
-//! (`refute.rs`), a first search on an eighth of the budget, windows around the point
-//! where that search got stuck (`window.rs`), and the same search resumed on the whole
-//! budget.
+//! when that has nothing to say, in stages: the pre-pass (`refute.rs`), a first search
+//! on an eighth of the budget, windows around the point where that search got stuck
+//! (`window.rs`), and the same search resumed on the whole budget.
 //!
 //! A linearizable history is usually decided by the first search: it needs one order
 //! and finds it quickly. A broken one the pre-pass cannot refute makes every search of
