@@ -345,7 +345,12 @@ fn refutation_text(s: &mut String, op: &impl Fn(usize) -> OpInfo, e: &Explanatio
                 None => {
                     let _ = writeln!(
                         s,
-                        "    no operation that leaves that state can come before it."
+                        "    no operation that leaves that state can come before it{}.",
+                        if r.initial {
+                            ""
+                        } else {
+                            ", and the initial state differs"
+                        }
                     );
                 }
             }
