@@ -138,7 +138,12 @@ fn staged<M: Model>(
     let mut whole = Paused::new(model, ops, &all);
     let budget = lim.deadline.is_some() || lim.memo_limit.is_some();
     // Without known effects no window can be built: the whole budget goes to one search.
-    if opts.windows && budget && reachable_states(model, ops).is_some() {
+    let reachable = if opts.windows && budget {
+        reachable_states(model, ops)
+    } else {
+        None
+    };
+    if let Some(reachable) = reachable {
         let started = Instant::now();
         let mut first = first_share(lim);
         let r = whole.run(&mut first);
@@ -148,7 +153,7 @@ fn staged<M: Model>(
         }
         if let Some(stuck) = first.stuck_at {
             let mut windows = window_share(lim, started.elapsed());
-            let found = refute_around(model, ops, stuck, &SPANS, &mut windows);
+            let found = refute_around(model, ops, stuck, &reachable, &SPANS, &mut windows);
             absorb(lim, &windows);
             if let Some(e) = found {
                 return Err(e);

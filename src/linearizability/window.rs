@@ -127,15 +127,15 @@ impl<M: Model> Model for InWindow<'_, M> {
 
 /// Try windows ending at `stuck`'s return and reaching `spans` invocations further back
 /// each time ([`SPANS`] outside tests); an explanation (indices into `ops`) when one is
-/// linearizable from no reachable state.
+/// linearizable from no state of `reachable` ([`reachable_states`] of `ops`).
 pub(super) fn refute_around<M: Model>(
     model: &M,
     ops: &[Operation<M::Op>],
     stuck: usize,
+    reachable: &[M::State],
     spans: &[usize],
     lim: &mut Limits,
 ) -> Option<Explanation> {
-    let reachable = reachable_states(model, ops)?;
     let t2 = ops[stuck].ret;
     let mut calls: Vec<u64> = ops
         .iter()
@@ -151,7 +151,7 @@ pub(super) fn refute_around<M: Model>(
         let starts = if whole {
             vec![model.init()]
         } else {
-            starting_states(model, &w, &reachable)?
+            starting_states(model, &w, reachable)?
         };
         match refute_from_all(model, &w, &starts, lim)? {
             Some(mut e) => {

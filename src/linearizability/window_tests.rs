@@ -63,7 +63,7 @@ proptest! {
         prop_assert!(lemma_holds(&reg_model(), &ops, a, a + len), "{:?}", ops);
         // A refutation around any operation is one the oracle confirms.
         let m = reg_model();
-        let found = refute_around(&m, &ops, i, &SMALL_SPANS, &mut unbounded());
+        let found = refute_around(&m, &ops, i, &reachable_states(&m, &ops).unwrap(), &SMALL_SPANS, &mut unbounded());
         prop_assert!(found.is_none() || !oracle(&m, &ops), "{:?}", ops);
     }
 
@@ -76,7 +76,7 @@ proptest! {
     ) {
         let m = Mutex::new();
         prop_assert!(lemma_holds(&m, &ops, a, a + len), "{:?}", ops);
-        let found = refute_around(&m, &ops, which.index(ops.len()), &SMALL_SPANS, &mut unbounded());
+        let found = refute_around(&m, &ops, which.index(ops.len()), &reachable_states(&m, &ops).unwrap(), &SMALL_SPANS, &mut unbounded());
         prop_assert!(found.is_none() || !oracle(&m, &ops), "{:?}", ops);
     }
 }
