@@ -276,6 +276,7 @@ impl Harness {
             None => start_server(&[]),
         };
         let model = RedisServer::with_config(ServerConfig {
+            busy_reply_threshold_ms: 5000,
             requirepass: requirepass.map(str::to_string),
         });
         Harness {

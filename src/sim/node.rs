@@ -327,6 +327,33 @@ impl NodeCtx {
         self.pause_self(left, "fsync").await;
     }
 
+    /// The node's one thread is busy for `d` (a long script in Redis): every task freezes
+    /// until then, as under a pause, recorded as a pause `at`. Live, the thread blocks.
+    pub async fn busy_for(&self, d: Duration, at: &str) {
+        if d.is_zero() {
+            return;
+        }
+        if self.live.is_some() {
+            // A live node runs alone on its thread: blocking it is what Redis does.
+            std::thread::sleep(d);
+            return;
+        }
+        self.pause_self(d.as_nanos() as u64, at).await;
+    }
+
+    /// The process exits on its own (Redis's `SHUTDOWN`): in a simulation a crash with no
+    /// restart; live, the process ends.
+    pub async fn exit(&self) {
+        if self.live.is_some() {
+            std::process::exit(0);
+        }
+        self.state
+            .requests
+            .borrow_mut()
+            .push(NodeRequest::Crash(None));
+        std::future::pending::<()>().await;
+    }
+
     /// Freeze the whole node now for `duration_ns`, recorded as a pause striking `at`: the
     /// driver resumes it.
     async fn pause_self(&self, duration_ns: u64, at: &str) {

@@ -39,6 +39,9 @@
 //! while `EXPIRE`-family commands delete immediately when the new deadline is
 //! `<= now_ms` (Redis's `checkAlreadyExpired`).
 
+mod busy;
+#[cfg(test)]
+mod busy_tests;
 mod commands;
 mod connection;
 mod hashes;
@@ -53,9 +56,10 @@ mod strings;
 #[cfg(test)]
 mod tests;
 
+pub use busy::ERR_BUSY;
 pub use commands::is_write;
 pub use connection::{Client, ClientId, RoleInfo, ServerConfig, REDIS_VERSION};
-pub use lua::{script_sha, EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
+pub use lua::{script_sha, ScriptRun, EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 
 use super::resp::Value;
 use keyspace::{Db, DATABASES};
@@ -114,6 +118,12 @@ pub struct Outcome {
     pub deliveries: Vec<(ClientId, Value)>,
     /// The connection is to be closed once the replies are sent (`QUIT`).
     pub close: bool,
+    /// What the script this command ran cost (`EVAL`, `EVALSHA`). When it is
+    /// [`ScriptRun::endless`] the server is [busy](RedisServer::busy) and `reply` is held
+    /// back: it reaches the connection as a delivery once `SCRIPT KILL` stops the script.
+    pub script: Option<ScriptRun>,
+    /// The server stops (`SHUTDOWN`): no reply, every connection closes.
+    pub shutdown: bool,
 }
 
 /// Side effects collected while a command runs.
@@ -125,6 +135,8 @@ pub(crate) struct Effects {
     pub(crate) more: Vec<Value>,
     pub(crate) deliveries: Vec<(ClientId, Value)>,
     pub(crate) close: bool,
+    pub(crate) script: Option<ScriptRun>,
+    pub(crate) shutdown: bool,
 }
 
 /// One command's execution context: the time, the database and the side effects.
@@ -142,6 +154,8 @@ pub struct RedisServer {
     /// The Lua interpreter and its script cache; created on the first script. Not
     /// persisted: a restarted server answers `EVALSHA` with `NOSCRIPT`, as Redis does.
     lua: Option<lua::LuaEngine>,
+    /// A script stopped at its budget, holding the server until `SCRIPT KILL`.
+    busy: Option<busy::BusyScript>,
     /// The PRNG behind scripts' `math.random` (Redis's `redisLrand48`): one sequence per
     /// server process, not reset per script or by `SCRIPT FLUSH`.
     lua_rand: lua::Lrand48,
@@ -185,6 +199,7 @@ impl RedisServer {
         RedisServer {
             dbs: vec![Db::new(); DATABASES],
             lua: None,
+            busy: None,
             lua_rand: lua::Lrand48::default(),
             config,
             loading: false,
@@ -196,6 +211,11 @@ impl RedisServer {
             propagated_db: 0,
             role: connection::RoleInfo::default(),
         }
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
     }
 
     /// A new connection's client state (its id, database 0, RESP2, authenticated unless
@@ -245,6 +265,8 @@ impl RedisServer {
             expired: c.fx.expired,
             deliveries: c.fx.deliveries,
             close: c.fx.close,
+            script: c.fx.script,
+            shutdown: c.fx.shutdown,
         }
     }
 
@@ -296,6 +318,8 @@ impl RedisServer {
             expired,
             deliveries: Vec::new(),
             close: false,
+            script: None,
+            shutdown: false,
         }
     }
 
@@ -311,6 +335,7 @@ impl RedisServer {
             self.dbs[i].clear();
         }
         self.lua = None;
+        self.busy = None;
         self.stream_client = Client::internal(0);
         self.loading = true;
         for args in log {

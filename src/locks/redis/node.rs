@@ -8,7 +8,7 @@
 use super::model::{Client, ClientId, RedisServer, RoleInfo, ServerConfig};
 use super::params::Persistence;
 use super::replication::{self, Stream};
-use super::resp::{decode_command, encode_commands, Value};
+use super::resp::{decode_command, encode_commands, parse_i64, Value};
 use crate::history::EventType;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
@@ -233,9 +233,16 @@ enum Step {
     /// The replies, then close the connection (`QUIT`).
     Close(Vec<Value>),
     /// `WAIT numreplicas timeout`: block until acknowledged or timed out.
-    Wait(u64, u64),
+    Wait(i64, u64),
     /// `PSYNC`: this connection now feeds a replica.
     Sync,
+    /// A script held the server this long: the node freezes, then the replies go.
+    Script(Duration, Vec<Value>),
+    /// A script that does not end: the node freezes for `busy-reply-threshold`, then
+    /// serves others (`BUSY`) while this connection waits for `SCRIPT KILL`.
+    Endless(Duration),
+    /// `SHUTDOWN`: the process exits.
+    Shutdown,
 }
 
 /// The node's role as the model reports it (`INFO replication`, `HELLO`).
@@ -254,6 +261,73 @@ fn role_info(n: &RedisNodeState) -> RoleInfo {
     }
 }
 
+/// `WAIT numreplicas timeout`'s arguments, checked as Redis 7.0's `waitCommand` does.
+fn parse_wait(args: &[Vec<u8>], replica: bool) -> Result<(i64, u64), Value> {
+    if replica {
+        return Err(Value::err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
+    let n = parse_i64(&args[1])
+        .ok_or_else(|| Value::err("ERR value is not an integer or out of range"))?;
+    let timeout = parse_i64(&args[2])
+        .ok_or_else(|| Value::err("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(Value::err("ERR timeout is negative"));
+    }
+    Ok((n, timeout as u64))
+}
+
+/// The commands the node answers itself, with Redis's arity; `None` for the model's.
+fn node_command_arity(name: &[u8]) -> Option<usize> {
+    match name {
+        b"wait" => Some(3),
+        b"role" => Some(1),
+        b"replicaof" | b"slaveof" => Some(3),
+        _ => None,
+    }
+}
+
+/// A command the node answers itself (replication and roles), or `None` for the model.
+fn node_command(
+    ctx: &NodeCtx,
+    node: &Node,
+    name: &[u8],
+    args: &[Vec<u8>],
+    lag: [u64; 2],
+) -> Option<Step> {
+    let one = |v: Value| Some(Step::Replies(vec![v]));
+    match name {
+        b"psync" | b"sync" => {
+            return match node.borrow().server.busy_reply() {
+                Some(busy) => one(busy),
+                None => Some(Step::Sync),
+            }
+        }
+        b"replconf" => return one(Value::ok()),
+        _ => {}
+    }
+    let arity = node_command_arity(name)?;
+    if args.len() != arity {
+        let name = String::from_utf8_lossy(name);
+        return one(Value::err(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        )));
+    }
+    if let Some(busy) = node.borrow().server.busy_reply() {
+        return one(busy);
+    }
+    match name {
+        b"wait" => {
+            let replica = matches!(node.borrow().role, Role::Replica { .. });
+            match parse_wait(args, replica) {
+                Ok((n, timeout)) => Some(Step::Wait(n, timeout)),
+                Err(e) => one(e),
+            }
+        }
+        b"role" => one(replication::role_reply(&node.borrow())),
+        _ => one(replication::replicaof(ctx, node, args, lag)),
+    }
+}
+
 /// Execute one client command against the node (synchronously: commands are atomic).
 fn execute(
     ctx: &NodeCtx,
@@ -263,45 +337,22 @@ fn execute(
     last_write: &mut u64,
     lag: [u64; 2],
 ) -> Step {
-    let one = |v: Value| Step::Replies(vec![v]);
     let name = args[0].to_ascii_lowercase();
-    match name.as_slice() {
-        b"psync" | b"sync" => return Step::Sync,
-        b"replconf" => return one(Value::ok()),
-        b"wait" => {
-            let parsed = (args.len() == 3)
-                .then(|| {
-                    let n = std::str::from_utf8(&args[1]).ok()?.parse::<u64>().ok()?;
-                    let t = std::str::from_utf8(&args[2]).ok()?.parse::<u64>().ok()?;
-                    Some((n, t))
-                })
-                .flatten();
-            return match parsed {
-                Some((n, t)) if args.len() == 3 => Step::Wait(n, t),
-                _ if args.len() != 3 => one(Value::err(
-                    "ERR wrong number of arguments for 'wait' command",
-                )),
-                _ => one(Value::err("ERR value is not an integer or out of range")),
-            };
-        }
-        b"role" => return one(replication::role_reply(&node.borrow())),
-        b"replicaof" | b"slaveof" => {
-            return one(replication::replicaof(ctx, node, &args, lag));
-        }
-        b"info" | b"hello" => {
-            let mut n = node.borrow_mut();
-            let info = role_info(&n);
-            n.server.role = info;
-        }
-        _ => {}
+    if let Some(step) = node_command(ctx, node, &name, &args, lag) {
+        return step;
+    }
+    if matches!(name.as_slice(), b"info" | b"hello") {
+        let mut n = node.borrow_mut();
+        let info = role_info(&n);
+        n.server.role = info;
     }
     let replica = matches!(node.borrow().role, Role::Replica { .. });
     if replica && is_write(&name) {
         // Refused while queueing, it aborts the transaction, as in Redis.
         client.flag_multi_error();
-        return one(Value::err(
+        return Step::Replies(vec![Value::err(
             "READONLY You can't write against a read only replica.",
-        ));
+        )]);
     }
     let out = node
         .borrow_mut()
@@ -313,7 +364,12 @@ fn execute(
         show(&args),
         out.reply
     );
-    if !replica {
+    if out.shutdown {
+        return Step::Shutdown;
+    }
+    let endless = out.script.is_some_and(|s| s.endless);
+    // A script that never ends never propagates: its writes stay where Redis leaves them.
+    if !replica && !endless {
         record_expired(ctx, &out.expired);
         propagate(ctx, node, &out.propagate);
         if !out.propagate.is_empty() {
@@ -322,13 +378,19 @@ fn execute(
         }
     }
     deliver(node, out.deliveries);
+    if endless {
+        let threshold = node.borrow().server.config().busy_reply_threshold_ms;
+        return Step::Endless(Duration::from_millis(threshold));
+    }
     let mut replies = Vec::with_capacity(1 + out.more.len());
     replies.push(out.reply);
     replies.extend(out.more);
-    if out.close {
-        Step::Close(replies)
-    } else {
-        Step::Replies(replies)
+    match out.script {
+        Some(run) if run.duration_ms() > 0 => {
+            Step::Script(Duration::from_millis(run.duration_ms()), replies)
+        }
+        _ if out.close => Step::Close(replies),
+        _ => Step::Replies(replies),
     }
 }
 
@@ -408,6 +470,26 @@ async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
                                 replication::wait(ctx, node, last_write, n, timeout_ms).await;
                             Value::Integer(acked as i64).encode(&mut out);
                         }
+                        Step::Script(busy, vs) => {
+                            ctx.busy_for(busy, "script").await;
+                            for v in vs {
+                                v.encode_resp(client.resp, &mut out);
+                            }
+                        }
+                        Step::Endless(threshold) => {
+                            // Replies before the script go out while it runs.
+                            if !out.is_empty() && stream.write_all(&out).await.is_err() {
+                                return false;
+                            }
+                            out.clear();
+                            ctx.busy_for(threshold, "script").await;
+                            // The script's reply comes when SCRIPT KILL stops it.
+                            let Some(reply) = inbox.recv().await else {
+                                return false;
+                            };
+                            reply.encode_resp(client.resp, &mut out);
+                        }
+                        Step::Shutdown => ctx.exit().await,
                         Step::Sync => {
                             return out.is_empty() || stream.write_all(&out).await.is_ok();
                         }

@@ -45,6 +45,10 @@ pub struct Stream {
     /// Offset of `bytes[0]`.
     base: u64,
     bytes: Vec<u8>,
+    /// A replica has linked since the start (Redis's replication backlog exists): until
+    /// then writes are not buffered and the offset stays 0, as `ROLE` shows on a fresh
+    /// server.
+    backlog: bool,
     /// Per replica: (link id, acknowledged offset).
     acks: BTreeMap<String, (u64, u64)>,
     next_link: u64,
@@ -59,6 +63,9 @@ impl Stream {
 
     /// Append encoded commands and wake the feeders.
     pub fn append(&mut self, bytes: &[u8]) {
+        if !self.backlog {
+            return;
+        }
         self.bytes.extend_from_slice(bytes);
         self.changed.notify_waiters();
     }
@@ -67,6 +74,8 @@ impl Stream {
     fn restart_at(&mut self, offset: u64) {
         self.replid += 1;
         self.base = offset;
+        // A promoted replica kept a backlog of its primary's stream.
+        self.backlog = true;
         self.bytes.clear();
         self.acks.clear();
         self.changed.notify_waiters();
@@ -161,7 +170,7 @@ pub fn replicaof(ctx: &NodeCtx, node: &Node, args: &[Vec<u8>], lag: [u64; 2]) ->
 }
 
 /// `WAIT`: block until `n` replicas acknowledged `target`, or `timeout_ms` (0: forever).
-pub async fn wait(ctx: &NodeCtx, node: &Node, target: u64, n: u64, timeout_ms: u64) -> usize {
+pub async fn wait(ctx: &NodeCtx, node: &Node, target: u64, n: i64, timeout_ms: u64) -> usize {
     if node.borrow().role != Role::Primary {
         return 0;
     }
@@ -172,7 +181,7 @@ pub async fn wait(ctx: &NodeCtx, node: &Node, target: u64, n: u64, timeout_ms: u
             (s.acked(target), s.changed.clone())
         };
         let elapsed_ms = ((ctx.mono_ns() - start) / 1_000_000) as u64;
-        if count as u64 >= n || (timeout_ms > 0 && elapsed_ms >= timeout_ms) {
+        if count as i64 >= n || (timeout_ms > 0 && elapsed_ms >= timeout_ms) {
             return count;
         }
         let remaining = if timeout_ms == 0 {
@@ -209,6 +218,7 @@ pub async fn feed_replica(
         let link = n.stream.next_link;
         n.stream.next_link += 1;
         n.stream.acks.insert(peer.clone(), (link, 0));
+        n.stream.backlog = true;
         let mut hello = format!("+FULLRESYNC {} {}\r\n", n.stream.replid, offset).into_bytes();
         Value::bulk(&encode_commands(&n.server.snapshot())).encode(&mut hello);
         (n.generation, link, offset, hello)

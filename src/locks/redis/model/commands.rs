@@ -18,6 +18,8 @@ pub(crate) const NOAUTH: u8 = 4;
 pub(crate) const PUBSUB: u8 = 8;
 /// Runs at once inside `MULTI` instead of being queued.
 pub(crate) const NOQUEUE: u8 = 16;
+/// Served while a script runs past `busy-reply-threshold` (others get `BUSY`).
+pub(crate) const ALLOW_BUSY: u8 = 32;
 
 /// One command (or subcommand) of the table.
 pub(crate) struct Spec {
@@ -69,6 +71,7 @@ const SCRIPT_SUBS: &[Spec] = &[
     Spec::new("script|exists", -3, NOSCRIPT, S::cmd_script_exists),
     Spec::new("script|flush", -2, NOSCRIPT, S::cmd_script_flush),
     Spec::new("script|help", 2, NOSCRIPT, S::cmd_script_help),
+    Spec::new("script|kill", 2, NOSCRIPT | ALLOW_BUSY, S::cmd_script_kill),
 ];
 
 const CLIENT_SUBS: &[Spec] = &[
@@ -89,19 +92,19 @@ pub(crate) const COMMANDS: &[Spec] = &[
     // connection
     Spec::new("ping", -1, PUBSUB, S::cmd_ping),
     Spec::new("echo", 2, 0, S::cmd_echo),
-    Spec::new("hello", -1, NOSCRIPT | NOAUTH, S::cmd_hello),
-    Spec::new("auth", -2, NOSCRIPT | NOAUTH, S::cmd_auth),
+    Spec::new("hello", -1, NOSCRIPT | NOAUTH | ALLOW_BUSY, S::cmd_hello),
+    Spec::new("auth", -2, NOSCRIPT | NOAUTH | ALLOW_BUSY, S::cmd_auth),
     Spec::new("select", 2, 0, S::cmd_select),
     Spec::new(
         "quit",
         -1,
-        NOSCRIPT | NOAUTH | PUBSUB | NOQUEUE,
+        NOSCRIPT | NOAUTH | PUBSUB | NOQUEUE | ALLOW_BUSY,
         S::cmd_quit,
     ),
     Spec::new(
         "reset",
         1,
-        NOSCRIPT | NOAUTH | PUBSUB | NOQUEUE,
+        NOSCRIPT | NOAUTH | PUBSUB | NOQUEUE | ALLOW_BUSY,
         S::cmd_reset,
     ),
     Spec::new("info", -1, 0, S::cmd_info),
@@ -160,11 +163,16 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec::new("lrange", 4, 0, S::cmd_lrange),
     Spec::new("llen", 2, 0, S::cmd_llen),
     // transactions
-    Spec::new("multi", 1, NOSCRIPT | NOQUEUE, S::cmd_multi),
+    Spec::new("multi", 1, NOSCRIPT | NOQUEUE | ALLOW_BUSY, S::cmd_multi),
     Spec::new("exec", 1, NOSCRIPT | NOQUEUE, S::cmd_exec),
-    Spec::new("discard", 1, NOSCRIPT | NOQUEUE, S::cmd_discard),
-    Spec::new("watch", -2, NOSCRIPT | NOQUEUE, S::cmd_watch),
-    Spec::new("unwatch", 1, NOSCRIPT, S::cmd_unwatch),
+    Spec::new(
+        "discard",
+        1,
+        NOSCRIPT | NOQUEUE | ALLOW_BUSY,
+        S::cmd_discard,
+    ),
+    Spec::new("watch", -2, NOSCRIPT | NOQUEUE | ALLOW_BUSY, S::cmd_watch),
+    Spec::new("unwatch", 1, NOSCRIPT | ALLOW_BUSY, S::cmd_unwatch),
     // pub/sub
     Spec::new("subscribe", -2, NOSCRIPT | PUBSUB, S::cmd_subscribe),
     Spec::new("unsubscribe", -1, NOSCRIPT | PUBSUB, S::cmd_unsubscribe),
@@ -172,6 +180,7 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec::new("punsubscribe", -1, NOSCRIPT | PUBSUB, S::cmd_punsubscribe),
     Spec::new("publish", 3, 0, S::cmd_publish),
     // scripting
+    Spec::new("shutdown", -1, NOSCRIPT | ALLOW_BUSY, S::cmd_shutdown),
     Spec::new("eval", -3, NOSCRIPT, S::cmd_eval),
     Spec::new("evalsha", -3, NOSCRIPT, S::cmd_evalsha),
     Spec::container("script", SCRIPT_SUBS),
@@ -283,6 +292,9 @@ impl RedisServer {
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 spec.full_name()
             ));
+        }
+        if let Some(refused) = self.refuse_when_busy(spec, client) {
+            return refused;
         }
         if client.in_multi() && !spec.has(NOQUEUE) {
             client.queue(args.to_vec());

@@ -19,10 +19,22 @@ pub const REDIS_VERSION: &str = "7.0.15";
 pub type ClientId = u64;
 
 /// Server settings that change replies.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
     /// `requirepass`: clients must `AUTH` (or `HELLO ... AUTH`) before other commands.
     pub requirepass: Option<String>,
+    /// `busy-reply-threshold` (formerly `lua-time-limit`), ms: a script still running
+    /// after this long is taken never to end, and other clients get `BUSY` [5000].
+    pub busy_reply_threshold_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            requirepass: None,
+            busy_reply_threshold_ms: 5000,
+        }
+    }
 }
 
 /// What a node tells the model about its replication role, for `INFO replication` and

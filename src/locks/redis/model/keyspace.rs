@@ -134,6 +134,10 @@ impl RedisServer {
     /// [`RedisServer::active_expire`] with each key's database.
     pub(crate) fn active_expire_dbs(&mut self, now_ms: i64) -> Vec<(usize, Vec<u8>)> {
         let mut gone = Vec::new();
+        // The expire cycle is a timer event: Redis does not run it inside a script.
+        if self.busy() {
+            return gone;
+        }
         for (i, db) in self.dbs.iter_mut().enumerate() {
             let keys: Vec<Vec<u8>> = db
                 .iter()

@@ -25,9 +25,17 @@
 //! Deliberate differences: no `cjson`, `cmsgpack`, `struct` or `bit` libraries; library
 //! tables (`string`, `math`, ...) are not read-only; `redis.setresp(3)` is accepted but
 //! commands still answer the script in RESP2 shapes; `redis.set_repl` is accepted but
-//! effects are always propagated; a script that runs more than [`INSTRUCTION_BUDGET`] Lua
-//! instructions is stopped with an error (deterministically: a real server would answer
-//! `BUSY` to others and keep running it).
+//! effects are always propagated; the interpreter's memory is capped at [`MEMORY_LIMIT`]
+//! (a real server has no cap: the process aborts when the machine runs out), and a script
+//! over the cap gets Lua's `not enough memory` error.
+//!
+//! Cost: instructions are counted (by the interpreter's count hook, deterministically) and
+//! the node charges [`INSTRUCTIONS_PER_MS`] of them per simulated ms. A run is given a
+//! budget, the instructions of Redis's `busy-reply-threshold`; a script still running then
+//! is stopped where it is, its reply the one a `SCRIPT KILL` gives, and reported
+//! [`ScriptRun::endless`]: the node answers `BUSY` until a `SCRIPT KILL` ends it, as a
+//! real server does for a script that never ends. The one difference: a script that
+//! would end after the threshold is taken never to end.
 
 use crate::locks::redis::resp::Value;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, VmState};
@@ -49,9 +57,40 @@ pub const EXTEND_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\
 /// pauses between them gets a token *newer* than its successor's.
 pub const TOKEN_ACQUIRE_SCRIPT: &str = "if redis.call(\"set\",KEYS[1],ARGV[1],\"NX\",\"PX\",ARGV[2]) then\n    return redis.call(\"incr\",KEYS[2])\nelse\n    return false\nend";
 
-/// Lua instructions one script may run before it is stopped (about a second of Lua).
-pub const INSTRUCTION_BUDGET: u64 = 100_000_000;
+/// Lua instructions per simulated ms: the model's Lua runs about 100 M instructions a
+/// second, a real server's order of magnitude. Scripts under 100,000 instructions (every
+/// lock script) cost no simulated time.
+pub const INSTRUCTIONS_PER_MS: u64 = 100_000;
+/// The most memory the interpreter may hold, bytes (scripts, their data and the cache).
+pub const MEMORY_LIMIT: usize = 64 << 20;
+/// The count hook runs every this many instructions: the granularity of the budget.
 const HOOK_EVERY: u32 = 10_000;
+/// The error a script stopped at its budget raises: Redis's for a killed script.
+const KILLED: &str = "Script killed by user with SCRIPT KILL...";
+
+/// What running one script cost, for the node's clock and for `SCRIPT KILL`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScriptRun {
+    /// Lua instructions run, in steps of 10,000 (the count hook's period).
+    pub instructions: u64,
+    /// Instructions run before its first write command (Redis's `SCRIPT_WRITE_DIRTY`),
+    /// if it called one: from then on `SCRIPT KILL` answers `UNKILLABLE`.
+    pub first_write_at: Option<u64>,
+    /// Still running at its budget: stopped there, taken never to end.
+    pub endless: bool,
+}
+
+impl ScriptRun {
+    /// The simulated time the script held the server, whole ms (rounded down).
+    pub fn duration_ms(&self) -> u64 {
+        self.instructions / INSTRUCTIONS_PER_MS
+    }
+
+    /// Whether `SCRIPT KILL` may stop it (it has called no write command).
+    pub fn killable(&self) -> bool {
+        self.first_write_at.is_none()
+    }
+}
 
 /// The chunk name of locksim's own Lua: error locations skip its frames.
 const PRELUDE_CHUNK: &str = "=locksim";
@@ -148,7 +187,7 @@ pub fn c_cast_i64(x: f64) -> i64 {
 /// Rust functions set for the duration of each script (C functions, as in Redis, so
 /// `return redis.call(...)` keeps the script's frame for error locations).
 const PRELUDE: &str = r#"
-local redis, random, randomseed, sha1, unwrap = ...
+local redis, random, randomseed, sha1, unwrap, interrupted, rawxpcall, KILLED = ...
 math.random, math.randomseed = random, randomseed
 local error, type, select, unpack, tostring, tonumber, floor = error, type, select, unpack, tostring, tonumber, math.floor
 local rawpcall = pcall
@@ -209,12 +248,22 @@ pcall = function(...)
   local r = {n = 0}
   local function pack(...) r = {n = select('#', ...), ...} end
   pack(rawpcall(...))
+  -- A script stopped at its budget cannot catch its way out (Redis re-arms its hook).
+  if not r[1] and interrupted() then error(r[2], 0) end
   if not r[1] then
     local e = r[2]
     if type(e) == 'userdata' then e = unwrap(e) end
     if type(e) == 'table' and type(e.err) == 'string' then e = e.err end
     return false, e
   end
+  return unpack(r, 1, r.n)
+end
+
+xpcall = function(...)
+  local r = {n = 0}
+  local function pack(...) r = {n = select('#', ...), ...} end
+  pack(rawxpcall(...))
+  if not r[1] and interrupted() then error(KILLED, 0) end
   return unpack(r, 1, r.n)
 end
 
@@ -238,6 +287,8 @@ pub(crate) struct LuaEngine {
     scripts: BTreeMap<String, Function>,
     /// Hook calls in the current script (every [`HOOK_EVERY`] instructions).
     ticks: Rc<Cell<u64>>,
+    /// Hook calls the current script may make before it is stopped.
+    budget: Rc<Cell<u64>>,
 }
 
 /// Why a script does not compile: Redis's error reply.
@@ -294,6 +345,10 @@ impl LuaEngine {
             };
             Ok(sha1_hex(&bytes))
         })?;
+        let ticks = Rc::new(Cell::new(0u64));
+        let budget = Rc::new(Cell::new(u64::MAX));
+        let (t, b) = (ticks.clone(), budget.clone());
+        let interrupted = lua.create_function(move |_, ()| Ok(t.get() > b.get()))?;
         let unwrap = lua.create_function(|lua, e: mlua::Value| match &e {
             mlua::Value::Error(err) => match call_error(err) {
                 Some(msg) => Ok(mlua::Value::String(lua.create_string(msg)?)),
@@ -301,30 +356,32 @@ impl LuaEngine {
             },
             _ => Ok(e),
         })?;
+        // The engine's own xpcall: the prelude replaces the scripts' one.
+        let xpcall: Function = lua.globals().raw_get("xpcall")?;
         lua.load(PRELUDE).set_name(PRELUDE_CHUNK).call::<()>((
             redis.clone(),
             random,
             randomseed,
             sha1,
             unwrap,
+            interrupted,
+            xpcall.clone(),
+            KILLED,
         ))?;
-        let globals = lua.globals();
-        let xpcall: Function = globals.raw_get("xpcall")?;
         let handler = lua.create_function(error_handler)?;
-        let ticks = Rc::new(Cell::new(0u64));
-        let t = ticks.clone();
+        let (t, b) = (ticks.clone(), budget.clone());
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
                 t.set(t.get() + 1);
-                if t.get() * u64::from(HOOK_EVERY) > INSTRUCTION_BUDGET {
-                    return Err(mlua::Error::RuntimeError(format!(
-                        "locksim stopped the script after {INSTRUCTION_BUDGET} Lua instructions"
-                    )));
+                // Past the budget every later hook raises again, so no handler escapes.
+                if t.get() > b.get() {
+                    return Err(mlua::Error::RuntimeError(KILLED.to_string()));
                 }
                 Ok(VmState::Continue)
             },
         )?;
+        lua.set_memory_limit(MEMORY_LIMIT)?;
         Ok(LuaEngine {
             lua,
             redis,
@@ -332,6 +389,7 @@ impl LuaEngine {
             handler,
             scripts: BTreeMap::new(),
             ticks,
+            budget,
         })
     }
 
@@ -360,24 +418,48 @@ impl LuaEngine {
         self.scripts.clear();
     }
 
-    /// Run cached script `sha` with `keys` and `argv`; `call` runs one command for
-    /// `redis.call`/`redis.pcall` and returns its reply. The script's result (or error)
-    /// as the reply to the client.
+    /// Instructions the current script has run so far (in steps of [`HOOK_EVERY`]).
+    pub(crate) fn instructions(&self) -> Rc<dyn Fn() -> u64> {
+        let t = self.ticks.clone();
+        Rc::new(move || t.get() * u64::from(HOOK_EVERY))
+    }
+
+    /// Run cached script `sha` with `keys` and `argv` for at most `budget` instructions;
+    /// `call` runs one command for `redis.call`/`redis.pcall` and returns its reply. The
+    /// script's result (or error) as the reply to the client, and what it cost
+    /// (`first_write_at` is the caller's to fill in).
     pub(crate) fn run(
         &mut self,
         sha: &str,
         keys: &[Vec<u8>],
         argv: &[Vec<u8>],
+        budget: u64,
         call: &mut dyn FnMut(&[Vec<u8>]) -> Value,
-    ) -> Value {
+    ) -> (Value, ScriptRun) {
         let Some(f) = self.scripts.get(sha).cloned() else {
-            return Value::err("NOSCRIPT No matching script. Please use EVAL.");
+            return (Value::err(ERR_NOSCRIPT), ScriptRun::default());
         };
         self.ticks.set(0);
-        match self.run_inner(sha, f, keys, argv, call) {
+        self.budget.set(budget / u64::from(HOOK_EVERY));
+        let reply = match self.run_inner(sha, f, keys, argv, call) {
             Ok(v) => v,
+            Err(mlua::Error::MemoryError(m)) => {
+                Value::err(format!("ERR Error running script {sha}, {m}"))
+            }
             Err(e) => Value::err(format!("ERR locksim Lua engine: {}", root_message(&e))),
+        };
+        let run = ScriptRun {
+            instructions: self.ticks.get() * u64::from(HOOK_EVERY),
+            first_write_at: None,
+            endless: self.ticks.get() > self.budget.get(),
+        };
+        self.budget.set(u64::MAX);
+        if is_memory_error(&reply) {
+            // What the script built is garbage now (it cannot keep globals): free it, so
+            // the next script has the whole cap.
+            let _ = self.lua.gc_collect();
         }
+        (reply, run)
     }
 
     fn run_inner(
@@ -441,6 +523,14 @@ impl LuaEngine {
         })
     }
 }
+
+/// Whether a script's reply is Lua's out-of-memory error.
+fn is_memory_error(reply: &Value) -> bool {
+    matches!(reply, Value::Error(e) if e.ends_with("not enough memory"))
+}
+
+/// `NOSCRIPT`: no cached script has this SHA.
+pub(crate) const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// The error `redis.call` raises: Redis raises `{err = "CODE msg"}`, which the message
 /// handler rebuilds from this.

@@ -3,13 +3,12 @@
 //! model as a script client. Writes before an error are kept (no rollback), and each
 //! write propagates as its own effect (Redis 7's effects replication).
 
-use super::commands::{lookup, LookupError, NOSCRIPT};
+use super::commands::{lookup, LookupError, NOSCRIPT, WRITE};
 use super::connection::help;
-use super::lua::LuaEngine;
+pub(crate) use super::lua::ERR_NOSCRIPT;
+use super::lua::{LuaEngine, INSTRUCTIONS_PER_MS};
 use super::{lossy, Client, Ctx, RedisServer, ERR_NOT_INT};
 use crate::locks::redis::resp::{parse_i64, Value};
-
-pub(crate) const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 impl RedisServer {
     fn engine(&mut self) -> &mut LuaEngine {
@@ -57,16 +56,31 @@ impl RedisServer {
         let mut engine = self.lua.take().expect("loaded above");
         // The script client starts in the caller's database; its SELECTs stay its own.
         let mut script_client = Client::internal(cl.db);
-        let reply = engine.run(&sha, keys, argv, &mut |cmd| {
-            self.script_call(&mut script_client, c, cmd)
+        let budget = self.config.busy_reply_threshold_ms * INSTRUCTIONS_PER_MS;
+        let instructions = engine.instructions();
+        let mut first_write_at = None;
+        let (reply, mut run) = engine.run(&sha, keys, argv, budget, &mut |cmd| {
+            self.script_call(&mut script_client, c, cmd, &mut || {
+                first_write_at.get_or_insert_with(|| instructions());
+            })
         });
         self.lua = Some(engine);
         c.db = cl.db;
+        run.first_write_at = first_write_at;
+        self.script_ran(cl.id, run, &reply);
+        c.fx.script = Some(run);
         reply
     }
 
-    /// One `redis.call`: the checks Redis's `scriptCall` makes, then the command.
-    fn script_call(&mut self, client: &mut Client, c: &mut Ctx, args: &[Vec<u8>]) -> Value {
+    /// One `redis.call`: the checks Redis's `scriptCall` makes, then the command;
+    /// `wrote` is told before a write command runs (Redis's `SCRIPT_WRITE_DIRTY`).
+    fn script_call(
+        &mut self,
+        client: &mut Client,
+        c: &mut Ctx,
+        args: &[Vec<u8>],
+        wrote: &mut dyn FnMut(),
+    ) -> Value {
         let spec = match lookup(args) {
             Ok(spec) => spec,
             Err(LookupError::Arity(_)) => {
@@ -76,6 +90,9 @@ impl RedisServer {
         };
         if spec.has(NOSCRIPT) {
             return Value::err("ERR This Redis command is not allowed from script");
+        }
+        if spec.has(WRITE) {
+            wrote();
         }
         self.call(spec, client, c, args)
     }
@@ -139,6 +156,7 @@ impl RedisServer {
             &[
                 "EXISTS <sha1> [<sha1> ...]",
                 "FLUSH [ASYNC|SYNC]",
+                "KILL",
                 "LOAD <script>",
                 "HELP",
             ],
