@@ -96,7 +96,11 @@ impl Algorithm for Single {
     }
 
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
-        Box::pin(serve_node(ctx, self.0.persistence))
+        Box::pin(node::serve_node_with(
+            ctx,
+            self.0.persistence,
+            self.0.server_config(),
+        ))
     }
 
     fn client(&self) -> Box<dyn LockClient> {
@@ -215,5 +219,6 @@ async fn replicated_main(ctx: NodeCtx, params: RedisParams, servers: Vec<String>
             primary: "redis-0".to_string(),
         }
     };
-    run_node(ctx, params.persistence, role, *r.lag_ms).await
+    let config = params.server_config();
+    node::run_node_with(ctx, params.persistence, role, *r.lag_ms, config).await
 }

@@ -2,6 +2,7 @@
 //! Redis lock client and server is a key here.
 
 use crate::locks::param::{self, ParamDoc, ParamError, Range};
+use super::model::ServerConfig;
 use serde::{Deserialize, Serialize};
 
 /// How the Redis lock is acquired.
@@ -145,6 +146,10 @@ pub struct RedisParams {
     /// The user's own acquire/release/extend scripts, replacing `acquire`, `unlock` and
     /// `token` [none].
     pub scripts: Option<ScriptFiles>,
+    /// The servers' `busy-reply-threshold`, ms: a script still running after this long
+    /// is taken never to end, and clients get `BUSY` until `SCRIPT KILL` [5000].
+    #[serde(default = "default_busy_reply_threshold")]
+    pub busy_reply_threshold_ms: u64,
     /// `redis-replicated` only: number of replicas [2].
     pub replicas: Option<u32>,
     /// `redis-replicated` only: number of sentinels [3] (quorum: a majority of them).
@@ -189,6 +194,14 @@ impl RedisParams {
             lag_ms: self.replication_lag_ms.unwrap_or(Range([0, 50])),
             wait_replicas: self.wait_replicas.unwrap_or(0),
             wait_timeout_ms: self.wait_timeout_ms.unwrap_or(100),
+        }
+    }
+
+    /// The servers' configuration.
+    pub fn server_config(&self) -> ServerConfig {
+        ServerConfig {
+            busy_reply_threshold_ms: self.busy_reply_threshold_ms,
+            ..ServerConfig::default()
         }
     }
 
@@ -238,6 +251,13 @@ fn default_retry_delay() -> Range<u64> {
 pub(crate) fn default_drift_factor() -> f64 {
     0.01
 }
+fn default_busy_reply_threshold() -> u64 {
+    ServerConfig::default().busy_reply_threshold_ms
+}
+
+/// The longest `busy_reply_threshold_ms`: a script that never ends runs that long in Lua
+/// before the model stops it (10 s of simulated Lua is a few seconds of real time).
+const MAX_BUSY_REPLY_THRESHOLD_MS: u64 = 10_000;
 
 impl RedisParams {
     /// Validate the keys both deployments share, and the replication keys' values.
@@ -246,6 +266,12 @@ impl RedisParams {
         param::positive("request_timeout_ms", self.request_timeout_ms)?;
         param::range("retry_delay_ms", &self.retry_delay_ms)?;
         param::fraction("drift_factor", self.drift_factor)?;
+        param::between(
+            "busy_reply_threshold_ms",
+            self.busy_reply_threshold_ms,
+            1,
+            MAX_BUSY_REPLY_THRESHOLD_MS,
+        )?;
         let r = self.replication();
         param::between("replicas", r.replicas as u64, 1, 8)?;
         param::between("sentinels", r.sentinels as u64, 1, 7)?;
@@ -354,6 +380,7 @@ pub const SHARED_DOCS: &[ParamDoc] = &[
     ParamDoc::new("request_timeout_ms", "200", "per-request deadline, client local ms"),
     ParamDoc::new("retry_delay_ms", "[20, 60]", "delay between acquire attempts, local ms"),
     ParamDoc::new("drift_factor", "0.01", "validity = ttl - elapsed - (ttl * factor + 2 ms)"),
+    ParamDoc::new("busy_reply_threshold_ms", "5000", "the servers' busy-reply-threshold (1 to 10000): a script still running then is taken never to end; others get BUSY until SCRIPT KILL"),
     ParamDoc::new(
         "scripts",
         "none",
