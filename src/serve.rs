@@ -144,8 +144,10 @@ pub fn serve(
     };
     local.block_on(&rt, async move {
         let mut servers = Vec::new();
+        let mut ctxs = Vec::new();
         for i in 0..config.nodes {
             let ctx = live_ctx(&node_name(config.family, i), &net, on_event.clone());
+            ctxs.push(ctx.clone());
             let main: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> = match config.family
             {
                 ServeFamily::Zk => Box::pin(crate::locks::zk::server::server_main(
@@ -176,7 +178,11 @@ pub fn serve(
             }
         }
         on_ready(&client_ports);
-        while !stop.load(Ordering::Relaxed) && !servers.iter().any(|s| s.is_finished()) {
+        // A server that ended, or exited on its own (Redis's SHUTDOWN), ends the serve.
+        let ended = |servers: &[tokio::task::JoinHandle<()>]| {
+            servers.iter().any(|s| s.is_finished()) || ctxs.iter().any(NodeCtx::has_exited)
+        };
+        while !stop.load(Ordering::Relaxed) && !ended(&servers) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         for s in servers {

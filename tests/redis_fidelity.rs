@@ -9,86 +9,16 @@
 //! skips silently. Deliberate differences are listed in [`DELIBERATE`]-tagged steps and
 //! reported separately; every other mismatch fails the test.
 
+#[path = "support/real_redis.rs"]
+mod real_redis;
+
 use locksim::locks::redis::model::{Client, RedisServer, ServerConfig};
 use locksim::locks::redis::resp::{decode, encode_command, Value};
+use real_redis::{start_server, RealServer};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// A real redis-server process, killed when dropped.
-struct RealServer {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Drop for RealServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn redis_server_binary() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
-        .map(|d| d.join("redis-server"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "redis-server not found on PATH: this test compares the model with a real \
-                 Redis 7 server and does not skip. Run the tests with scripts/test, which \
-                 installs it, or install it with `apt-get install -y redis-server`."
-            )
-        })
-}
-
-fn start_server(extra: &[&str]) -> RealServer {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port();
-    let dir = std::env::temp_dir().join(format!("locksim-fidelity-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let port_s = port.to_string();
-    let mut args = vec![
-        "--port",
-        &port_s,
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--daemonize",
-        "no",
-        "--dir",
-    ];
-    let dir_s = dir.to_string_lossy().into_owned();
-    args.push(&dir_s);
-    args.extend_from_slice(extra);
-    let child = Command::new(redis_server_binary())
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server starts");
-    let server = RealServer { child, port, dir };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "redis-server did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server
-}
+use std::net::TcpStream;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn now_ms() -> i64 {
     SystemTime::now()

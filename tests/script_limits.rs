@@ -73,7 +73,10 @@ fn a_script_that_never_ends_freezes_its_server_then_clients_get_busy() {
         assert_eq!(freezes.len(), 1, "{script}: {freezes:?}");
         assert_eq!(freezes[0].1, 500.0, "{script}");
         assert_eq!(grants(&r.history), 0, "{script}");
-        assert!(told(&r.history, "BUSY Redis is busy running a script"), "{script}");
+        assert!(
+            told(&r.history, "BUSY Redis is busy running a script"),
+            "{script}"
+        );
     }
 }
 

@@ -342,16 +342,23 @@ impl NodeCtx {
     }
 
     /// The process exits on its own (Redis's `SHUTDOWN`): in a simulation a crash with no
-    /// restart; live, the process ends.
+    /// restart; live, the node is marked down and whoever runs it stops it
+    /// (`locksim serve` ends).
     pub async fn exit(&self) {
         if self.live.is_some() {
-            std::process::exit(0);
+            self.state.set_crashed(true);
+        } else {
+            self.state
+                .requests
+                .borrow_mut()
+                .push(NodeRequest::Crash(None));
         }
-        self.state
-            .requests
-            .borrow_mut()
-            .push(NodeRequest::Crash(None));
         std::future::pending::<()>().await;
+    }
+
+    /// Whether the node exited on its own ([`NodeCtx::exit`]) or crashed.
+    pub fn has_exited(&self) -> bool {
+        self.state.is_crashed()
     }
 
     /// Freeze the whole node now for `duration_ns`, recorded as a pause striking `at`: the

@@ -354,10 +354,13 @@ fn execute(
             "READONLY You can't write against a read only replica.",
         )]);
     }
+    let started = ctx.mono_ns();
     let out = node
         .borrow_mut()
         .server
         .execute_as(client, ctx.wall_ms(), &args);
+    // Live, running the script took real time already (in a simulation none passes).
+    let spent = Duration::from_nanos((ctx.mono_ns() - started).max(0) as u64);
     tracing::debug!(
         wall_ms = ctx.wall_ms(),
         "{} -> {:?}",
@@ -380,14 +383,15 @@ fn execute(
     deliver(node, out.deliveries);
     if endless {
         let threshold = node.borrow().server.config().busy_reply_threshold_ms;
-        return Step::Endless(Duration::from_millis(threshold));
+        return Step::Endless(Duration::from_millis(threshold).saturating_sub(spent));
     }
     let mut replies = Vec::with_capacity(1 + out.more.len());
     replies.push(out.reply);
     replies.extend(out.more);
     match out.script {
         Some(run) if run.duration_ms() > 0 => {
-            Step::Script(Duration::from_millis(run.duration_ms()), replies)
+            let busy = Duration::from_millis(run.duration_ms()).saturating_sub(spent);
+            Step::Script(busy, replies)
         }
         _ if out.close => Step::Close(replies),
         _ => Step::Replies(replies),

@@ -1,8 +1,8 @@
 //! `[lock]` for `algorithm = "redis"` and `"redis-replicated"`: every variant of the
 //! Redis lock client and server is a key here.
 
-use crate::locks::param::{self, ParamDoc, ParamError, Range};
 use super::model::ServerConfig;
+use crate::locks::param::{self, ParamDoc, ParamError, Range};
 use serde::{Deserialize, Serialize};
 
 /// How the Redis lock is acquired.

@@ -1,0 +1,244 @@
+//! Differential fidelity through the node: the commands the Redis *node* answers around
+//! the model (WAIT, ROLE, REPLICAOF's arity), and a script that does not end (BUSY for
+//! other clients, what Redis still serves then, SCRIPT KILL, UNKILLABLE, SHUTDOWN NOSAVE).
+//! The same requests go over TCP, through the same client code, to a real `redis-server`
+//! and to the model served by `locksim serve redis` (in this process), and every reply
+//! is compared. `tests/redis_fidelity.rs` drives the model itself; these answers come
+//! from the node or need time to pass (the 5 s `busy-reply-threshold`, both servers'
+//! default), so they need a server.
+
+#[path = "support/real_redis.rs"]
+mod real_redis;
+#[path = "support/served.rs"]
+mod served;
+
+use locksim::locks::redis::resp::{decode, encode_command, Value};
+use locksim::serve::ServeFamily;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// What a connection got.
+#[derive(Debug, PartialEq)]
+enum Got {
+    Reply(Value),
+    /// The server closed the connection.
+    Closed,
+}
+
+/// A connection to one server.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn open(port: u16) -> Conn {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("a read timeout");
+        Conn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let mut out = Vec::new();
+        encode_command(&args, &mut out);
+        self.stream.write_all(&out).expect("send");
+    }
+
+    /// The next reply; waits up to 30 s (a busy script holds the first for 5 s, longer
+    /// on a loaded machine).
+    fn recv(&mut self) -> Got {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some((v, used))) = decode(&self.buf) {
+                self.buf.drain(..used);
+                return Got::Reply(v);
+            }
+            let mut chunk = [0u8; 4096];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Got::Closed,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    assert!(Instant::now() < deadline, "no reply within 30 s");
+                }
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return Got::Closed,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+}
+
+/// The same connection to both servers.
+struct Pair {
+    real: Conn,
+    model: Conn,
+}
+
+/// Both servers and the connections to them; counts the replies compared.
+struct Harness {
+    real_port: u16,
+    model_port: u16,
+    pairs: Vec<Pair>,
+    compared: usize,
+}
+
+impl Harness {
+    fn open(&mut self) -> usize {
+        self.pairs.push(Pair {
+            real: Conn::open(self.real_port),
+            model: Conn::open(self.model_port),
+        });
+        self.pairs.len() - 1
+    }
+
+    fn send(&mut self, conn: usize, args: &[&str]) {
+        self.pairs[conn].real.send(args);
+        self.pairs[conn].model.send(args);
+    }
+
+    /// Receives the next reply of both on `conn` and asserts they are the same.
+    fn expect_same(&mut self, conn: usize, what: &str) -> Got {
+        let real = self.pairs[conn].real.recv();
+        let model = self.pairs[conn].model.recv();
+        assert_eq!(
+            model, real,
+            "{what}: the model (left) differs from redis-server"
+        );
+        self.compared += 1;
+        real
+    }
+
+    /// Sends `args` on `conn` to both and compares the replies.
+    fn same(&mut self, conn: usize, args: &[&str]) -> Got {
+        self.send(conn, args);
+        self.expect_same(conn, &args.join(" "))
+    }
+}
+
+fn err_starting(got: &Got, prefix: &str) -> bool {
+    matches!(got, Got::Reply(Value::Error(e)) if e.starts_with(prefix))
+}
+
+/// The commands the node answers: WAIT's argument errors, ROLE and INFO's offsets on a
+/// primary no replica ever joined, arity errors.
+fn node_commands(h: &mut Harness) {
+    let c = h.open();
+    for args in [
+        &["WAIT", "-1", "0"][..],
+        &["WAIT", "0", "abc"],
+        &["WAIT", "0", "-1"],
+        &["WAIT", "abc", "0"],
+        &["WAIT", "99999999999999999999", "0"],
+        &["WAIT", "1"],
+        &["WAIT", "1", "2", "3"],
+        &["WAIT", "0", "0"],
+        &["WAIT", "0", "9223372036854775807"],
+        &["WAIT", "1", "50"],
+        &["ROLE"],
+        &["ROLE", "x"],
+        &["REPLICAOF", "a"],
+        &["SET", "k", "v"],
+        &["WAIT", "0", "0"],
+        &["WAIT", "1", "20"],
+        &["ROLE"],
+        &["SCRIPT", "KILL"],
+        &["SCRIPT", "KILL", "x"],
+        &["SHUTDOWN", "ABORT"],
+        &["SHUTDOWN", "later"],
+        &["SHUTDOWN", "SAVE", "NOSAVE"],
+    ] {
+        h.same(c, args);
+    }
+    // INFO replication: the fields the model reports.
+    h.send(c, &["INFO", "replication"]);
+    let fields = |conn: &mut Conn| match conn.recv() {
+        Got::Reply(Value::Bulk(Some(b))) => String::from_utf8_lossy(&b)
+            .lines()
+            .filter(|l| {
+                ["role:", "connected_slaves:", "master_repl_offset:"]
+                    .iter()
+                    .any(|f| l.starts_with(f))
+            })
+            .map(str::to_string)
+            .collect::<Vec<_>>(),
+        other => panic!("INFO: {other:?}"),
+    };
+    let (real, model) = (fields(&mut h.pairs[c].real), fields(&mut h.pairs[c].model));
+    assert_eq!(model, real, "INFO replication");
+    assert_eq!(real.len(), 3, "{real:?}");
+    h.compared += 1;
+}
+
+/// A script that never ends and has not written: others get BUSY, except for what Redis
+/// serves then; SCRIPT KILL ends it and its client gets the killed script's error.
+fn killable_script(h: &mut Harness) {
+    let (a, b) = (h.open(), h.open());
+    h.send(a, &["EVAL", "while true do end", "0"]);
+    // Waits for the threshold, then BUSY.
+    assert!(err_starting(&h.same(b, &["PING"]), "BUSY"));
+    for args in [
+        &["GET", "k"][..],
+        &["WAIT", "0", "0"],
+        &["ROLE"],
+        &["EVAL", "return 1", "0"],
+        &["SCRIPT", "LOAD", "return 1"],
+        &["MULTI"],
+        &["SET", "k", "w"],
+        &["EXEC"],
+        &["WATCH", "k"],
+        &["UNWATCH"],
+        &["DISCARD"],
+        &["SHUTDOWN"],
+        &["NOSUCHCOMMAND"],
+        &["GET"],
+    ] {
+        h.same(b, args);
+    }
+    assert_eq!(h.same(b, &["SCRIPT", "KILL"]), Got::Reply(Value::ok()));
+    let killed = h.expect_same(a, "the killed script's reply");
+    assert!(err_starting(
+        &killed,
+        "ERR Script killed by user with SCRIPT KILL"
+    ));
+    assert_eq!(h.same(b, &["GET", "k"]), Got::Reply(Value::bulk(b"v")));
+    h.same(b, &["SCRIPT", "KILL"]);
+}
+
+/// A script that wrote and never ends: SCRIPT KILL is refused; SHUTDOWN NOSAVE ends the
+/// server, closing every connection.
+fn unkillable_script(h: &mut Harness) {
+    let (a, b) = (h.open(), h.open());
+    h.send(
+        a,
+        &["EVAL", "redis.call('set', 'k', 'x') while true do end", "0"],
+    );
+    assert!(err_starting(&h.same(b, &["SCRIPT", "KILL"]), "UNKILLABLE"));
+    for args in [&["GET", "k"][..], &["SHUTDOWN"], &["SHUTDOWN", "SAVE"]] {
+        h.same(b, args);
+    }
+    assert_eq!(h.same(b, &["SHUTDOWN", "NOSAVE"]), Got::Closed);
+    assert_eq!(h.expect_same(a, "the script's connection"), Got::Closed);
+}
+
+#[test]
+fn the_node_answers_like_redis_server() {
+    let real = real_redis::start_server(&[]);
+    let model = served::serve(ServeFamily::Redis, 1, 100);
+    let mut h = Harness {
+        real_port: real.port,
+        model_port: model.port(),
+        pairs: Vec::new(),
+        compared: 0,
+    };
+    node_commands(&mut h);
+    killable_script(&mut h);
+    unkillable_script(&mut h);
+    eprintln!("{} replies compared, all equal", h.compared);
+    assert!(h.compared >= 45, "steps went missing");
+}
