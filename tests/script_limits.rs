@@ -10,8 +10,13 @@ use std::path::Path;
 /// Two clients locking for `ms` through the user's acquire script `acquire` (owner-token
 /// convention), servers with a 500 ms `busy-reply-threshold`; a request waits up to 1 s.
 fn scenario(acquire: &str, ms: u64) -> Scenario {
+    scenario_of("redis", acquire, ms)
+}
+
+/// [`scenario`] for `algorithm`.
+fn scenario_of(algorithm: &str, acquire: &str, ms: u64) -> Scenario {
     let text = format!(
-        "name = \"hostile-script\"\nalgorithm = \"redis\"\nduration_ms = {ms}\n\
+        "name = \"hostile-script\"\nalgorithm = \"{algorithm}\"\nduration_ms = {ms}\n\
          [lock]\nttl_ms = 600\nrequest_timeout_ms = 1000\nbusy_reply_threshold_ms = 500\n\
          scripts = {{ convention = \"token\", acquire = \"{acquire}\", release = \"release.lua\" }}\n\
          [workload]\nclients = 2\nfencing = false\ncheck_validity = false\nwork_ms = [20, 40]\n"
@@ -101,4 +106,17 @@ fn a_slow_script_costs_simulated_time_and_the_lock_still_works() {
     }
     assert!(grants(&r.history) >= 2);
     assert_eq!(verdict(&s, &r, "mutex"), Verdict::Holds);
+}
+
+#[test]
+fn sentinels_kill_a_script_that_never_ends() {
+    // Real Sentinel sends SCRIPT KILL to a primary that is down and answers BUSY.
+    let s = scenario_of("redis-replicated", "endless.lua", 4000);
+    let r = run_twice(&s);
+    assert!(told(&r.history, "Script killed by user with SCRIPT KILL"));
+    // Sentinels cannot kill one that wrote: only failovers move the clients on.
+    let s = scenario_of("redis-replicated", "writes-then-endless.lua", 4000);
+    let r = run_twice(&s);
+    assert!(!told(&r.history, "Script killed by user"));
+    assert!(r.history.iter().any(|e| e.f == "promote"));
 }

@@ -2,7 +2,8 @@
 //! Redis Sentinel"):
 //!
 //! 1. Every sentinel PINGs the primary; without a valid reply for `down_after_ms` it
-//!    considers the primary *subjectively down* (SDOWN).
+//!    considers the primary *subjectively down* (SDOWN). A down primary that answers
+//!    `BUSY` (a script that never ends) gets one `SCRIPT KILL` per down period.
 //! 2. It asks the other sentinels (`SENTINEL is-master-down-by-addr`); when a quorum (here
 //!    a majority of sentinels) agrees, the primary is *objectively down* (ODOWN).
 //! 3. It starts an election for a new epoch, asking the others for their vote with the
@@ -200,6 +201,7 @@ async fn monitor(ctx: NodeCtx, st: Shared, r: Replication, redis: Vec<String>, p
     let mut last_ok = ctx.mono_ns();
     let mut watched = st.borrow().primary.clone();
     let mut next_sweep = ctx.mono_ns();
+    let mut script_kill_sent = false;
     loop {
         ctx.sleep(PERIOD).await;
         let primary = st.borrow().primary.clone();
@@ -208,12 +210,25 @@ async fn monitor(ctx: NodeCtx, st: Shared, r: Replication, redis: Vec<String>, p
             last_ok = ctx.mono_ns();
         }
         // 1. SDOWN.
-        let pong = matches!(links.redis(&primary).call(&ctx, &[b"PING"]).await, Ok(Value::Simple(ref s)) if s == "PONG");
+        let reply = links.redis(&primary).call(&ctx, &[b"PING"]).await;
+        let pong = matches!(reply, Ok(Value::Simple(ref s)) if s == "PONG");
         let now = ctx.mono_ns();
         if pong {
             last_ok = now;
         }
         let sdown = now - last_ok > (r.down_after_ms * 1_000_000) as i64;
+        // A primary down because a script never ends: Sentinel sends SCRIPT KILL, once
+        // per down period (it ends the script if it has not written).
+        let busy = matches!(reply, Ok(Value::Error(ref e)) if e.starts_with("BUSY"));
+        script_kill_sent &= sdown;
+        if busy && sdown && !script_kill_sent {
+            script_kill_sent = true;
+            tracing::info!("{primary} is busy with a script: SCRIPT KILL");
+            let _ = links
+                .redis(&primary)
+                .call(&ctx, &[b"SCRIPT", b"KILL"])
+                .await;
+        }
         if sdown != st.borrow().sdown {
             st.borrow_mut().sdown = sdown;
             tracing::info!(
