@@ -81,10 +81,15 @@ fn every_scenario_in_the_corpus_is_rejected_with_file_and_place() {
     }
 }
 
-fn temp(name: &str, bytes: &[u8]) -> String {
+/// This test process's scratch folder.
+fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("locksim-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+    dir
+}
+
+fn temp(name: &str, bytes: &[u8]) -> String {
+    let p = scratch().join(name);
     std::fs::write(&p, bytes).unwrap();
     p.to_string_lossy().into_owned()
 }
@@ -143,6 +148,47 @@ fn generated_inputs_are_rejected_without_blowing_up() {
     // A directory is not a scenario.
     let dir = std::env::temp_dir().to_string_lossy().into_owned();
     assert_rejected(&["run", &dir, "--seed", "0"], &["cannot read"]);
+}
+
+/// A script or scenario that is a device, a FIFO or too big is refused by what it is
+/// or by its size, never read to the end (`/dev/zero` grew past 3 GB; opening a FIFO
+/// waited for a writer forever).
+#[test]
+fn user_named_files_must_be_regular_and_small() {
+    let script = |name: &str| {
+        format!("{HEAD}scripts = {{ convention = \"token\", release = \"{name}\" }}\n")
+    };
+    // One byte over the cap, in a Lua comment: it would compile.
+    let big = format!("--{}\n", "x".repeat(4 << 20));
+    temp("big.lua", big.as_bytes());
+    let s = temp("big-script.toml", script("big.lua").as_bytes());
+    assert_rejected(
+        &["run", &s, "--seed", "0"],
+        &[
+            "lock.scripts.release",
+            "big.lua` is larger than 4194304 bytes, the most a script may be",
+        ],
+    );
+    let fifo = scratch().join("fifo.lua").to_string_lossy().into_owned();
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {fifo}");
+    let s = temp("fifo-script.toml", script("fifo.lua").as_bytes());
+    assert_rejected(
+        &["run", &s, "--seed", "0"],
+        &["lock.scripts.release", "it is a FIFO, not a regular file"],
+    );
+    // The scenario itself, through every command that reads one.
+    assert_rejected(&["run", &fifo, "--seed", "0"], &["it is a FIFO"]);
+    for cmd in ["run", "replay", "shrink"] {
+        assert_rejected(
+            &[cmd, "/dev/zero", "--seed", "0"],
+            &["/dev/zero: cannot read file: it is a character device, not a regular file"],
+        );
+    }
 }
 
 #[test]
