@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 mod faults;
 
-pub use faults::{ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec};
+pub use faults::{
+    ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec, MAX_RANDOM_FAULTS,
+};
 use faults::{RawFaults, DEFAULT_INTERVAL_MS};
 
 /// A scenario error: which file, and what is wrong (including key and expectation).
@@ -613,6 +615,7 @@ impl Scenario {
         if f.interval_ms[0] == 0 {
             return Err("key `faults.interval_ms`: expected a minimum gap of at least 1 ms".into());
         }
+        f.check_density(self.duration_ms)?;
         if let Some(s) = &f.pause {
             self.validate_selector("faults.pause.nodes", &s.nodes)?;
             p(param::range("faults.pause.duration_ms", &s.duration_ms))?;
