@@ -278,3 +278,54 @@ fn an_endless_sweep_streams_and_stops_cleanly_on_sigterm() {
     assert_eq!(lines[0]["seed"], 0);
     assert!(Path::new(BIN).exists());
 }
+
+/// The densest random nemesis accepted over the longest run: every kind, one fault per
+/// 100 ms for an hour (a fault every millisecond is refused: see
+/// `bad_inputs/random-faults-too-dense.toml`).
+const DENSEST_HOUR: &str =
+    "name = \"densest-hour\"\nalgorithm = \"redis\"\nduration_ms = 3600000\n\
+    [lock]\nttl_ms = 500\n[faults]\ninterval_ms = [100, 100]\n\
+    pause = { nodes = \"clients\", duration_ms = [1, 5] }\n\
+    partition = { nodes = \"all\", duration_ms = [1, 5] }\n\
+    clock = { nodes = \"all\", jump_ms = [-5, 5] }\n\
+    crash = { nodes = \"all\", down_ms = [1, 5] }\n";
+
+/// SIGTERM in the middle of one long seed ends the run within seconds (not after the
+/// seed, nor after checking its partial history), with exit 143 and the summary of no
+/// finished seed.
+#[test]
+fn sigterm_mid_seed_ends_the_densest_hour_promptly() {
+    let s = temp("densest-hour.toml", DENSEST_HOUR.as_bytes());
+    // As in the sweep test above: `timeout` is the watchdog and forwards our TERM once.
+    let mut child = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -v 1048576; exec timeout --foreground -s KILL 60 {BIN} run '{s}' --seed 0 --json - --quiet"
+            ),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        out
+    });
+    // Long enough to be well inside the seed (the hour takes most of a minute).
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Instant::now();
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let out = reader.join().unwrap();
+    // About half a second on an idle machine; generous for a loaded one.
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    assert_eq!(status.code(), Some(143), "{out}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(summary["summary"]["interrupted"], true, "{out}");
+    assert_eq!(summary["summary"]["seeds"], 0, "{out}");
+}
