@@ -58,6 +58,7 @@ pub mod serve;
 pub mod shrink;
 pub mod sim;
 pub mod sweep;
+pub mod user_file;
 pub mod workload;
 
 pub use check::{check_all, Check, CheckParams, CheckReport, Verdict, Violation};

@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 mod faults;
 
-pub use faults::{ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec};
+pub use faults::{
+    ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec, MAX_RANDOM_FAULTS,
+};
 use faults::{RawFaults, DEFAULT_INTERVAL_MS};
 
 /// A scenario error: which file, and what is wrong (including key and expectation).
@@ -226,31 +228,22 @@ pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
 impl Scenario {
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        use std::io::Read;
-        let err = |message: String| ScenarioError {
+        Scenario::parse(path, &Scenario::read_text(path)?)
+    }
+
+    /// A scenario file's text: a regular file of at most [`MAX_SCENARIO_BYTES`], UTF-8.
+    pub fn read_text(path: &Path) -> Result<String, ScenarioError> {
+        use crate::user_file::{read_text_capped, ReadError};
+        read_text_capped(path, MAX_SCENARIO_BYTES).map_err(|e| ScenarioError {
             file: path.to_path_buf(),
-            message,
-        };
-        let file = std::fs::File::open(path).map_err(|e| err(format!("cannot read file: {e}")))?;
-        // Read at most one byte past the limit: a huge file is rejected, not buffered.
-        let mut bytes = Vec::new();
-        file.take(MAX_SCENARIO_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| err(format!("cannot read file: {e}")))?;
-        if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-            return Err(err(format!(
-                "the file is larger than {MAX_SCENARIO_BYTES} bytes, the most a scenario may be"
-            )));
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            let column = good.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-            err(format!(
-                "not UTF-8 text: invalid byte at line {line}, column {column}; a scenario is a TOML file"
-            ))
-        })?;
-        Scenario::parse(path, &text)
+            message: match e {
+                ReadError::TooLarge(cap) => {
+                    format!("the file is larger than {cap} bytes, the most a scenario may be")
+                }
+                ReadError::NotUtf8 { .. } => format!("{e}; a scenario is a TOML file"),
+                ReadError::Io(_) | ReadError::NotRegular(_) => format!("cannot read file: {e}"),
+            },
+        })
     }
 
     /// Parse and validate scenario text; `path` is used in messages only.
@@ -622,6 +615,7 @@ impl Scenario {
         if f.interval_ms[0] == 0 {
             return Err("key `faults.interval_ms`: expected a minimum gap of at least 1 ms".into());
         }
+        f.check_density(self.duration_ms)?;
         if let Some(s) = &f.pause {
             self.validate_selector("faults.pause.nodes", &s.nodes)?;
             p(param::range("faults.pause.duration_ms", &s.duration_ms))?;

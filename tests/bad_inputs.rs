@@ -81,10 +81,15 @@ fn every_scenario_in_the_corpus_is_rejected_with_file_and_place() {
     }
 }
 
-fn temp(name: &str, bytes: &[u8]) -> String {
+/// This test process's scratch folder.
+fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("locksim-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+    dir
+}
+
+fn temp(name: &str, bytes: &[u8]) -> String {
+    let p = scratch().join(name);
     std::fs::write(&p, bytes).unwrap();
     p.to_string_lossy().into_owned()
 }
@@ -143,6 +148,47 @@ fn generated_inputs_are_rejected_without_blowing_up() {
     // A directory is not a scenario.
     let dir = std::env::temp_dir().to_string_lossy().into_owned();
     assert_rejected(&["run", &dir, "--seed", "0"], &["cannot read"]);
+}
+
+/// A script or scenario that is a device, a FIFO or too big is refused by what it is
+/// or by its size, never read to the end (`/dev/zero` grew past 3 GB; opening a FIFO
+/// waited for a writer forever).
+#[test]
+fn user_named_files_must_be_regular_and_small() {
+    let script = |name: &str| {
+        format!("{HEAD}scripts = {{ convention = \"token\", release = \"{name}\" }}\n")
+    };
+    // One byte over the cap, in a Lua comment: it would compile.
+    let big = format!("--{}\n", "x".repeat(4 << 20));
+    temp("big.lua", big.as_bytes());
+    let s = temp("big-script.toml", script("big.lua").as_bytes());
+    assert_rejected(
+        &["run", &s, "--seed", "0"],
+        &[
+            "lock.scripts.release",
+            "big.lua` is larger than 4194304 bytes, the most a script may be",
+        ],
+    );
+    let fifo = scratch().join("fifo.lua").to_string_lossy().into_owned();
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {fifo}");
+    let s = temp("fifo-script.toml", script("fifo.lua").as_bytes());
+    assert_rejected(
+        &["run", &s, "--seed", "0"],
+        &["lock.scripts.release", "it is a FIFO, not a regular file"],
+    );
+    // The scenario itself, through every command that reads one.
+    assert_rejected(&["run", &fifo, "--seed", "0"], &["it is a FIFO"]);
+    for cmd in ["run", "replay", "shrink"] {
+        assert_rejected(
+            &[cmd, "/dev/zero", "--seed", "0"],
+            &["/dev/zero: cannot read file: it is a character device, not a regular file"],
+        );
+    }
 }
 
 #[test]
@@ -231,4 +277,55 @@ fn an_endless_sweep_streams_and_stops_cleanly_on_sigterm() {
     assert_eq!(summary["seeds"].as_u64().unwrap() as usize, lines.len() - 1);
     assert_eq!(lines[0]["seed"], 0);
     assert!(Path::new(BIN).exists());
+}
+
+/// The densest random nemesis accepted over the longest run: every kind, one fault per
+/// 100 ms for an hour (a fault every millisecond is refused: see
+/// `bad_inputs/random-faults-too-dense.toml`).
+const DENSEST_HOUR: &str =
+    "name = \"densest-hour\"\nalgorithm = \"redis\"\nduration_ms = 3600000\n\
+    [lock]\nttl_ms = 500\n[faults]\ninterval_ms = [100, 100]\n\
+    pause = { nodes = \"clients\", duration_ms = [1, 5] }\n\
+    partition = { nodes = \"all\", duration_ms = [1, 5] }\n\
+    clock = { nodes = \"all\", jump_ms = [-5, 5] }\n\
+    crash = { nodes = \"all\", down_ms = [1, 5] }\n";
+
+/// SIGTERM in the middle of one long seed ends the run within seconds (not after the
+/// seed, nor after checking its partial history), with exit 143 and the summary of no
+/// finished seed.
+#[test]
+fn sigterm_mid_seed_ends_the_densest_hour_promptly() {
+    let s = temp("densest-hour.toml", DENSEST_HOUR.as_bytes());
+    // As in the sweep test above: `timeout` is the watchdog and forwards our TERM once.
+    let mut child = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -v 1048576; exec timeout --foreground -s KILL 60 {BIN} run '{s}' --seed 0 --json - --quiet"
+            ),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        out
+    });
+    // Long enough to be well inside the seed (the hour takes most of a minute).
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Instant::now();
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let out = reader.join().unwrap();
+    // About half a second on an idle machine; generous for a loaded one.
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    assert_eq!(status.code(), Some(143), "{out}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(summary["summary"]["interrupted"], true, "{out}");
+    assert_eq!(summary["summary"]["seeds"], 0, "{out}");
 }

@@ -17,14 +17,11 @@ pub fn shrink_command(
     out: Option<&Path>,
     bar: bool,
 ) -> u8 {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("locksim: {}: cannot read file: {e}", path.display());
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let scenario = match Scenario::load(path) {
+    // One capped read, as `run` reads a scenario: the text is also the shrunk scenario's
+    // starting point.
+    let loaded = Scenario::read_text(path)
+        .and_then(|text| Scenario::parse(path, &text).map(|scenario| (text, scenario)));
+    let (text, scenario) = match loaded {
         Ok(s) => s,
         Err(e) => {
             eprintln!("locksim: {e}");

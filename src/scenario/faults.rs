@@ -90,6 +90,13 @@ pub struct Faults {
     pub at: Schedule,
 }
 
+/// The most random faults a run may draw: one every 100 ms over the longest (one-hour)
+/// run. A run keeps every fault it applies (its events in the history, its entry in the
+/// applied schedule that replay and shrink need), so without a bound a fault every
+/// millisecond for an hour grew past 2.9 GB; at this bound an hour stays near a
+/// fault-free hour's memory.
+pub const MAX_RANDOM_FAULTS: u64 = 36_000;
+
 impl Faults {
     /// Whether any random fault kind is configured.
     pub fn any_random(&self) -> bool {
@@ -98,6 +105,21 @@ impl Faults {
             || self.clock.is_some()
             || self.crash.is_some()
             || self.disk_stall.is_some()
+    }
+
+    /// Refuse a random nemesis that could draw more than [`MAX_RANDOM_FAULTS`] in
+    /// `duration_ms`: with gaps of at least `interval_ms[0]`, it draws at most
+    /// `duration_ms / interval_ms[0]`.
+    pub(super) fn check_density(&self, duration_ms: u64) -> Result<(), String> {
+        let gap = self.interval_ms[0].max(1);
+        let most = duration_ms / gap;
+        if !self.any_random() || most <= MAX_RANDOM_FAULTS {
+            return Ok(());
+        }
+        Err(format!(
+            "key `faults.interval_ms`: a minimum gap of {gap} ms lets the random nemesis draw up to {most} faults in {duration_ms} ms, but at most {MAX_RANDOM_FAULTS} are accepted per run (one every 100 ms for an hour); raise the minimum gap to at least {} ms or shorten the run",
+            duration_ms.div_ceil(MAX_RANDOM_FAULTS)
+        ))
     }
 }
 

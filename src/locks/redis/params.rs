@@ -337,12 +337,8 @@ impl RedisParams {
         };
         let read = |key: &str, rel: &str| {
             let path = dir.join(rel);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                ParamError::new(
-                    &format!("scripts.{key}"),
-                    format!("cannot read the script `{}`: {e}", path.display()),
-                )
-            })?;
+            let text =
+                read_script(&path).map_err(|m| ParamError::new(&format!("scripts.{key}"), m))?;
             super::model::lua::check_compiles(&text).map_err(|e| {
                 ParamError::new(
                     &format!("scripts.{key}"),
@@ -367,6 +363,23 @@ impl RedisParams {
         sc.text = Some(text);
         Ok(())
     }
+}
+
+/// The largest lock script accepted, bytes: the cap on a scenario file (4 MiB), far
+/// more than any lock script needs, while `/dev/zero` or a huge file cannot exhaust
+/// memory.
+pub const MAX_SCRIPT_BYTES: u64 = 4 << 20;
+
+/// A script's text, or what is wrong with the file.
+fn read_script(path: &std::path::Path) -> Result<String, String> {
+    use crate::user_file::{read_text_capped, ReadError};
+    read_text_capped(path, MAX_SCRIPT_BYTES).map_err(|e| match e {
+        ReadError::TooLarge(cap) => format!(
+            "the script `{}` is larger than {cap} bytes, the most a script may be",
+            path.display()
+        ),
+        _ => format!("cannot read the script `{}`: {e}", path.display()),
+    })
 }
 
 /// The keys of both Redis deployments.
