@@ -28,7 +28,10 @@
 //! `wall_ms`: wall clock) when it has them, so a replay can show true time and each
 //! node's local time side by side.
 
+pub mod acquire_errors;
 pub mod edn;
+
+pub use acquire_errors::{acquire_errors, AcquireErrors};
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
