@@ -21,13 +21,17 @@
 //! | `zk-N` | event | `expire` | `key` = the lock whose owner node a session close deleted; `value` {zxid, node, session} (every server of an ensemble records it when it applies the close) |
 //! | `zk-N` | event | `leader` | `value` {term}: the server leads its ensemble |
 //! | `client-N` | event | `connection` | `value` = Curator's state (CONNECTED, SUSPENDED, RECONNECTED, LOST), `reason` |
+//! | `client-N` | event | `error-reply` ([`ERROR_REPLY`]) | `lock`; `value` {script = `acquire` \| `release` \| `extend`, server}; `reason` = the reply's text: a Redis lock script call got an error reply (see [`ErrorReply`]) |
 //! | `nemesis` | event | `pause` `resume` `partition` `heal` `clock-jump` `skew` `drift` `crash` `restart` | `nodes`, `value` (details) |
 //!
 //! Every event also carries the recording node's local clocks (`local_ns`: monotonic,
 //! `wall_ms`: wall clock) when it has them, so a replay can show true time and each
 //! node's local time side by side.
 
+pub mod acquire_errors;
 pub mod edn;
+
+pub use acquire_errors::{acquire_errors, AcquireErrors};
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -191,6 +195,51 @@ impl Event {
     }
 }
 
+/// `f` of the point event a Redis lock client records when a lock script call
+/// (`EVALSHA`/`EVAL`) gets an error reply: a script that raised an error, and equally
+/// `BUSY`, `OOM` or any other error a server answers a script call with. See
+/// [`ErrorReply`].
+pub const ERROR_REPLY: &str = "error-reply";
+
+/// What an [`ERROR_REPLY`] event says: one error reply to one lock script call, as the
+/// client saw it. It is a reply the client received, so it belongs in the history beside
+/// the operation it ended; the operation's own record (`fail`, `info`) is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorReply<'a> {
+    /// Which lock script the call ran: `acquire`, `release` or `extend`.
+    pub script: &'a str,
+    /// The server that replied (`redis-0`), when the client knows which one it is.
+    pub server: Option<&'a str>,
+    /// The error reply's text, e.g. `ERR user_script:1: boom script: <sha>, on
+    /// @user_script:1.`.
+    pub text: &'a str,
+}
+
+impl<'a> ErrorReply<'a> {
+    /// The event recording this reply to a call about `lock`, for `process`. Its time
+    /// is the recorder's to set.
+    pub fn event(&self, process: impl Into<String>, lock: &str) -> Event {
+        Event::new(process, EventType::Event, ERROR_REPLY)
+            .lock(lock)
+            .value(serde_json::json!({"script": self.script, "server": self.server}))
+            .reason(self.text)
+    }
+
+    /// The reply `e` records, if it is an [`ERROR_REPLY`] event.
+    pub fn of(e: &'a Event) -> Option<ErrorReply<'a>> {
+        if e.kind != EventType::Event || e.f != ERROR_REPLY {
+            return None;
+        }
+        let value = e.value.as_ref();
+        let field = |name: &str| value.and_then(|v| v.get(name)).and_then(|v| v.as_str());
+        Some(ErrorReply {
+            script: field("script").unwrap_or("?"),
+            server: field("server"),
+            text: e.reason.as_deref().unwrap_or(""),
+        })
+    }
+}
+
 /// A whole history, in recording order (which is true-time order).
 pub type History = Vec<Event>;
 
@@ -331,6 +380,25 @@ mod tests {
         ));
         assert_eq!(from_jsonl(&text).unwrap(), h);
         assert_eq!(hash(&h), hash(&from_jsonl(&text).unwrap()));
+    }
+
+    #[test]
+    fn error_replies_round_trip_through_their_event() {
+        let reply = ErrorReply {
+            script: "acquire",
+            server: Some("redis-0"),
+            text: "ERR user_script:1: boom",
+        };
+        let e = reply.event("client-1", "L");
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"index":0,"time_ns":0,"process":"client-1","type":"event","f":"error-reply","lock":"L","value":{"script":"acquire","server":"redis-0"},"reason":"ERR user_script:1: boom"}"#
+        );
+        assert_eq!(ErrorReply::of(&e), Some(reply));
+        assert_eq!(
+            ErrorReply::of(&Event::new("client-1", EventType::Event, "majority")),
+            None
+        );
     }
 
     #[test]

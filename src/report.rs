@@ -21,7 +21,7 @@ pub use html::html;
 pub use markdown::{cell_symbol, markdown};
 pub use matrix::{Cell, Column, Matrix, Row};
 pub use partial::{compute, merge, read_partials, ComputeSpec, Partial};
-pub use story::{describe, event_line, explain, ms, wall_clock};
+pub use story::{describe, error_replies, event_line, explain, ms, wall_clock};
 pub use timeline::{first_violated, human_time, sentence, timeline_svg};
 
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! interrupted with a partial summary.
 
 use crate::check::{CheckReport, Verdict};
-use crate::history;
+use crate::history::{self, AcquireErrors};
 use crate::scenario::{Expect, Scenario};
 use crate::sim::RunResult;
 use serde::{Deserialize, Serialize};
@@ -117,6 +117,10 @@ pub struct SeedOutcome {
     /// A harness failure (host error or panic); the seed's checks are then not trusted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// No acquire succeeded and acquires got error replies: how they ended (see
+    /// [`history::acquire_errors`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acquire_errors: Option<AcquireErrors>,
 }
 
 impl SeedOutcome {
@@ -167,6 +171,7 @@ pub fn run_seed_with(
                 sim_s: result.end_ns as f64 / 1e9,
                 checks,
                 error: result.error.clone(),
+                acquire_errors: history::acquire_errors(&result.history),
             };
             (Some(result), outcome)
         }
@@ -183,6 +188,7 @@ pub fn run_seed_with(
                 sim_s: 0.0,
                 checks: Vec::new(),
                 error: Some(format!("harness panic: {msg}")),
+                acquire_errors: None,
             };
             (None, outcome)
         }
@@ -430,6 +436,48 @@ pub struct Summary {
     /// The sweep was interrupted before every seed ran: the totals cover `seeds` only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Seeds on which no acquire succeeded and acquires got error replies, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acquire_errors: Option<SeedsAcquireErrors>,
+}
+
+/// The seeds of a sweep on which no acquire succeeded and the acquires got error replies
+/// (a lock script that always fails): how many, and the first one's diagnosis.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SeedsAcquireErrors {
+    /// How many seeds.
+    pub seeds: u64,
+    /// The first (lowest) of them.
+    pub seed: u64,
+    /// How its acquires ended.
+    #[serde(flatten)]
+    pub errors: AcquireErrors,
+    /// That in words ([`AcquireErrors::describe`]).
+    pub message: String,
+}
+
+impl SeedsAcquireErrors {
+    /// One seed's diagnosis.
+    pub fn of(seed: u64, errors: &AcquireErrors) -> SeedsAcquireErrors {
+        SeedsAcquireErrors {
+            seeds: 1,
+            seed,
+            errors: errors.clone(),
+            message: errors.describe(),
+        }
+    }
+
+    /// These and `other` (of other seeds) together: the counts add up, the lower seed's
+    /// diagnosis stays.
+    pub fn and(self, other: &SeedsAcquireErrors) -> SeedsAcquireErrors {
+        let seeds = self.seeds.saturating_add(other.seeds);
+        let first = if other.seed < self.seed {
+            other.clone()
+        } else {
+            self
+        };
+        SeedsAcquireErrors { seeds, ..first }
+    }
 }
 
 impl Summary {
@@ -473,6 +521,10 @@ impl Summary {
         let sum = |f: fn(&Summary) -> u64| shards.iter().fold(0u64, |a, s| a.saturating_add(f(s)));
         let seeds = sum(|s| s.seeds);
         let interrupted = shards.iter().any(|s| s.interrupted);
+        let acquire_errors = shards
+            .iter()
+            .filter_map(|s| s.acquire_errors.clone())
+            .reduce(|all, s| all.and(&s));
         Some(Summary {
             scenario: first.scenario.clone(),
             algorithm: first.algorithm.clone(),
@@ -488,6 +540,7 @@ impl Summary {
             wall_s: shards.iter().map(|s| s.wall_s).fold(0.0, f64::max),
             sim_s: shards.iter().map(|s| s.sim_s).sum(),
             interrupted,
+            acquire_errors,
         })
     }
 }
@@ -510,6 +563,7 @@ pub struct Tally {
     errors: Vec<(u64, String)>,
     error_count: u64,
     sim_s: f64,
+    acquire_errors: Option<SeedsAcquireErrors>,
 }
 
 impl Tally {
@@ -541,6 +595,7 @@ impl Tally {
             errors: Vec::new(),
             error_count: 0,
             sim_s: 0.0,
+            acquire_errors: None,
         }
     }
 
@@ -565,6 +620,13 @@ impl Tally {
             if self.first_violation.is_none() {
                 self.first_violation = Some(o.clone());
             }
+        }
+        if let Some(d) = &o.acquire_errors {
+            let seed = SeedsAcquireErrors::of(o.seed, d);
+            self.acquire_errors = Some(match self.acquire_errors.take() {
+                Some(all) => all.and(&seed),
+                None => seed,
+            });
         }
         if let Some(e) = &o.error {
             self.error_count += 1;
@@ -611,6 +673,7 @@ impl Tally {
             wall_s,
             sim_s: self.sim_s,
             interrupted,
+            acquire_errors: self.acquire_errors.clone(),
         }
     }
 }
@@ -648,6 +711,29 @@ mod tests {
         );
         let last = SeedSet::range(0, u64::MAX).shard(3, 7);
         assert!(last.nth(last.count() - 1).unwrap() < u64::MAX);
+    }
+
+    #[test]
+    fn acquire_errors_of_seeds_add_up_keeping_the_first_seed() {
+        let of = |seed, error: &str| {
+            let errors = AcquireErrors {
+                acquires: 3,
+                count: 3,
+                error: error.to_string(),
+                distinct: 1,
+            };
+            SeedsAcquireErrors::of(seed, &errors)
+        };
+        let (a, b, c) = (of(4, "ERR a"), of(2, "ERR b"), of(9, "ERR c"));
+        // In any order (shards merge in shard order, not seed order): seed 2's stays.
+        let ab_c = a.clone().and(&b).and(&c);
+        let c_ba = c.and(&b).and(&a);
+        assert_eq!(ab_c, c_ba);
+        assert_eq!((ab_c.seeds, ab_c.seed), (3, 2));
+        assert_eq!(
+            ab_c.message,
+            "every acquire (3) failed on the same error reply to the acquire script: ERR b"
+        );
     }
 
     #[test]

@@ -143,6 +143,9 @@ fn json_lines_then_summary() {
     assert_eq!(s["expect_met"], true);
     assert_eq!(s["checks"]["mutex"]["first_seed"], 0);
     assert!(s["checks"]["fencing"]["first_seed"].is_null());
+    // Acquires succeed: nothing to say about error replies.
+    assert!(s.get("acquire_errors").is_none(), "{s}");
+    assert!(lines[0].get("acquire_errors").is_none());
     for key in [
         "scenario",
         "violating_seeds",
@@ -179,6 +182,69 @@ fn replay_shows_true_and_local_time_and_writes_history() {
     );
     let h = locksim::history::from_jsonl(&std::fs::read_to_string(&hist).unwrap()).unwrap();
     assert!(h.iter().any(|e| e.f == "expire"));
+}
+
+const BOOM: &str = "tests/fixtures/lock_scripts/boom.toml";
+
+#[test]
+fn a_script_that_always_errors_is_named_beside_the_liveness_failure() {
+    let (code, out, err) = locksim(&["run", BOOM, "--seed", "0"]);
+    assert_eq!(code, 0, "liveness is expected violated: {out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let eg = lines
+        .iter()
+        .position(|l| l.starts_with("  e.g. no client acquired L within 5000.0 ms"))
+        .expect("the liveness failure");
+    let cause = lines[eg + 1];
+    assert!(
+        cause.starts_with(
+            "  no acquire succeeded on seed 0: every acquire (459) failed on the same error \
+             reply to the acquire script: ERR user_script:3: boom script: "
+        ),
+        "{out}"
+    );
+
+    let (_, json, _) = locksim(&["run", BOOM, "--seeds", "0..2", "--json", "-"]);
+    let last = json.lines().last().expect("a summary line");
+    let s = &serde_json::from_str::<serde_json::Value>(last).unwrap()["summary"];
+    let d = &s["acquire_errors"];
+    assert_eq!(
+        (&d["seeds"], &d["seed"], &d["distinct"]),
+        (&2.into(), &0.into(), &1.into())
+    );
+    assert_eq!(d["count"], d["acquires"]);
+    assert!(
+        d["error"].as_str().unwrap().contains(": boom script: "),
+        "{d}"
+    );
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("every acquire ("),
+        "{d}"
+    );
+
+    let (code, out, _) = locksim(&["replay", BOOM, "--seed", "0"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("error replies to lock scripts: 459, all the same\n"),
+        "{out}"
+    );
+    let first = out
+        .lines()
+        .find(|l| l.contains("| error reply from redis-0 to the acquire script of L: "))
+        .expect("the first error reply, in a row");
+    assert!(
+        first.contains("14.000 ms") && first.contains("client-1"),
+        "{first}"
+    );
+    assert!(first
+        .ends_with("boom script: 327bff4a7a397c7a19c9e361db7d7b8d7f68fd02, on @user_script:3."));
+    assert!(
+        out.contains("no acquire succeeded: every acquire (459) failed"),
+        "{out}"
+    );
 }
 
 #[test]

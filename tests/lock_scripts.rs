@@ -1,9 +1,10 @@
 //! Users' own lock scripts (`[lock] scripts = { ... }`) in simulation: the lock scripts of
 //! redis-py, node-redlock and Redisson acquire, extend (watchdog) and release through the
 //! model's Lua engine. Work takes two to three leases, so mutual exclusion holds only if
-//! the extend script really renews; the same run without renewal is the control.
+//! the extend script really renews; the same run without renewal is the control. A script
+//! that raises an error leaves its error replies in the history, named.
 
-use locksim::history::EventType;
+use locksim::history::{acquire_errors, ErrorReply, Event, EventType};
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
 
@@ -120,4 +121,55 @@ fn a_release_script_error_is_a_failed_release() {
         .filter(|e| e.f == "release" && e.kind == EventType::Fail)
         .count();
     assert!(failed > 0, "the wrong release script must fail to release");
+}
+
+#[test]
+fn an_acquire_script_that_always_errors_is_recorded_and_named() {
+    // `error("boom")`: every EVAL gets an error reply; nobody ever acquires.
+    let s = Scenario::load(Path::new("tests/fixtures/lock_scripts/boom.toml")).unwrap();
+    let r = run(&s, 0);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(verdict(&s, &r, "liveness"), Verdict::Violated);
+    let replies: Vec<ErrorReply> = r.history.iter().filter_map(ErrorReply::of).collect();
+    assert!(!replies.is_empty(), "the error replies are in the history");
+    for reply in &replies {
+        assert_eq!((reply.script, reply.server), ("acquire", Some("redis-0")));
+        assert!(
+            reply.text.starts_with("ERR user_script:3: boom script: "),
+            "{}",
+            reply.text
+        );
+    }
+    // Each reply ends its acquire as before: `info` (a script may have written before
+    // raising), recorded after the reply's event.
+    let unknown: Vec<&Event> = r
+        .history
+        .iter()
+        .filter(|e| e.f == "acquire" && e.kind == EventType::Info)
+        .collect();
+    assert_eq!(unknown.len(), replies.len());
+    assert!(unknown
+        .iter()
+        .all(|e| e.reason.as_deref().is_some_and(|r| r.contains("boom"))));
+    let d = acquire_errors(&r.history).expect("no grant, error replies: a diagnosis");
+    assert_eq!(d.count, replies.len() as u64);
+    assert_eq!((d.acquires, d.distinct), (d.count, 1));
+    assert!(
+        d.describe().starts_with("every acquire ("),
+        "{}",
+        d.describe()
+    );
+    assert!(d.error.contains("boom"), "{}", d.error);
+}
+
+#[test]
+fn scripts_that_behave_record_no_error_reply() {
+    let s = scenario(
+        "renew = \"watchdog\"\nscripts = { convention = \"token\", \
+         acquire = \"node-redlock-acquire.lua\", release = \"node-redlock-release.lua\", \
+         extend = \"node-redlock-extend.lua\" }",
+    );
+    let r = run(&s, 0);
+    assert!(r.history.iter().all(|e| ErrorReply::of(e).is_none()));
+    assert_eq!(acquire_errors(&r.history), None);
 }

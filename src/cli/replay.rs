@@ -2,7 +2,7 @@
 //! in true time beside the recording node's monotonic and wall clocks.
 
 use super::{ms, EXIT_BAD_INPUT};
-use crate::report::explain;
+use crate::report::{error_replies, explain};
 use crate::scenario::Scenario;
 use std::path::Path;
 
@@ -78,6 +78,9 @@ pub fn replay_command(
         println!("harness error: {e}");
     }
     print!("{}", explain(&result.history, &outcome.checks));
+    // What the servers answered the lock scripts, when they answered errors: the cause
+    // a liveness failure alone does not name.
+    print!("{}", error_replies(&result.history));
     for c in outcome
         .checks
         .iter()

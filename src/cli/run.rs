@@ -6,7 +6,7 @@ use super::EXIT_BAD_INPUT;
 use crate::check::{standard_first, Verdict};
 use crate::plural::plural;
 use crate::scenario::{Expect, Scenario};
-use crate::sweep::{self, Live, SeedOutcome, SeedSet, Summary, Tally};
+use crate::sweep::{self, Live, SeedOutcome, SeedSet, SeedsAcquireErrors, Summary, Tally};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -279,19 +279,16 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
     for (seed, error) in &examples.errors {
         text.push_str(&format!("harness error on seed {seed}: {error}\n"));
     }
-    if let Some(o) = &examples.first_violation {
-        text.push_str(&format!(
-            "first violating seed: {} ({})\n  replay: locksim replay {} --seed {}\n",
-            o.seed,
-            o.checks.join(", "),
-            summary.scenario_file,
-            o.seed
-        ));
-        if let Some(message) = &o.example {
-            text.push_str(&format!("  e.g. {message}\n"));
-        }
-    } else {
-        text.push_str(&format!("no violation in {}\n", plural(n, "seed")));
+    text.push_str(&first_violation(summary, examples.first_violation.as_ref()));
+    if let Some(d) = &summary.acquire_errors {
+        // Beside the violation it explains (a liveness failure, typically) when it is
+        // that seed's; on its own line otherwise.
+        let beside = examples
+            .first_violation
+            .as_ref()
+            .is_some_and(|o| o.seed == d.seed);
+        let indent = if beside { "  " } else { "" };
+        text.push_str(&format!("{indent}{}\n", acquire_errors_line(d)));
     }
     if summary.interrupted {
         let total = summary.seed_set().map_or(n, |s| s.count());
@@ -313,6 +310,42 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
         summary.sim_s / wall_s.max(1e-9)
     ));
     text
+}
+
+/// The first violating seed, how to replay it and its first counterexample; or that no
+/// seed violated anything.
+fn first_violation(summary: &Summary, first: Option<&FirstViolation>) -> String {
+    let Some(o) = first else {
+        return format!("no violation in {}\n", plural(summary.seeds, "seed"));
+    };
+    let mut text = format!(
+        "first violating seed: {} ({})\n  replay: locksim replay {} --seed {}\n",
+        o.seed,
+        o.checks.join(", "),
+        summary.scenario_file,
+        o.seed
+    );
+    if let Some(message) = &o.example {
+        text.push_str(&format!("  e.g. {message}\n"));
+    }
+    text
+}
+
+/// Why nothing was acquired, when the acquires got error replies: "no acquire succeeded
+/// on seed 0: every acquire (462) failed on the same error reply to the acquire script:
+/// ERR ...".
+fn acquire_errors_line(d: &SeedsAcquireErrors) -> String {
+    let others = match d.seeds {
+        1 => String::new(),
+        n => format!(
+            " (nor on {} with error replies)",
+            plural(n - 1, "other seed")
+        ),
+    };
+    format!(
+        "no acquire succeeded on seed {}{others}: {}",
+        d.seed, d.message
+    )
 }
 
 /// One line per check, standard checks first: its verdict over the seeds and whether

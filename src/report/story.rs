@@ -3,8 +3,9 @@
 //! and wall clocks.
 
 use crate::check::{CheckReport, Verdict};
-use crate::history::{Event, History};
+use crate::history::{acquire_errors, ErrorReply, Event, History};
 use crate::sim::EPOCH_NS;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Violations printed per check (the rest are counted).
@@ -60,11 +61,7 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
                 })
                 .collect();
             lines.sort_by_key(|e| e.index);
-            let _ = writeln!(
-                out,
-                "      {:>14} | {:<10} {:>14} {:>13} | event",
-                "true time", "node", "local mono", "local wall"
-            );
+            out.push_str(&table_header());
             for e in lines {
                 let _ = writeln!(out, "      {}", event_line(e));
             }
@@ -72,6 +69,64 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
         if r.violations.len() > SHOWN {
             let _ = writeln!(out, "  ... and {} more", r.violations.len() - SHOWN);
         }
+    }
+    out
+}
+
+/// The heading of an event table.
+fn table_header() -> String {
+    format!(
+        "      {:>14} | {:<10} {:>14} {:>13} | event\n",
+        "true time", "node", "local mono", "local wall"
+    )
+}
+
+/// Error replies to lock script calls (`error-reply` events), if the history has any:
+/// the first of each different reply as a table row, how many more and when the last
+/// came, then why no acquire succeeded when that is what they explain. Empty otherwise.
+pub fn error_replies(history: &[Event]) -> String {
+    // (script, text) -> every event of that reply, in order; groups in order of first.
+    let mut groups: BTreeMap<(&str, &str), Vec<&Event>> = BTreeMap::new();
+    for e in history {
+        if let Some(r) = ErrorReply::of(e) {
+            groups.entry((r.script, r.text)).or_default().push(e);
+        }
+    }
+    if groups.is_empty() {
+        return String::new();
+    }
+    let mut groups: Vec<Vec<&Event>> = groups.into_values().collect();
+    groups.sort_by_key(|g| g[0].index);
+    let total: usize = groups.iter().map(Vec::len).sum();
+    let kinds = match groups.len() {
+        1 if total > 1 => ", all the same".to_string(),
+        1 => String::new(),
+        n => format!(", {n} different"),
+    };
+    let mut out = format!(
+        "error replies to lock scripts: {total}{kinds}\n{}",
+        table_header()
+    );
+    for g in groups.iter().take(SHOWN) {
+        let _ = writeln!(out, "      {}", event_line(g[0]));
+        if let [_, .., last] = g.as_slice() {
+            let mut clients: Vec<&str> = g.iter().map(|e| e.process.as_str()).collect();
+            clients.sort_unstable();
+            clients.dedup();
+            let _ = writeln!(
+                out,
+                "        ... and {} more like it (to {}), the last at {}",
+                g.len() - 1,
+                clients.join(", "),
+                ms(last.time_ns as i64)
+            );
+        }
+    }
+    if groups.len() > SHOWN {
+        let _ = writeln!(out, "  ... and {} other replies", groups.len() - SHOWN);
+    }
+    if let Some(d) = acquire_errors(history) {
+        let _ = writeln!(out, "no acquire succeeded: {}", d.describe());
     }
     out
 }
@@ -110,8 +165,20 @@ pub fn wall_clock(wall_ms: i64) -> String {
     )
 }
 
-/// `type f target key=value...`, the fields that are present.
+/// `type f target key=value...`, the fields that are present; an error reply to a lock
+/// script call in words.
 pub fn describe(e: &Event) -> String {
+    if let Some(r) = ErrorReply::of(e) {
+        let from = r.server.map_or(String::new(), |s| format!(" from {s}"));
+        let lock = e
+            .lock
+            .as_deref()
+            .map_or(String::new(), |l| format!(" of {l}"));
+        return format!(
+            "error reply{from} to the {} script{lock}: {}",
+            r.script, r.text
+        );
+    }
     let mut s = format!("{} {}", e.kind.as_str(), e.f);
     if e.process == "nemesis" {
         s = e.f.clone();
@@ -154,6 +221,57 @@ mod tests {
     fn wall_clock_format() {
         assert_eq!(wall_clock(EPOCH_NS / 1_000_000 + 3_723_004), "01:02:03.004");
         assert_eq!(wall_clock(EPOCH_NS / 1_000_000 - 500), "-00:00:00.500");
+    }
+
+    #[test]
+    fn error_replies_are_grouped_and_explain_the_missing_grants() {
+        let boom = "ERR user_script:1: boom script: 1b9d, on @user_script:1.";
+        let reply = |i: u64, p: &str, script: &str, text: &str| {
+            let server = Some("redis-0");
+            let mut e = ErrorReply {
+                script,
+                server,
+                text,
+            }
+            .event(p, "L");
+            e.index = i;
+            e.time_ns = i * 1_000_000;
+            e
+        };
+        let acquire = |i: u64, p: &str, kind: EventType| {
+            let mut e = Event::new(p, kind, "acquire").at(i * 1_000_000).lock("L");
+            e.index = i;
+            e
+        };
+        let h = vec![
+            acquire(0, "client-0", EventType::Invoke),
+            reply(1, "client-0", "acquire", boom),
+            acquire(2, "client-0", EventType::Info),
+            acquire(3, "client-1", EventType::Invoke),
+            reply(4, "client-1", "acquire", boom),
+            acquire(5, "client-1", EventType::Info),
+            reply(
+                6,
+                "client-1",
+                "release",
+                "WRONGTYPE Operation against a key",
+            ),
+        ];
+        let text = error_replies(&h);
+        let want = [
+            "error replies to lock scripts: 3, 2 different",
+            &format!("| error reply from redis-0 to the acquire script of L: {boom}"),
+            "... and 1 more like it (to client-0, client-1), the last at 4.000 ms",
+            "| error reply from redis-0 to the release script of L: WRONGTYPE",
+            &format!(
+                "no acquire succeeded: every acquire (2) failed on the same error reply to the \
+                 acquire script: {boom}"
+            ),
+        ];
+        for line in want {
+            assert!(text.contains(line), "{line:?} not in\n{text}");
+        }
+        assert_eq!(error_replies(&h[..1]), "");
     }
 
     #[test]

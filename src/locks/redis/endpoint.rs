@@ -109,6 +109,11 @@ impl Endpoint {
         Err(CallError::Connect("no sentinel answered".into()))
     }
 
+    /// The server the last request went to, until a failure makes the client look again.
+    pub fn server(&self) -> Option<&str> {
+        self.remote.as_ref().map(RedisRemote::host)
+    }
+
     /// Send `args` to the current server, discovering it first if needed.
     pub async fn call(&mut self, ctx: &NodeCtx, args: &[&[u8]]) -> Result<Value, CallError> {
         if self.remote.is_none() {

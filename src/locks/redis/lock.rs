@@ -14,11 +14,17 @@
 //!
 //! Validity is measured on the client's monotonic clock from *before* the request that
 //! set the key: `valid_until = start + ttl − (ttl × drift_factor + 2 ms)`.
+//!
+//! Every error reply to a lock script call (a script that raised an error, `BUSY`, `OOM`)
+//! is recorded as an `error-reply` event ([`crate::history::ERROR_REPLY`]) before the
+//! client acts on it as it always has: the operation's own record says only how it
+//! ended, the event says what the server said.
 
 use super::endpoint::{Call, Endpoint};
 use super::model::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 use super::params::{Acquire, Convention, RedisParams, Renew, ScriptTexts, TokenSource, Unlock};
 use super::resp::Value;
+use crate::history::ErrorReply;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::net::CallError;
 use crate::sim::{FaultPoint, NodeCtx};
@@ -99,14 +105,9 @@ impl RedisLock {
         let token_key = format!("{lock}:token");
         if let Some(us) = self.scripts.clone() {
             if let Some(script) = &us.text.acquire {
-                let r = eval(
-                    &mut self.remote,
-                    ctx,
-                    script,
-                    &[lock],
-                    &us.owner_args(&ttl, value),
-                )
-                .await?;
+                let (keys, args) = ([lock], us.owner_args(&ttl, value));
+                let r =
+                    lock_eval(&mut self.remote, ctx, Script::Acquire, script, &keys, &args).await?;
                 return match (us.convention, r) {
                     // Redisson's tryLockInnerAsync: nil granted, the holder's PTTL busy.
                     (Convention::Redisson, Value::Bulk(None)) => Ok(Attempt::Granted(None)),
@@ -123,9 +124,10 @@ impl RedisLock {
         match self.params.acquire {
             Acquire::SetNxPx => {
                 if self.params.token == TokenSource::Incr {
-                    let r = eval(
+                    let r = lock_eval(
                         &mut self.remote,
                         ctx,
+                        Script::Acquire,
                         TOKEN_ACQUIRE_SCRIPT,
                         &[lock, &token_key],
                         &[value, &ttl],
@@ -188,15 +190,12 @@ impl RedisLock {
                 let user = scripts
                     .as_deref()
                     .and_then(|us| Some((us, us.text.extend.as_ref()?)));
-                let renewed = match user {
-                    Some((us, script)) => {
-                        let args = us.owner_args(&ttl, &value);
-                        eval(&mut remote, &ctx2, script, &[&lock], &args).await
-                    }
-                    None => {
-                        eval(&mut remote, &ctx2, EXTEND_SCRIPT, &[&lock], &[&value, &ttl]).await
-                    }
+                let (script, args) = match user {
+                    Some((us, script)) => (script.as_str(), us.owner_args(&ttl, &value)),
+                    None => (EXTEND_SCRIPT, [value.as_str(), ttl.as_str()]),
                 };
+                let renewed =
+                    lock_eval(&mut remote, &ctx2, Script::Extend, script, &[&lock], &args).await;
                 match renewed {
                     Ok(Value::Integer(n)) if n >= 1 => lease.set(Self::lease_end(&params, start)),
                     // The key is gone or someone else's: the lock is lost; stop renewing.
@@ -231,7 +230,9 @@ impl RedisLock {
                         let _ = self.script_unlock(ctx, &us, lock, value).await;
                     }
                     None => {
-                        let _ = eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await;
+                        let (remote, release) = (&mut self.remote, Script::Release);
+                        let _ =
+                            lock_eval(remote, ctx, release, UNLOCK_SCRIPT, &[lock], &[value]).await;
                     }
                 }
                 Ok(Attempt::Busy)
@@ -252,7 +253,8 @@ impl RedisLock {
         }
         let r = match self.params.unlock {
             Unlock::CompareAndDelete => {
-                eval(&mut self.remote, ctx, UNLOCK_SCRIPT, &[lock], &[value]).await
+                let (remote, release) = (&mut self.remote, Script::Release);
+                lock_eval(remote, ctx, release, UNLOCK_SCRIPT, &[lock], &[value]).await
             }
             Unlock::Del => {
                 let args: [&[u8]; 2] = [b"DEL", lock.as_bytes()];
@@ -284,9 +286,12 @@ impl RedisLock {
                 let latch = format!("redisson_unlock_latch:{{{lock}}}:{value}");
                 let keys = [lock, channel.as_str(), latch.as_str()];
                 let args = ["0", ttl.as_str(), value, "publish", ttl.as_str()];
-                eval(&mut self.remote, ctx, script, &keys, &args).await
+                lock_eval(&mut self.remote, ctx, Script::Release, script, &keys, &args).await
             }
-            Convention::Token => eval(&mut self.remote, ctx, script, &[lock], &[value, &ttl]).await,
+            Convention::Token => {
+                let (keys, args) = ([lock], [value, ttl.as_str()]);
+                lock_eval(&mut self.remote, ctx, Script::Release, script, &keys, &args).await
+            }
         };
         match (us.convention, r) {
             (Convention::Redisson, Ok(Value::Integer(1))) => Ok(true),
@@ -348,6 +353,49 @@ impl RedisLock {
             ctx.sleep_ms_in(*self.params.retry_delay_ms).await;
         }
     }
+}
+
+/// Which lock script a call runs: the `script` of an `error-reply` event.
+#[derive(Debug, Clone, Copy)]
+enum Script {
+    Acquire,
+    Release,
+    Extend,
+}
+
+impl Script {
+    fn name(self) -> &'static str {
+        match self {
+            Script::Acquire => "acquire",
+            Script::Release => "release",
+            Script::Extend => "extend",
+        }
+    }
+}
+
+/// [`eval`] for this client's lock scripts (the user's or the built-in ones), `KEYS[1]`
+/// being the lock: an error reply is recorded as an `error-reply` event
+/// ([`crate::history::ERROR_REPLY`]), then returned unchanged, so the operation ends as
+/// it would without the record. Only error replies add events: a run whose scripts never
+/// fail records exactly what it did before.
+async fn lock_eval(
+    remote: &mut Endpoint,
+    ctx: &NodeCtx,
+    script: Script,
+    text: &str,
+    keys: &[&str],
+    args: &[&str],
+) -> Result<Value, CallError> {
+    let reply = eval(remote, ctx, text, keys, args).await;
+    if let Ok(Value::Error(e)) = &reply {
+        let error = ErrorReply {
+            script: script.name(),
+            server: remote.server(),
+            text: e,
+        };
+        ctx.record(error.event(ctx.name(), keys.first().copied().unwrap_or_default()));
+    }
+    reply
 }
 
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
