@@ -3,7 +3,7 @@
 //! Each run must finish, deterministically, with what a real server would have shown the
 //! clients (`BUSY`, Lua's memory error, a server frozen while the script runs).
 
-use locksim::history::{Event, EventType};
+use locksim::history::{acquire_errors, Event, EventType};
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
 
@@ -82,6 +82,13 @@ fn a_script_that_never_ends_freezes_its_server_then_clients_get_busy() {
             told(&r.history, "BUSY Redis is busy running a script"),
             "{script}"
         );
+        // The run's summary names it: every acquire but the script's own failed on BUSY.
+        let why = acquire_errors(&r.history).expect("acquires got error replies");
+        assert!(
+            why.error.starts_with("BUSY Redis is busy"),
+            "{script}: {why:?}"
+        );
+        assert!(why.count + 2 >= why.acquires, "{script}: {why:?}");
     }
 }
 
@@ -93,6 +100,9 @@ fn a_script_that_allocates_without_bound_gets_an_error_and_the_run_ends() {
     assert!(script_freezes(&r.history).is_empty());
     assert_eq!(grants(&r.history), 0);
     assert!(told(&r.history, "not enough memory"));
+    let why = acquire_errors(&r.history).expect("acquires got error replies");
+    assert_eq!((why.distinct, why.count), (1, why.acquires), "{why:?}");
+    assert!(why.error.ends_with("not enough memory"), "{why:?}");
 }
 
 #[test]
@@ -110,13 +120,25 @@ fn a_slow_script_costs_simulated_time_and_the_lock_still_works() {
 
 #[test]
 fn sentinels_kill_a_script_that_never_ends() {
-    // Real Sentinel sends SCRIPT KILL to a primary that is down and answers BUSY.
+    // Real Sentinel sends SCRIPT KILL to a primary that is down and answers BUSY: the
+    // killed script's client has long timed out, but redis-0 serves again, and the next
+    // acquire runs the script there once more.
+    let on_primary = |r: &locksim::RunResult| {
+        r.history
+            .iter()
+            .filter(|e| {
+                e.f == "pause"
+                    && e.value.as_ref().is_some_and(|v| v["at"] == "script")
+                    && e.nodes.as_deref() == Some(&["redis-0".to_string()][..])
+            })
+            .count()
+    };
     let s = scenario_of("redis-replicated", "endless.lua", 4000);
     let r = run_twice(&s);
-    assert!(told(&r.history, "Script killed by user with SCRIPT KILL"));
-    // Sentinels cannot kill one that wrote: only failovers move the clients on.
+    assert!(on_primary(&r) >= 2, "{}", on_primary(&r));
+    // Sentinels cannot kill one that wrote: redis-0 stays busy, failovers move clients on.
     let s = scenario_of("redis-replicated", "writes-then-endless.lua", 4000);
     let r = run_twice(&s);
-    assert!(!told(&r.history, "Script killed by user"));
+    assert_eq!(on_primary(&r), 1);
     assert!(r.history.iter().any(|e| e.f == "promote"));
 }

@@ -117,6 +117,9 @@ impl RedisLock {
                         Ok(Attempt::Granted(None))
                     }
                     (Convention::Token, Value::Integer(0) | Value::Bulk(None)) => Ok(Attempt::Busy),
+                    // The server refused to run it (another script holds it): nothing
+                    // happened, so try again later, as when the lock is held.
+                    (_, Value::Error(e)) if e.starts_with("BUSY ") => Ok(Attempt::Busy),
                     (_, other) => Err(CallError::Io(format!("acquire script replied {other:?}"))),
                 };
             }
