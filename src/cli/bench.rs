@@ -255,6 +255,28 @@ fn bench_scripts(pairs: u32) {
         ours / plain,
         redisson / plain
     );
+    bench_endless_script();
+}
+
+/// What a script that never ends costs in real time: the model runs it to its budget
+/// (Redis's default 5 s `busy-reply-threshold` of simulated Lua) once per busy period.
+fn bench_endless_script() {
+    use crate::locks::redis::model::RedisServer;
+    let mut server = RedisServer::new();
+    let mut client = server.connect();
+    let eval: Vec<Vec<u8>> = ["EVAL", "while true do end", "0"]
+        .iter()
+        .map(|w| w.as_bytes().to_vec())
+        .collect();
+    let start = Instant::now();
+    let out = std::hint::black_box(server.execute_as(&mut client, 0, &eval));
+    let wall = start.elapsed().as_secs_f64();
+    let instructions = out.script.map_or(0, |r| r.instructions);
+    println!(
+        "lua: a script that never ends, run to the default budget ({:.0} M instructions, 5 s of simulated Lua): {wall:.2} s, {:.0} M instructions/s",
+        instructions as f64 / 1e6,
+        instructions as f64 / 1e6 / wall
+    );
 }
 
 /// An empty turmoil simulation with the same hosts, tick and duration.
