@@ -233,32 +233,39 @@ fn bad_command_lines_are_rejected() {
     }
 }
 
-/// `--seeds 0..u64::MAX` streams: the first seeds' lines come out at once, memory stays
-/// flat, and SIGTERM ends it with the summary of the finished seeds and exit 143.
-#[test]
-fn an_endless_sweep_streams_and_stops_cleanly_on_sigterm() {
-    // `timeout -s KILL 60` is the watchdog: this test must never hang CI. `--foreground`
-    // makes it forward our TERM to locksim once (without it, it signals its process group
-    // too, and a second TERM ends the run before its summary).
+/// `locksim run ARGS --json - --quiet` under a 1 GiB memory limit and `timeout -s KILL 60`,
+/// the watchdog that keeps a test from hanging CI (`--foreground` makes it forward our
+/// TERM to locksim once; without it, it signals its process group too, and a second TERM
+/// ends the run before its summary). Its stdout is drained by the thread returned: a
+/// full pipe would block the run's writes, and a process blocked in write(2) cannot act
+/// on a signal.
+fn watched_run(args: &str) -> (std::process::Child, std::thread::JoinHandle<String>) {
     let mut child = Command::new("bash")
         .args([
             "-c",
             &format!(
-                "ulimit -v 1048576; exec timeout --foreground -s KILL 60 {BIN} run sims/redis-01-pause-past-lease.toml --seeds 0..18446744073709551615 --jobs 1 --json - --quiet"
+                "ulimit -v 1048576; exec timeout --foreground -s KILL 60 {BIN} run {args} --json - --quiet"
             ),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("runs");
-    // Drain stdout while the sweep runs: a full pipe would block the sweep's writes, and
-    // a process blocked in write(2) cannot act on the signal.
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut out = String::new();
         stdout.read_to_string(&mut out).unwrap();
         out
     });
+    (child, reader)
+}
+
+/// `--seeds 0..u64::MAX` streams: the first seeds' lines come out at once, memory stays
+/// flat, and SIGTERM ends it with the summary of the finished seeds and exit 143.
+#[test]
+fn an_endless_sweep_streams_and_stops_cleanly_on_sigterm() {
+    let (mut child, reader) =
+        watched_run("sims/redis-01-pause-past-lease.toml --seeds 0..18446744073709551615 --jobs 1");
     std::thread::sleep(Duration::from_secs(3));
     // `timeout` forwards TERM to locksim.
     let pid = child.id().to_string();
@@ -296,24 +303,7 @@ const DENSEST_HOUR: &str =
 #[test]
 fn sigterm_mid_seed_ends_the_densest_hour_promptly() {
     let s = temp("densest-hour.toml", DENSEST_HOUR.as_bytes());
-    // As in the sweep test above: `timeout` is the watchdog and forwards our TERM once.
-    let mut child = Command::new("bash")
-        .args([
-            "-c",
-            &format!(
-                "ulimit -v 1048576; exec timeout --foreground -s KILL 60 {BIN} run '{s}' --seed 0 --json - --quiet"
-            ),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("runs");
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        stdout.read_to_string(&mut out).unwrap();
-        out
-    });
+    let (mut child, reader) = watched_run(&format!("'{s}' --seed 0"));
     // Long enough to be well inside the seed (the hour takes most of a minute).
     std::thread::sleep(Duration::from_secs(2));
     let sent = Instant::now();
