@@ -481,17 +481,10 @@ async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
                             }
                         }
                         Step::Endless(threshold) => {
-                            // Replies before the script go out while it runs.
-                            if !out.is_empty() && stream.write_all(&out).await.is_err() {
+                            let io = (&mut stream, &mut out);
+                            if !endless_script(ctx, io, client.resp, inbox, threshold).await {
                                 return false;
                             }
-                            out.clear();
-                            ctx.busy_for(threshold, "script").await;
-                            // The script's reply comes when SCRIPT KILL stops it.
-                            let Some(reply) = inbox.recv().await else {
-                                return false;
-                            };
-                            reply.encode_resp(client.resp, &mut out);
                         }
                         Step::Shutdown => ctx.exit().await,
                         Step::Sync => {
@@ -548,6 +541,33 @@ async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
                 };
                 buf.extend_from_slice(&chunk[..n]);
             }
+        }
+    }
+}
+
+/// A script that does not end, on its connection: the replies before it go out, the node
+/// freezes for `busy-reply-threshold`, then the connection waits for the script's reply
+/// (an error), which `SCRIPT KILL` delivers; pub/sub messages queued before it go out
+/// first. False when the connection is gone.
+async fn endless_script<S: AsyncRead + AsyncWrite + Unpin>(
+    ctx: &NodeCtx,
+    (stream, out): (&mut ClientIo<'_, S>, &mut Vec<u8>),
+    resp: u8,
+    inbox: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+    threshold: Duration,
+) -> bool {
+    if !out.is_empty() && stream.write_all(out).await.is_err() {
+        return false;
+    }
+    out.clear();
+    ctx.busy_for(threshold, "script").await;
+    loop {
+        let Some(msg) = inbox.recv().await else {
+            return false;
+        };
+        msg.encode_resp(resp, out);
+        if matches!(msg, Value::Error(_)) {
+            return true;
         }
     }
 }
