@@ -160,7 +160,35 @@ fn catch_signals() -> (Arc<AtomicBool>, Arc<AtomicBool>) {
             signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone());
         let _ = signal_hook::flag::register(signal, flag.clone());
     }
+    exit_if_stuck(sigint.clone(), sigterm.clone());
     (sigint, sigterm)
+}
+
+/// How long a run may take to stop after the first signal before the process exits
+/// without its summary.
+const STUCK_AFTER_SIGNAL: Duration = Duration::from_secs(5);
+
+/// The backstop of the first signal: a seed stops at its next simulation step, but one
+/// stuck inside a single step (a user's Lua script in a C function no hook interrupts,
+/// such as a pathological `string.find` pattern) never reaches it. Then the process exits
+/// anyway, with the signal's code. A thread of the CLI, outside every simulation.
+fn exit_if_stuck(sigint: Arc<AtomicBool>, sigterm: Arc<AtomicBool>) {
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let code = if sigterm.load(Ordering::Relaxed) {
+            EXIT_SIGTERM
+        } else if sigint.load(Ordering::Relaxed) {
+            130
+        } else {
+            continue;
+        };
+        std::thread::sleep(STUCK_AFTER_SIGNAL);
+        eprintln!(
+            "locksim: a seed did not stop within {} s of the signal (stuck in one step, e.g. a Lua script); exiting without the summary",
+            STUCK_AFTER_SIGNAL.as_secs()
+        );
+        std::process::exit(i32::from(code));
+    });
 }
 
 /// The progress line's words: how many finished seeds violated a check, and how far

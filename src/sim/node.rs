@@ -59,6 +59,9 @@ pub struct NodeState {
     /// True time (ns) until which the disk is stalled: an fsync started before then
     /// completes then. A property of the device, so a crash does not clear it.
     disk_stalled_until: Cell<u64>,
+    /// The current freeze is the node's own work ([`NodeCtx::busy_for`]): its resume is
+    /// not a fault healing, so it is not recorded.
+    quiet_resume: Cell<bool>,
 }
 
 impl NodeState {
@@ -75,7 +78,13 @@ impl NodeState {
             crashed: Cell::new(false),
             starts: Cell::new(0),
             disk_stalled_until: Cell::new(0),
+            quiet_resume: Cell::new(false),
         }
+    }
+
+    /// Whether the resume due now ends the node's own busy freeze (and clears it).
+    pub fn take_quiet_resume(&self) -> bool {
+        self.quiet_resume.replace(false)
     }
 
     /// State for incarnation `incarnation` of node `name` started in a fresh process (live
@@ -328,7 +337,8 @@ impl NodeCtx {
     }
 
     /// The node's one thread is busy for `d` (a long script in Redis): every task freezes
-    /// until then, as under a pause, recorded as a pause `at`. Live, the thread blocks.
+    /// until then, as under a pause. Recorded as the node's own `busy` event (`at` says
+    /// why), not a fault: no `pause`/`resume` for the nemesis. Live, the thread blocks.
     pub async fn busy_for(&self, d: Duration, at: &str) {
         if d.is_zero() {
             return;
@@ -338,7 +348,16 @@ impl NodeCtx {
             std::thread::sleep(d);
             return;
         }
-        self.pause_self(d.as_nanos() as u64, at).await;
+        let duration_ns = d.as_nanos() as u64;
+        self.record(
+            self.event(EventType::Event, "busy")
+                .value(serde_json::json!({
+                    "duration_ms": duration_ns as f64 / 1e6,
+                    "at": at,
+                })),
+        );
+        self.state.quiet_resume.set(true);
+        self.freeze(duration_ns).await;
     }
 
     /// The process exits on its own (Redis's `SHUTDOWN`): in a simulation a crash with no
@@ -372,6 +391,11 @@ impl NodeCtx {
                     "at": at,
                 })),
         );
+        self.freeze(duration_ns).await;
+    }
+
+    /// Freeze the whole node now for `duration_ns`: the driver resumes it.
+    async fn freeze(&self, duration_ns: u64) {
         self.state.pause.pause();
         self.state
             .requests

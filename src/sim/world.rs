@@ -291,7 +291,9 @@ impl Driver {
                 let s = &self.nodes[&node];
                 if s.pause.is_paused() {
                     s.pause.resume();
-                    self.record(now, "resume", vec![node], json!(null));
+                    if !s.take_quiet_resume() {
+                        self.record(now, "resume", vec![node], json!(null));
+                    }
                 }
             }
             Action::Partition {
@@ -362,6 +364,8 @@ impl Driver {
                 sim.crash(node.as_str());
                 self.kernel.set_down(&node, true);
                 s.set_crashed(true);
+                // A busy freeze ends with the process.
+                s.take_quiet_resume();
                 // Jepsen's convention: a crashed process's outstanding operation is
                 // indeterminate; the restarted process then invokes afresh.
                 if let Some(last) = self.recorder.last_op_of(&node) {

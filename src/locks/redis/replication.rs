@@ -49,8 +49,9 @@ pub struct Stream {
     /// then writes are not buffered and the offset stays 0, as `ROLE` shows on a fresh
     /// server.
     backlog: bool,
-    /// Per replica: (link id, acknowledged offset).
-    acks: BTreeMap<String, (u64, u64)>,
+    /// Per replica: (link id, acknowledged offset; none before its first `REPLCONF ACK`,
+    /// while it loads the snapshot, so WAIT does not count it yet).
+    acks: BTreeMap<String, (u64, Option<u64>)>,
     next_link: u64,
     changed: Rc<Notify>,
 }
@@ -87,7 +88,10 @@ impl Stream {
     }
 
     fn acked(&self, target: u64) -> usize {
-        self.acks.values().filter(|(_, off)| *off >= target).count()
+        self.acks
+            .values()
+            .filter(|(_, off)| off.is_some_and(|off| off >= target))
+            .count()
     }
 }
 
@@ -102,6 +106,7 @@ pub fn role_reply(n: &RedisNodeState) -> Value {
                     .acks
                     .iter()
                     .map(|(name, (_, off))| {
+                        let off = off.unwrap_or(0);
                         Value::array(vec![
                             Value::bulk(name.as_bytes()),
                             Value::bulk(REDIS_PORT.to_string().as_bytes()),
@@ -217,7 +222,7 @@ pub async fn feed_replica(
         let offset = n.stream.offset();
         let link = n.stream.next_link;
         n.stream.next_link += 1;
-        n.stream.acks.insert(peer.clone(), (link, 0));
+        n.stream.acks.insert(peer.clone(), (link, None));
         n.stream.backlog = true;
         let mut hello = format!("+FULLRESYNC {} {}\r\n", n.stream.replid, offset).into_bytes();
         Value::bulk(&encode_commands(&n.server.snapshot())).encode(&mut hello);
@@ -257,7 +262,7 @@ pub async fn feed_replica(
                         let mut n = node.borrow_mut();
                         if let Some(entry) = n.stream.acks.get_mut(&peer) {
                             if entry.0 == link {
-                                entry.1 = off;
+                                entry.1 = Some(off);
                             }
                         }
                         n.stream.changed.notify_waiters();

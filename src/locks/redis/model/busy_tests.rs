@@ -143,6 +143,9 @@ fn scripts_cannot_catch_their_way_past_the_budget() {
         "while true do pcall(function() while true do end end) end",
         "while true do xpcall(function() while true do end end, function(e) return e end) end",
         "local n = 0 while true do local ok = pcall(error, 'x') n = n + 1 end",
+        // Lua runs this handler with hooks off: it must not run for a stopped script.
+        "return xpcall(function() while true do end end, function(e) while true do end end)",
+        "while true do string.rep('', 2147483647) end",
     ] {
         let out = on(&mut s, &mut a, &["EVAL", body, "0"]);
         assert!(out.script.unwrap().endless, "{body}");
@@ -220,4 +223,40 @@ fn a_restart_forgets_the_busy_script() {
     s.load(T0, &[]);
     assert!(!s.busy());
     assert_eq!(on(&mut s, &mut b, &["PING"]).reply, Value::simple("PONG"));
+}
+
+#[test]
+fn what_runs_with_hooks_off_is_gone() {
+    // Redis 7.0 has no newproxy (whose __gc would run with hooks off), getfenv, setfenv.
+    let (mut s, mut a, _) = server(5000);
+    for name in [
+        "newproxy", "getfenv", "setfenv", "dofile", "loadfile", "print",
+    ] {
+        let body = format!("return {name}");
+        let r = on(&mut s, &mut a, &["EVAL", &body, "0"]).reply;
+        assert!(
+            matches!(&r, Value::Error(e) if e.contains("nonexistent global variable")),
+            "{name}: {r:?}"
+        );
+    }
+    assert_eq!(
+        on(&mut s, &mut a, &["EVAL", "return string.rep('ab', 3)", "0"]).reply,
+        Value::bulk(b"ababab")
+    );
+}
+
+#[test]
+fn garbage_a_script_caught_is_collected_for_the_next() {
+    let (mut s, mut a, _) = server(5000);
+    let hoard = "local t = {} local ok = pcall(function() while true do t[#t + 1] = string.rep('x', 1024) .. #t end end) return 1";
+    assert_eq!(
+        on(&mut s, &mut a, &["EVAL", hoard, "0"]).reply,
+        Value::int(1)
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            on(&mut s, &mut a, &["EVAL", "return 'alive'", "0"]).reply,
+            Value::bulk(b"alive")
+        );
+    }
 }

@@ -259,15 +259,28 @@ pcall = function(...)
   return unpack(r, 1, r.n)
 end
 
-xpcall = function(...)
+xpcall = function(f, handler, ...)
   local r = {n = 0}
   local function pack(...) r = {n = select('#', ...), ...} end
-  pack(rawxpcall(...))
+  -- Lua runs a message handler for an error raised by the count hook with hooks off: a
+  -- stopped script's handler must not run at all.
+  pack(rawxpcall(f, function(e)
+    if interrupted() then return e end
+    return handler(e)
+  end, ...))
   if not r[1] and interrupted() then error(KILLED, 0) end
   return unpack(r, 1, r.n)
 end
 
-dofile, loadfile, print = nil, nil, nil
+-- string.rep of '' loops n times in C, where no hook runs: same result, at once.
+local rep = string.rep
+string.rep = function(s, n, ...)
+  if s == '' and type(n) == 'number' and select('#', ...) == 0 then return '' end
+  return rep(s, n, ...)
+end
+
+-- Redis 7.0 has none of these; newproxy's __gc would run with hooks off.
+dofile, loadfile, print, newproxy, getfenv, setfenv = nil, nil, nil, nil, nil, nil
 rawset(_G, 'redis', redis)
 setmetatable(_G, {
   __index = function(_, k)
@@ -397,12 +410,16 @@ impl LuaEngine {
     pub(crate) fn load(&mut self, body: &[u8]) -> Result<String, Value> {
         let sha = sha1_hex(body);
         if !self.scripts.contains_key(&sha) {
-            let f = self
-                .lua
-                .load(body)
-                .set_name("@user_script")
-                .into_function()
-                .map_err(|e| compile_error(&e))?;
+            let compile = || self.lua.load(body).set_name("@user_script").into_function();
+            let f = match compile() {
+                // Garbage a script left may fill the cap: collect it and try once more.
+                Err(mlua::Error::MemoryError(_)) => {
+                    let _ = self.lua.gc_collect();
+                    compile()
+                }
+                other => other,
+            }
+            .map_err(|e| compile_error(&e))?;
             self.scripts.insert(sha.clone(), f);
         }
         Ok(sha)
@@ -454,9 +471,9 @@ impl LuaEngine {
             endless: self.ticks.get() > self.budget.get(),
         };
         self.budget.set(u64::MAX);
-        if is_memory_error(&reply) {
-            // What the script built is garbage now (it cannot keep globals): free it, so
-            // the next script has the whole cap.
+        if is_memory_error(&reply) || self.lua.used_memory() > MEMORY_LIMIT / 2 {
+            // What the script built is garbage now (it cannot keep globals), even when it
+            // caught its memory error: free it, so the next script has the whole cap.
             let _ = self.lua.gc_collect();
         }
         (reply, run)
