@@ -1,6 +1,7 @@
 //! Differential fidelity through the node: the commands the Redis *node* answers around
 //! the model (WAIT, ROLE, REPLICAOF's arity), and a script that does not end (BUSY for
-//! other clients, what Redis still serves then, SCRIPT KILL, UNKILLABLE, SHUTDOWN NOSAVE).
+//! other clients, what Redis still serves then, SCRIPT KILL, in a transaction too,
+//! UNKILLABLE, SHUTDOWN NOSAVE).
 //! The same requests go over TCP, through the same client code, to a real `redis-server`
 //! and to the model served by `locksim serve redis` (in this process), and every reply
 //! is compared. `tests/redis_fidelity.rs` drives the model itself; these answers come
@@ -210,6 +211,26 @@ fn killable_script(h: &mut Harness) {
     h.same(b, &["SCRIPT", "KILL"]);
 }
 
+/// A script that never ends inside a transaction: EXEC's whole array waits for the kill,
+/// with the killed script's error in it, and the commands after it run then.
+fn script_in_a_transaction(h: &mut Harness) {
+    let (a, b) = (h.open(), h.open());
+    for args in [&["MULTI"][..], &["SET", "t1", "x"]] {
+        h.same(a, args);
+    }
+    for args in [&["EVAL", "while true do end", "0"][..], &["SET", "t2", "y"]] {
+        h.same(a, args);
+    }
+    h.send(a, &["EXEC"]);
+    assert!(err_starting(&h.same(b, &["GET", "t1"]), "BUSY"));
+    assert_eq!(h.same(b, &["SCRIPT", "KILL"]), Got::Reply(Value::ok()));
+    let exec = h.expect_same(a, "EXEC around a killed script");
+    assert!(matches!(exec, Got::Reply(Value::Array(Some(ref v))) if v.len() == 3));
+    for args in [&["GET", "t1"][..], &["GET", "t2"]] {
+        h.same(b, args);
+    }
+}
+
 /// A script that wrote and never ends: SCRIPT KILL is refused; SHUTDOWN NOSAVE ends the
 /// server, closing every connection.
 fn unkillable_script(h: &mut Harness) {
@@ -238,6 +259,7 @@ fn the_node_answers_like_redis_server() {
     };
     node_commands(&mut h);
     killable_script(&mut h);
+    script_in_a_transaction(&mut h);
     unkillable_script(&mut h);
     eprintln!("{} replies compared, all equal", h.compared);
     assert!(h.compared >= 45, "steps went missing");

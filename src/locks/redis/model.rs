@@ -120,10 +120,12 @@ pub struct Outcome {
     pub close: bool,
     /// What the script this command ran cost (`EVAL`, `EVALSHA`). When it is
     /// [`ScriptRun::endless`] the server is [busy](RedisServer::busy) and `reply` is held
-    /// back: it reaches the connection as a delivery once `SCRIPT KILL` stops the script.
+    /// back: it reaches the connection as [`Outcome::killed`] once `SCRIPT KILL` stops it.
     pub script: Option<ScriptRun>,
     /// The server stops (`SHUTDOWN`): no reply, every connection closes.
     pub shutdown: bool,
+    /// `SCRIPT KILL` stopped the busy script: its connection and the reply it gets.
+    pub killed: Option<(ClientId, Value)>,
 }
 
 /// Side effects collected while a command runs.
@@ -137,6 +139,7 @@ pub(crate) struct Effects {
     pub(crate) close: bool,
     pub(crate) script: Option<ScriptRun>,
     pub(crate) shutdown: bool,
+    pub(crate) killed: Option<(ClientId, Value)>,
 }
 
 /// One command's execution context: the time, the database and the side effects.
@@ -267,6 +270,7 @@ impl RedisServer {
             close: c.fx.close,
             script: c.fx.script,
             shutdown: c.fx.shutdown,
+            killed: c.fx.killed,
         }
     }
 
@@ -320,6 +324,7 @@ impl RedisServer {
             close: false,
             script: None,
             shutdown: false,
+            killed: None,
         }
     }
 

@@ -49,6 +49,11 @@ pub struct RedisNodeState {
     persistence: Persistence,
     /// Each open connection's inbox for pub/sub messages other connections publish.
     mailboxes: BTreeMap<ClientId, tokio::sync::mpsc::UnboundedSender<Value>>,
+    /// What a script that never ends (or the `EXEC` holding it) wrote: propagated when
+    /// `SCRIPT KILL` ends it, as Redis propagates a command once it returns.
+    held_effects: Vec<Vec<Vec<u8>>>,
+    /// Where `SCRIPT KILL` sends the busy script's reply: its connection waits on it.
+    killed_reply: Option<tokio::sync::oneshot::Sender<Value>>,
 }
 
 impl RedisNodeState {
@@ -106,6 +111,8 @@ pub async fn run_node_with(
         applied: 0,
         persistence,
         mailboxes: BTreeMap::new(),
+        held_effects: Vec::new(),
+        killed_reply: None,
     }));
     {
         let (ctx2, node) = (ctx.clone(), node.clone());
@@ -239,8 +246,9 @@ enum Step {
     /// A script held the server this long: the node freezes, then the replies go.
     Script(Duration, Vec<Value>),
     /// A script that does not end: the node freezes for `busy-reply-threshold`, then
-    /// serves others (`BUSY`) while this connection waits for `SCRIPT KILL`.
-    Endless(Duration),
+    /// serves others (`BUSY`) while this connection waits for the reply `SCRIPT KILL`
+    /// sends.
+    Endless(Duration, tokio::sync::oneshot::Receiver<Value>),
     /// `SHUTDOWN`: the process exits.
     Shutdown,
 }
@@ -371,19 +379,33 @@ fn execute(
         return Step::Shutdown;
     }
     let endless = out.script.is_some_and(|s| s.endless);
-    // A script that never ends never propagates: its writes stay where Redis leaves them.
-    if !replica && !endless {
+    if !replica && endless {
+        // Nothing leaves until the script ends (an unkillable one never does).
+        node.borrow_mut().held_effects = out.propagate.clone();
+    } else if !replica {
         record_expired(ctx, &out.expired);
         propagate(ctx, node, &out.propagate);
         if !out.propagate.is_empty() {
             // What this client's WAIT waits for (Redis's `c->woff`).
             *last_write = node.borrow().stream.offset();
         }
+        release_held_effects(ctx, node);
     }
     deliver(node, out.deliveries);
+    if let Some((_, reply)) = out.killed {
+        if let Some(tx) = node.borrow_mut().killed_reply.take() {
+            let _ = tx.send(reply);
+        }
+    }
     if endless {
-        let threshold = node.borrow().server.config().busy_reply_threshold_ms;
-        return Step::Endless(Duration::from_millis(threshold).saturating_sub(spent));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let threshold = {
+            let mut n = node.borrow_mut();
+            n.killed_reply = Some(tx);
+            n.server.config().busy_reply_threshold_ms
+        };
+        let freeze = Duration::from_millis(threshold).saturating_sub(spent);
+        return Step::Endless(freeze, rx);
     }
     let mut replies = Vec::with_capacity(1 + out.more.len());
     replies.push(out.reply);
@@ -396,6 +418,18 @@ fn execute(
         _ if out.close => Step::Close(replies),
         _ => Step::Replies(replies),
     }
+}
+
+/// Once the busy script was killed, what it (or its `EXEC`) wrote goes out.
+fn release_held_effects(ctx: &NodeCtx, node: &Node) {
+    let held = {
+        let mut n = node.borrow_mut();
+        if n.held_effects.is_empty() || n.server.busy() {
+            return;
+        }
+        std::mem::take(&mut n.held_effects)
+    };
+    propagate(ctx, node, &held);
 }
 
 /// Hand pub/sub messages to the subscribers' connections.
@@ -480,9 +514,10 @@ async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
                                 v.encode_resp(client.resp, &mut out);
                             }
                         }
-                        Step::Endless(threshold) => {
+                        Step::Endless(threshold, killed) => {
                             let io = (&mut stream, &mut out);
-                            if !endless_script(ctx, io, client.resp, inbox, threshold).await {
+                            let wait = (&mut *inbox, killed);
+                            if !endless_script(ctx, io, client.resp, wait, threshold).await {
                                 return false;
                             }
                         }
@@ -546,14 +581,17 @@ async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// A script that does not end, on its connection: the replies before it go out, the node
-/// freezes for `busy-reply-threshold`, then the connection waits for the script's reply
-/// (an error), which `SCRIPT KILL` delivers; pub/sub messages queued before it go out
-/// first. False when the connection is gone.
+/// freezes for `busy-reply-threshold`, then the connection waits for the script's reply,
+/// which `SCRIPT KILL` sends on `killed`; pub/sub messages queued before it go out first.
+/// False when the connection is gone (or the script never ends).
 async fn endless_script<S: AsyncRead + AsyncWrite + Unpin>(
     ctx: &NodeCtx,
     (stream, out): (&mut ClientIo<'_, S>, &mut Vec<u8>),
     resp: u8,
-    inbox: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+    (inbox, mut killed): (
+        &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+        tokio::sync::oneshot::Receiver<Value>,
+    ),
     threshold: Duration,
 ) -> bool {
     if !out.is_empty() && stream.write_all(out).await.is_err() {
@@ -562,12 +600,19 @@ async fn endless_script<S: AsyncRead + AsyncWrite + Unpin>(
     out.clear();
     ctx.busy_for(threshold, "script").await;
     loop {
-        let Some(msg) = inbox.recv().await else {
-            return false;
-        };
-        msg.encode_resp(resp, out);
-        if matches!(msg, Value::Error(_)) {
-            return true;
+        tokio::select! {
+            biased;
+            msg = inbox.recv() => match msg {
+                Some(m) => m.encode_resp(resp, out),
+                None => return false,
+            },
+            reply = &mut killed => match reply {
+                Ok(r) => {
+                    r.encode_resp(resp, out);
+                    return true;
+                }
+                Err(_) => return false,
+            },
         }
     }
 }

@@ -49,6 +49,14 @@ impl RedisServer {
         }
     }
 
+    /// The reply a busy script's connection gets when it is killed becomes `reply` (the
+    /// `EXEC` holding the script: its array, the killed script's error inside).
+    pub(crate) fn hold_for_busy_script(&mut self, reply: &Value) {
+        if let Some(b) = &mut self.busy {
+            b.reply = reply.clone();
+        }
+    }
+
     /// `processCommand`'s busy check: a command not allowed while a script runs past the
     /// threshold is refused (EXEC discards the transaction, and a queued command flags it).
     pub(crate) fn refuse_when_busy(&mut self, spec: &Spec, client: &mut Client) -> Option<Value> {
@@ -83,7 +91,7 @@ impl RedisServer {
                 Value::err(ERR_UNKILLABLE)
             }
             Some(b) => {
-                c.fx.deliveries.push((b.client, b.reply));
+                c.fx.killed = Some((b.client, b.reply));
                 Value::ok()
             }
         }

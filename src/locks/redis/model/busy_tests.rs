@@ -81,7 +81,7 @@ fn an_endless_script_stops_at_its_budget_and_holds_the_server() {
     // SCRIPT KILL: OK, and the script's connection gets its reply.
     let kill = on(&mut s, &mut b, &["SCRIPT", "KILL"]);
     assert_eq!(kill.reply, Value::ok());
-    assert_eq!(kill.deliveries, vec![(a.id, out.reply)]);
+    assert_eq!(kill.killed, Some((a.id, out.reply)));
     assert!(!s.busy());
     assert_eq!(
         on(&mut s, &mut b, &["SCRIPT", "KILL"]).reply,
@@ -100,7 +100,7 @@ fn a_script_that_wrote_is_unkillable() {
     assert_eq!(run.first_write_at, Some(0));
     let kill = on(&mut s, &mut b, &["SCRIPT", "KILL"]);
     assert!(matches!(&kill.reply, Value::Error(e) if e.starts_with("UNKILLABLE Sorry")));
-    assert!(kill.deliveries.is_empty() && s.busy());
+    assert!(kill.killed.is_none() && s.busy());
     assert_eq!(on(&mut s, &mut b, &["SHUTDOWN"]).reply, err(ERR_BUSY));
     assert!(!on(&mut s, &mut b, &["SHUTDOWN"]).shutdown);
     assert!(on(&mut s, &mut b, &["SHUTDOWN", "NOSAVE"]).shutdown);

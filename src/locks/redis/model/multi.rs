@@ -186,6 +186,9 @@ impl RedisServer {
             };
             replies.push(reply);
         }
-        Value::array(replies)
+        let replies = Value::array(replies);
+        // A script in it never ends: EXEC's whole reply waits for SCRIPT KILL.
+        self.hold_for_busy_script(&replies);
+        replies
     }
 }

@@ -6,7 +6,7 @@
 use super::commands::{lookup, LookupError, NOSCRIPT, WRITE};
 use super::connection::help;
 pub(crate) use super::lua::ERR_NOSCRIPT;
-use super::lua::{LuaEngine, INSTRUCTIONS_PER_MS};
+use super::lua::{LuaEngine, ScriptRun, INSTRUCTIONS_PER_MS};
 use super::{lossy, Client, Ctx, RedisServer, ERR_NOT_INT};
 use crate::locks::redis::resp::{parse_i64, Value};
 
@@ -68,7 +68,15 @@ impl RedisServer {
         c.db = cl.db;
         run.first_write_at = first_write_at;
         self.script_ran(cl.id, run, &reply);
-        c.fx.script = Some(run);
+        // A transaction's scripts add up.
+        c.fx.script = Some(match c.fx.script {
+            None => run,
+            Some(before) => ScriptRun {
+                instructions: before.instructions + run.instructions,
+                first_write_at: before.first_write_at.or(run.first_write_at),
+                endless: before.endless || run.endless,
+            },
+        });
         reply
     }
 
