@@ -248,10 +248,14 @@ fn what_runs_with_hooks_off_is_gone() {
 #[test]
 fn garbage_a_script_caught_is_collected_for_the_next() {
     let (mut s, mut a, _) = server(5000);
-    let hoard = "local t = {} local ok = pcall(function() while true do t[#t + 1] = string.rep('x', 1024) .. #t end end) return 1";
-    assert_eq!(
-        on(&mut s, &mut a, &["EVAL", hoard, "0"]).reply,
-        Value::int(1)
+    // Fills the cap inside a pcall. Where the memory error strikes is Lua's affair (it may
+    // also strike outside the pcall, in the wrapper's own allocations), so either reply
+    // is right; what matters is that the next scripts run.
+    let hoard = "local t = {} local ok = pcall(function() while true do t[#t + 1] = string.rep('x', 65536) .. #t end end) return 1";
+    let r = on(&mut s, &mut a, &["EVAL", hoard, "0"]).reply;
+    assert!(
+        r == Value::int(1) || matches!(&r, Value::Error(e) if e.ends_with("not enough memory")),
+        "{r:?}"
     );
     for _ in 0..3 {
         assert_eq!(
