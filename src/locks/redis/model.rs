@@ -29,8 +29,9 @@
 //!   propagated (Redis sends it to replicas only).
 //! - Active expiry ([`RedisServer::active_expire`]) removes every expired key at once
 //!   instead of sampling.
-//! - A script's Lua runs with a deterministic instruction budget instead of
-//!   `busy-reply-threshold` (a real server would keep running it, answering BUSY).
+//! - A script's Lua runs to a deterministic instruction budget (`busy-reply-threshold`
+//!   worth): one still running then is taken never to end, and the server is busy
+//!   (`BUSY`, `SCRIPT KILL`: see `busy`) where a real one might end it later.
 //!
 //! Time: `now_ms` is the server's *wall* clock (ms since the Unix epoch). Keys store an
 //! absolute expire-at time and are compared with `now_ms`, so a wall-clock jump forward
