@@ -37,14 +37,14 @@
 //! says how to install it: it never skips silently. `ETCD_FIDELITY_DUMP=1` prints etcd's
 //! whole transcript.
 
-#[path = "support/real_etcd.rs"]
-mod real_etcd;
-#[path = "support/served.rs"]
-mod served;
 #[path = "etcd_fidelity/kv.rs"]
 mod kv;
 #[path = "etcd_fidelity/leases.rs"]
 mod leases;
+#[path = "support/real_etcd.rs"]
+mod real_etcd;
+#[path = "support/served.rs"]
+mod served;
 
 use locksim::history::Recorder;
 use locksim::locks::raft::etcdpb::etcdserverpb as pb;

@@ -6,7 +6,11 @@ use super::*;
 // ---------------------------------------------------------------- generators
 
 /// Random real-time intervals: (process, call, ret) with per-process sequential ops.
-pub(in crate::linearizability) fn intervals(n: usize, procs: u32, seed: &[u16]) -> Vec<(u32, u64, u64)> {
+pub(in crate::linearizability) fn intervals(
+    n: usize,
+    procs: u32,
+    seed: &[u16],
+) -> Vec<(u32, u64, u64)> {
     let mut t = vec![0u64; procs as usize];
     let mut out = Vec::new();
     for (i, &r) in seed.iter().take(n).enumerate() {

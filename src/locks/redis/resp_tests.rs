@@ -305,8 +305,7 @@ fn value_strategy() -> impl Strategy<Value = Value> {
         line.prop_map(Value::Simple),
         line.prop_map(Value::Error),
         any::<i64>().prop_map(Value::Integer),
-        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..24))
-            .prop_map(Value::Bulk),
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..24)).prop_map(Value::Bulk),
         Just(Value::Array(None)),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
