@@ -238,21 +238,15 @@ fn main() -> ExitCode {
             shard,
             json,
             quiet,
-        } => {
-            let seeds = match parse_seeds(seeds.as_deref(), seed, shard.as_deref()) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("locksim: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let jobs = jobs.map_or_else(
-                || std::thread::available_parallelism().map_or(1, |n| n.get()),
-                usize::from,
-            );
-            let bar = !quiet && std::io::stderr().is_terminal();
-            cli::run_command(&scenario, seeds, jobs, json.as_deref(), quiet, bar)
-        }
+        } => run(
+            &scenario,
+            seeds.as_deref(),
+            seed,
+            jobs,
+            shard.as_deref(),
+            json.as_deref(),
+            quiet,
+        ),
         Command::Merge { files, json } => {
             let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             cli::merge_command(&files, json.as_deref())
@@ -296,31 +290,7 @@ fn main() -> ExitCode {
             jobs,
             shard,
             merge,
-        } => {
-            let jobs = jobs.map_or_else(
-                || std::thread::available_parallelism().map_or(1, |n| n.get()),
-                usize::from,
-            );
-            let bar = std::io::stderr().is_terminal();
-            let job = if !merge.is_empty() {
-                cli::ReportJob::Merge(merge)
-            } else {
-                let shard = match shard.as_deref().map(cli::parse_shard).transpose() {
-                    Ok(s) => s,
-                    Err(e) => {
-                        eprintln!("locksim: {e}");
-                        return ExitCode::from(cli::EXIT_BAD_INPUT);
-                    }
-                };
-                cli::ReportJob::Run {
-                    matrix,
-                    seeds,
-                    shard,
-                    jobs,
-                }
-            };
-            cli::report_command(job, &out, bar)
-        }
+        } => report(seeds, &out, matrix, jobs, shard.as_deref(), merge),
         Command::Shrink {
             scenario,
             seed,
@@ -359,4 +329,65 @@ fn main() -> ExitCode {
         Command::Bench { seeds } => cli::bench_command(seeds),
     };
     ExitCode::from(code)
+}
+
+/// `locksim run`: parse the seed selection, then sweep.
+fn run(
+    scenario: &std::path::Path,
+    seeds: Option<&str>,
+    seed: Option<u64>,
+    jobs: Option<u16>,
+    shard: Option<&str>,
+    json: Option<&str>,
+    quiet: bool,
+) -> u8 {
+    let seeds = match parse_seeds(seeds, seed, shard) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            return 2;
+        }
+    };
+    let jobs = jobs_or_cores(jobs);
+    let bar = !quiet && std::io::stderr().is_terminal();
+    cli::run_command(scenario, seeds, jobs, json, quiet, bar)
+}
+
+/// `locksim report`: merge shards' results, or run (a shard of) the matrix.
+fn report(
+    seeds: Option<u64>,
+    out: &std::path::Path,
+    matrix: PathBuf,
+    jobs: Option<u16>,
+    shard: Option<&str>,
+    merge: Vec<PathBuf>,
+) -> u8 {
+    let jobs = jobs_or_cores(jobs);
+    let bar = std::io::stderr().is_terminal();
+    let job = if !merge.is_empty() {
+        cli::ReportJob::Merge(merge)
+    } else {
+        let shard = match shard.map(cli::parse_shard).transpose() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("locksim: {e}");
+                return cli::EXIT_BAD_INPUT;
+            }
+        };
+        cli::ReportJob::Run {
+            matrix,
+            seeds,
+            shard,
+            jobs,
+        }
+    };
+    cli::report_command(job, out, bar)
+}
+
+/// `--jobs`, else one per core.
+fn jobs_or_cores(jobs: Option<u16>) -> usize {
+    jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    )
 }

@@ -266,6 +266,27 @@ impl FencedLock {
         None
     }
 
+    /// The explanation of a violation found by the fast path: `failing` cannot follow
+    /// `prefix`.
+    fn violation(
+        &self,
+        ops: &[Operation<LockOp>],
+        prefix: Vec<usize>,
+        failing: usize,
+    ) -> Explanation {
+        let state = self.describe_state(&self.state_after(ops, &prefix));
+        Explanation {
+            partition: Box::default(),
+            prefix,
+            failing,
+            concurrent: Vec::new(),
+            state,
+            refutation: None,
+            window: None,
+            narrowed: 0,
+        }
+    }
+
     fn state_after(&self, ops: &[Operation<LockOp>], seq: &[usize]) -> LockState {
         let mut s = self.init();
         for &i in seq {
@@ -410,141 +431,166 @@ impl Model for FencedLock {
             .collect();
         let has_indeterminate = det.len() != part.len();
         det.sort_unstable_by_key(|&i| (ops[i].call, i));
-
-        // Process order: pair releases with their process's open grant.
-        let mut grants: Vec<usize> = Vec::new();
-        let mut release_of: Vec<usize> = Vec::new(); // per grant; usize::MAX: none
-        let mut open: HashMap<u32, usize> = HashMap::new();
-        let mut last_ret: HashMap<u32, u64> = HashMap::new();
-        let mut expires: Vec<usize> = Vec::new();
-        let mut bad_release: Option<usize> = None;
-        for &i in &det {
-            let o = &ops[i];
-            match o.op {
-                LockOp::Acquire { p, token } => {
-                    token?;
-                    if last_ret.insert(p, o.ret).is_some_and(|r| r >= o.call) {
-                        return None; // overlapping operations of one process
-                    }
-                    open.insert(p, grants.len());
-                    grants.push(i);
-                    release_of.push(usize::MAX);
-                }
-                LockOp::Release { p, token: rt } => {
-                    if last_ret.insert(p, o.ret).is_some_and(|r| r >= o.call) {
-                        return None;
-                    }
-                    match open.remove(&p) {
-                        Some(g) => {
-                            let gt = match ops[grants[g]].op {
-                                LockOp::Acquire { token, .. } => token,
-                                _ => None,
-                            };
-                            if rt.is_some() && rt != gt {
-                                // It can only end that hold, and names another token.
-                                bad_release.get_or_insert(i);
-                            }
-                            release_of[g] = i;
-                        }
-                        None => {
-                            bad_release.get_or_insert(i);
-                        }
-                    }
-                }
-                LockOp::Expire => expires.push(i),
-            }
-        }
-
-        // Holds in token order; the forced sequence of grants and ends.
-        let token = |g: usize| match ops[grants[g]].op {
-            LockOp::Acquire { token: Some(t), .. } => t,
-            _ => 0,
-        };
-        let mut holds: Vec<usize> = (0..grants.len()).collect();
-        holds.sort_unstable_by_key(|&g| token(g));
-        let mut seq: Vec<usize> = Vec::with_capacity(det.len());
-        let mut stuck: Option<usize> = None;
-        let mut next_expire = 0;
-        for (k, &g) in holds.iter().enumerate() {
-            if k > 0 && token(g) == token(holds[k - 1]) {
-                stuck = Some(grants[g]);
-                break;
-            }
-            seq.push(grants[g]);
-            if release_of[g] != usize::MAX {
-                seq.push(release_of[g]);
-            } else if next_expire < expires.len() {
-                seq.push(expires[next_expire]);
-                next_expire += 1;
-            } else if k + 1 < holds.len() {
-                stuck = Some(grants[holds[k + 1]]);
-                break;
-            }
-        }
-        if stuck.is_none() && next_expire < expires.len() {
-            stuck = Some(expires[next_expire]);
-        }
-        if stuck.is_none() {
-            stuck = bad_release;
-        }
-
-        // Real time: greedy linearization points along the forced sequence.
-        let mut cur = 0u64;
-        let mut failure: Option<(usize, usize)> = None; // (prefix length, failing op)
-        for (k, &i) in seq.iter().enumerate() {
-            let lp = cur.max(ops[i].call);
-            if lp > ops[i].ret {
-                failure = Some((k, i));
-                break;
-            }
-            cur = lp;
-        }
-        let (prefix_len, failing) = match (failure, stuck) {
+        let paired = pair_by_process(ops, &det)?;
+        let forced = forced_sequence(ops, &paired, det.len());
+        let (prefix_len, failing) = match (first_too_late(ops, &forced.seq), forced.stuck) {
             (Some(f), _) => f,
-            (None, Some(s)) => {
-                // The prefix: the part of the sequence that can precede `s`.
-                let mut cur = 0u64;
-                let n = seq
-                    .iter()
-                    .take_while(|&&i| {
-                        cur = cur.max(ops[i].call);
-                        cur <= ops[s].ret
-                    })
-                    .count();
-                (n, s)
-            }
+            (None, Some(s)) => (prefix_before(ops, &forced.seq, s), s),
             (None, None) => return Some(Ok(())),
         };
         if has_indeterminate {
             // Indeterminate operations might explain the failure; decide here only the
             // violations none of them can explain, and leave the rest to the search.
             return self
-                .unexplainable(ops, part, &grants, &holds, &expires)
-                .map(|(prefix, failing)| {
-                    let state = self.describe_state(&self.state_after(ops, &prefix));
-                    Err(Explanation {
-                        partition: Box::default(),
-                        prefix,
-                        failing,
-                        concurrent: Vec::new(),
-                        state,
-                        refutation: None,
-                        window: None,
-                        narrowed: 0,
-                    })
-                });
+                .unexplainable(ops, part, &paired.grants, &forced.holds, &paired.expires)
+                .map(|(prefix, failing)| Err(self.violation(ops, prefix, failing)));
         }
-        let prefix = seq[..prefix_len].to_vec();
-        let state = self.describe_state(&self.state_after(ops, &prefix));
-        Some(Err(Explanation {
-            partition: Box::default(),
-            prefix,
-            failing,
-            concurrent: Vec::new(),
-            state,
-            refutation: None,
-            window: None,
-            narrowed: 0,
-        }))
+        let prefix = forced.seq[..prefix_len].to_vec();
+        Some(Err(self.violation(ops, prefix, failing)))
     }
+}
+
+/// The determinate operations of a part, paired in process order (step 2 of the fast
+/// path).
+struct Paired {
+    /// Grants, in call order.
+    grants: Vec<usize>,
+    /// Per grant, the release that ends its hold (`usize::MAX`: none).
+    release_of: Vec<usize>,
+    /// Expiries, in call order.
+    expires: Vec<usize>,
+    /// The first release that cannot be placed: no grant before it, or it names another
+    /// token than its grant's.
+    bad_release: Option<usize>,
+}
+
+/// Pair each release in `det` (determinate operations in call order) with its process's
+/// open grant. None when the fast path does not apply: a grant without a token, or two
+/// overlapping operations of one process.
+fn pair_by_process(ops: &[Operation<LockOp>], det: &[usize]) -> Option<Paired> {
+    let mut paired = Paired {
+        grants: Vec::new(),
+        release_of: Vec::new(),
+        expires: Vec::new(),
+        bad_release: None,
+    };
+    let mut open: HashMap<u32, usize> = HashMap::new();
+    let mut last_ret: HashMap<u32, u64> = HashMap::new();
+    for &i in det {
+        let o = &ops[i];
+        match o.op {
+            LockOp::Acquire { p, token } => {
+                token?;
+                if last_ret.insert(p, o.ret).is_some_and(|r| r >= o.call) {
+                    return None; // overlapping operations of one process
+                }
+                open.insert(p, paired.grants.len());
+                paired.grants.push(i);
+                paired.release_of.push(usize::MAX);
+            }
+            LockOp::Release { p, token: rt } => {
+                if last_ret.insert(p, o.ret).is_some_and(|r| r >= o.call) {
+                    return None;
+                }
+                match open.remove(&p) {
+                    Some(g) => {
+                        let gt = match ops[paired.grants[g]].op {
+                            LockOp::Acquire { token, .. } => token,
+                            _ => None,
+                        };
+                        if rt.is_some() && rt != gt {
+                            // It can only end that hold, and names another token.
+                            paired.bad_release.get_or_insert(i);
+                        }
+                        paired.release_of[g] = i;
+                    }
+                    None => {
+                        paired.bad_release.get_or_insert(i);
+                    }
+                }
+            }
+            LockOp::Expire => paired.expires.push(i),
+        }
+    }
+    Some(paired)
+}
+
+/// The forced linearization of the determinate operations (steps 1 and 3 of the fast
+/// path).
+struct Forced {
+    /// Positions in `grants` in token order.
+    holds: Vec<usize>,
+    /// Grants and the ends of their holds: `grant, end, grant, end, ...`.
+    seq: Vec<usize>,
+    /// The operation the sequence cannot place, if any.
+    stuck: Option<usize>,
+}
+
+/// Holds in token order, each followed by its end: its release, else the next expiry.
+/// `len` is the capacity the sequence needs at most.
+fn forced_sequence(ops: &[Operation<LockOp>], paired: &Paired, len: usize) -> Forced {
+    let Paired {
+        grants,
+        release_of,
+        expires,
+        bad_release,
+    } = paired;
+    let token = |g: usize| match ops[grants[g]].op {
+        LockOp::Acquire { token: Some(t), .. } => t,
+        _ => 0,
+    };
+    let mut holds: Vec<usize> = (0..grants.len()).collect();
+    holds.sort_unstable_by_key(|&g| token(g));
+    let mut seq: Vec<usize> = Vec::with_capacity(len);
+    let mut stuck: Option<usize> = None;
+    let mut next_expire = 0;
+    for (k, &g) in holds.iter().enumerate() {
+        if k > 0 && token(g) == token(holds[k - 1]) {
+            stuck = Some(grants[g]);
+            break;
+        }
+        seq.push(grants[g]);
+        if release_of[g] != usize::MAX {
+            seq.push(release_of[g]);
+        } else if next_expire < expires.len() {
+            seq.push(expires[next_expire]);
+            next_expire += 1;
+        } else if k + 1 < holds.len() {
+            stuck = Some(grants[holds[k + 1]]);
+            break;
+        }
+    }
+    if stuck.is_none() && next_expire < expires.len() {
+        stuck = Some(expires[next_expire]);
+    }
+    if stuck.is_none() {
+        stuck = *bad_release;
+    }
+    Forced { holds, seq, stuck }
+}
+
+/// Real time: greedy linearization points along `seq` (each the later of its call and
+/// the previous point). The first operation whose point would pass its return, as
+/// (prefix length, failing op).
+fn first_too_late(ops: &[Operation<LockOp>], seq: &[usize]) -> Option<(usize, usize)> {
+    let mut cur = 0u64;
+    for (k, &i) in seq.iter().enumerate() {
+        let lp = cur.max(ops[i].call);
+        if lp > ops[i].ret {
+            return Some((k, i));
+        }
+        cur = lp;
+    }
+    None
+}
+
+/// How much of `seq` can precede operation `s`.
+fn prefix_before(ops: &[Operation<LockOp>], seq: &[usize], s: usize) -> usize {
+    let mut cur = 0u64;
+    seq.iter()
+        .take_while(|&&i| {
+            cur = cur.max(ops[i].call);
+            cur <= ops[s].ret
+        })
+        .count()
 }

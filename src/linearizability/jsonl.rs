@@ -205,18 +205,70 @@ fn slow_event(line: &str, lineno: usize, names: &mut Interner) -> Result<RawEven
 /// have no escapes and whose keys are all different. Returns None on anything else, and
 /// the serde path then reads (or rejects, with a precise message) the line.
 fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEvent> {
-    let b = line.as_bytes();
-    let mut i = 0;
-    let ws = |i: &mut usize| {
-        while *i < b.len() && matches!(b[*i], b' ' | b'\t' | b'\r') {
-            *i += 1;
-        }
-    };
-    let string = |i: &mut usize| -> Option<&str> {
-        if b.get(*i) != Some(&b'"') {
+    let mut sc = Scan { line, i: 0 };
+    sc.ws();
+    if sc.peek() != Some(b'{') {
+        return None;
+    }
+    sc.i += 1;
+    sc.ws();
+    if sc.peek() == Some(b'}') {
+        return None;
+    }
+    let mut fields = Fields::default();
+    loop {
+        sc.ws();
+        let k = sc.string()?;
+        sc.ws();
+        if sc.peek() != Some(b':') {
             return None;
         }
-        let start = *i + 1;
+        sc.i += 1;
+        sc.ws();
+        fields.read(k, &mut sc)?;
+        sc.ws();
+        match sc.peek() {
+            Some(b',') => sc.i += 1,
+            Some(b'}') => {
+                sc.i += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    sc.ws();
+    if sc.i != line.len() {
+        return None;
+    }
+    fields.event(lineno, names)
+}
+
+/// [`fast_event`]'s cursor: each method reads one token at byte `i` of `line`, or
+/// returns None (or false) when the token is not of the fast path's shape.
+struct Scan<'a> {
+    line: &'a str,
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.line.as_bytes().get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        let b = self.line.as_bytes();
+        while self.i < b.len() && matches!(b[self.i], b' ' | b'\t' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    /// A string without escapes or control characters.
+    fn string(&mut self) -> Option<&'a str> {
+        let b = self.line.as_bytes();
+        if b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let start = self.i + 1;
         let mut j = start;
         while j < b.len() && b[j] != b'"' {
             if b[j] == b'\\' || b[j] < 0x20 {
@@ -227,180 +279,197 @@ fn fast_event(line: &str, lineno: usize, names: &mut Interner) -> Option<RawEven
         if j >= b.len() {
             return None;
         }
-        *i = j + 1;
-        line.get(start..j)
-    };
-    let number = |i: &mut usize| -> Option<u64> {
-        let start = *i;
+        self.i = j + 1;
+        self.line.get(start..j)
+    }
+
+    /// A non-negative integer that fits a u64, without leading zeros (no fraction or
+    /// exponent).
+    fn number(&mut self) -> Option<u64> {
+        let b = self.line.as_bytes();
+        let start = self.i;
         let mut v: u64 = 0;
-        while *i < b.len() && b[*i].is_ascii_digit() {
-            v = v.checked_mul(10)?.checked_add((b[*i] - b'0') as u64)?;
-            *i += 1;
+        while self.i < b.len() && b[self.i].is_ascii_digit() {
+            v = v.checked_mul(10)?.checked_add((b[self.i] - b'0') as u64)?;
+            self.i += 1;
         }
-        if *i == start || (b[start] == b'0' && *i - start > 1) {
+        if self.i == start || (b[start] == b'0' && self.i - start > 1) {
             return None;
         }
-        match b.get(*i) {
+        match b.get(self.i) {
             Some(b'.' | b'e' | b'E') => None,
             _ => Some(v),
         }
-    };
-    ws(&mut i);
-    if b.get(i) != Some(&b'{') {
-        return None;
     }
-    i += 1;
-    let (mut index, mut time_ns, mut process, mut kind, mut f) = (None, None, None, None, None);
-    let (mut lock, mut key, mut value, mut token, mut accepted) = (None, None, None, None, None);
-    let mut served = false;
-    // Keys seen, one bit each (a duplicate goes to the serde path, which rejects it).
-    let mut seen: u16 = 0;
-    let mut once = |bit: u16| -> Option<()> {
-        if seen & bit != 0 {
+
+    /// Whether `word` (`null`, `true`, `false`) is next; if so, skip it.
+    fn literal(&mut self, word: &str) -> bool {
+        let found = self.line[self.i..].starts_with(word);
+        if found {
+            self.i += word.len();
+        }
+        found
+    }
+}
+
+/// The fields [`fast_event`] has read so far.
+#[derive(Default)]
+struct Fields<'a> {
+    index: Option<u64>,
+    time_ns: Option<u64>,
+    process: Option<&'a str>,
+    kind: Option<EventType>,
+    f: Option<&'a str>,
+    lock: Option<&'a str>,
+    key: Option<&'a str>,
+    value: Option<Value>,
+    token: Option<u64>,
+    accepted: Option<bool>,
+    served: bool,
+    /// Keys seen, one bit each (a duplicate goes to the serde path, which rejects it).
+    seen: u16,
+}
+
+impl<'a> Fields<'a> {
+    /// Mark the key with bit `bit` seen; None if it was already.
+    fn once(&mut self, bit: u16) -> Option<()> {
+        if self.seen & bit != 0 {
             return None;
         }
-        seen |= bit;
+        self.seen |= bit;
         Some(())
-    };
-    ws(&mut i);
-    if b.get(i) == Some(&b'}') {
-        return None;
     }
-    loop {
-        ws(&mut i);
-        let k = string(&mut i)?;
-        ws(&mut i);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i += 1;
-        ws(&mut i);
+
+    /// Read the value of key `k` at the cursor.
+    fn read(&mut self, k: &str, sc: &mut Scan<'a>) -> Option<()> {
         match k {
             "index" => {
-                once(1 << 0)?;
-                index = Some(number(&mut i)?);
+                self.once(1 << 0)?;
+                self.index = Some(sc.number()?);
             }
             "time_ns" => {
-                once(1 << 1)?;
-                time_ns = Some(number(&mut i)?);
+                self.once(1 << 1)?;
+                self.time_ns = Some(sc.number()?);
             }
             "process" => {
-                once(1 << 2)?;
-                process = Some(string(&mut i)?);
+                self.once(1 << 2)?;
+                self.process = Some(sc.string()?);
             }
             "type" => {
-                once(1 << 3)?;
-                kind = Some(match string(&mut i)? {
-                    "invoke" => EventType::Invoke,
-                    "ok" => EventType::Ok,
-                    "fail" => EventType::Fail,
-                    "info" => EventType::Info,
-                    "event" => EventType::Event,
-                    _ => return None,
-                })
+                self.once(1 << 3)?;
+                self.kind = Some(event_type(sc.string()?)?);
             }
             "f" => {
-                once(1 << 4)?;
-                f = Some(string(&mut i)?);
+                self.once(1 << 4)?;
+                self.f = Some(sc.string()?);
             }
-            "lock" | "key" => {
-                once(if k == "lock" { 1 << 5 } else { 1 << 6 })?;
-                let v = if b.get(i) == Some(&b'n') {
-                    if !line[i..].starts_with("null") {
-                        return None;
-                    }
-                    i += 4;
-                    None
-                } else {
-                    Some(string(&mut i)?)
-                };
-                if k == "lock" {
-                    lock = v;
-                } else {
-                    key = v;
-                }
-            }
+            "lock" | "key" => self.read_lock_or_key(k, sc)?,
             "token" => {
-                once(1 << 7)?;
-                if line[i..].starts_with("null") {
-                    i += 4;
-                } else {
-                    token = Some(number(&mut i)?);
+                self.once(1 << 7)?;
+                if !sc.literal("null") {
+                    self.token = Some(sc.number()?);
                 }
             }
             "accepted" => {
-                once(1 << 8)?;
-                if line[i..].starts_with("true") {
-                    accepted = Some(true);
-                    i += 4;
-                } else if line[i..].starts_with("false") {
-                    accepted = Some(false);
-                    i += 5;
-                } else if line[i..].starts_with("null") {
-                    i += 4;
-                } else {
-                    return None;
-                }
+                self.once(1 << 8)?;
+                self.accepted = read_accepted(sc)?;
             }
             "value" => {
-                once(1 << 9)?;
-                value = Some(match b.get(i)? {
-                    b'"' => Value::Str(string(&mut i)?.to_string()),
-                    b'n' if line[i..].starts_with("null") => {
-                        i += 4;
-                        Value::Nil
-                    }
-                    b'0'..=b'9' => Value::Int(i64::try_from(number(&mut i)?).ok()?),
-                    _ => return None,
-                })
+                self.once(1 << 9)?;
+                self.value = Some(read_value(sc)?);
             }
             "valid_ms" | "local_ns" | "wall_ms" => {
-                once(match k {
+                self.once(match k {
                     "valid_ms" => 1 << 10,
                     "local_ns" => 1 << 13,
                     _ => 1 << 14,
                 })?;
-                if b.get(i) == Some(&b'-') {
-                    i += 1;
+                // Not needed: checked to be an integer, and skipped.
+                if sc.peek() == Some(b'-') {
+                    sc.i += 1;
                 }
-                number(&mut i)?;
+                sc.number()?;
             }
             "reason" | "client" => {
-                once(if k == "reason" { 1 << 11 } else { 1 << 12 })?;
-                if line[i..].starts_with("null") {
-                    i += 4;
-                } else {
-                    string(&mut i)?;
-                    served |= k == "client";
+                self.once(if k == "reason" { 1 << 11 } else { 1 << 12 })?;
+                if !sc.literal("null") {
+                    sc.string()?;
+                    self.served |= k == "client";
                 }
             }
             _ => return None,
         }
-        ws(&mut i);
-        match b.get(i) {
-            Some(b',') => i += 1,
-            Some(b'}') => {
-                i += 1;
-                break;
+        Some(())
+    }
+
+    /// `lock` or `key`: a string or null.
+    fn read_lock_or_key(&mut self, k: &str, sc: &mut Scan<'a>) -> Option<()> {
+        self.once(if k == "lock" { 1 << 5 } else { 1 << 6 })?;
+        let v = if sc.peek() == Some(b'n') {
+            if !sc.literal("null") {
+                return None;
             }
-            _ => return None,
+            None
+        } else {
+            Some(sc.string()?)
+        };
+        if k == "lock" {
+            self.lock = v;
+        } else {
+            self.key = v;
         }
+        Some(())
     }
-    ws(&mut i);
-    if i != b.len() {
-        return None;
+
+    /// The event, when the line had the fields every event needs.
+    fn event(self, lineno: usize, names: &mut Interner) -> Option<RawEvent> {
+        Some(RawEvent {
+            line: lineno,
+            index: self.index,
+            served: self.served,
+            kind: self.kind?,
+            process: names.get(self.process?),
+            f: names.get(self.f?),
+            value: self.value.unwrap_or(Value::Nil),
+            time_ns: self.time_ns,
+            key: self.lock.or(self.key).map(|k| names.get(k)),
+            token: self.token,
+            accepted: self.accepted,
+        })
     }
-    Some(RawEvent {
-        line: lineno,
-        index,
-        served,
-        kind: kind?,
-        process: names.get(process?),
-        f: names.get(f?),
-        value: value.unwrap_or(Value::Nil),
-        time_ns,
-        key: lock.or(key).map(|k| names.get(k)),
-        token,
-        accepted,
+}
+
+/// An event's `type`.
+fn event_type(s: &str) -> Option<EventType> {
+    Some(match s {
+        "invoke" => EventType::Invoke,
+        "ok" => EventType::Ok,
+        "fail" => EventType::Fail,
+        "info" => EventType::Info,
+        "event" => EventType::Event,
+        _ => return None,
+    })
+}
+
+/// `accepted`: true, false or null (None).
+fn read_accepted(sc: &mut Scan) -> Option<Option<bool>> {
+    if sc.literal("true") {
+        Some(Some(true))
+    } else if sc.literal("false") {
+        Some(Some(false))
+    } else if sc.literal("null") {
+        Some(None)
+    } else {
+        None
+    }
+}
+
+/// `value`: a string, null or a non-negative integer that fits an i64.
+fn read_value(sc: &mut Scan) -> Option<Value> {
+    Some(match sc.peek()? {
+        b'"' => Value::Str(sc.string()?.to_string()),
+        b'n' if sc.literal("null") => Value::Nil,
+        b'0'..=b'9' => Value::Int(i64::try_from(sc.number()?).ok()?),
+        _ => return None,
     })
 }

@@ -260,81 +260,131 @@ struct Search<'a, M: Model> {
     low: usize,
 }
 
-/// What trying a move did.
-enum Tried {
-    /// A new configuration (the move is applied).
-    New,
-    /// Illegal, or a configuration already covered (nothing changed).
-    No,
-    /// The memo is full (nothing changed).
-    Full,
+/// The determinate operations of `part`, in call order (their local ids).
+fn determinate_order<O>(ops: &[Operation<O>], part: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = part
+        .iter()
+        .copied()
+        .filter(|&i| !ops[i].is_indeterminate())
+        .collect();
+    order.sort_by_key(|&i| (ops[i].call, ops[i].ret, i));
+    order
 }
 
-impl<'a, M: Model> Search<'a, M> {
-    fn new(model: &'a M, ops: &'a [Operation<M::Op>], part: &[usize]) -> Self {
-        // Determinate operations: local ids in call order.
-        let mut order: Vec<usize> = part
-            .iter()
-            .copied()
-            .filter(|&i| !ops[i].is_indeterminate())
-            .collect();
-        order.sort_by_key(|&i| (ops[i].call, ops[i].ret, i));
+/// The indeterminate operations of `part` in classes of equal `op`, each in call order;
+/// classes in order of first call.
+fn indeterminate_classes<O: Eq + std::hash::Hash>(
+    ops: &[Operation<O>],
+    part: &[usize],
+) -> Vec<Vec<usize>> {
+    let mut info: Vec<usize> = part
+        .iter()
+        .copied()
+        .filter(|&i| ops[i].is_indeterminate())
+        .collect();
+    info.sort_by_key(|&i| (ops[i].call, i));
+    let mut class_index: HashMap<&O, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    for &i in &info {
+        let next = classes.len() as u32;
+        let c = *class_index.entry(&ops[i].op).or_insert(next);
+        if c == next {
+            classes.push(Vec::new());
+        }
+        classes[c as usize].push(i);
+    }
+    classes
+}
+
+/// One numbering of equal `op`s for determinate operations (in `order`) and
+/// indeterminate classes, determinate ones first: (class of each determinate op, class
+/// of each indeterminate class, number of classes).
+fn equality_classes<O: Eq + std::hash::Hash>(
+    ops: &[Operation<O>],
+    order: &[usize],
+    classes: &[Vec<usize>],
+) -> (Vec<u32>, Vec<u32>, usize) {
+    let mut eq_index: HashMap<&O, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
+    let mut intern = |op| {
+        let next = eq_index.len() as u32;
+        *eq_index.entry(op).or_insert(next)
+    };
+    let eq_of: Vec<u32> = order.iter().map(|&i| intern(&ops[i].op)).collect();
+    let info_eq: Vec<u32> = classes.iter().map(|m| intern(&ops[m[0]].op)).collect();
+    (eq_of, info_eq, eq_index.len())
+}
+
+/// Guarded indeterminate classes by guard, each in order of first call.
+type Guarded = HashMap<u64, Vec<u32>, BuildHasherDefault<IdHasher>>;
+
+/// The indeterminate classes without a guard ([`Model::op_guard`]), and those with one by
+/// guard; each in order of first call.
+fn guards<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Op>],
+    classes: &[Vec<usize>],
+) -> (Vec<u32>, Guarded) {
+    let mut unguarded: Vec<u32> = Vec::new();
+    let mut guarded: Guarded = HashMap::default();
+    for (c, members) in classes.iter().enumerate() {
+        match model.op_guard(&ops[members[0]].op) {
+            None => unguarded.push(c as u32),
+            Some(g) => guarded.entry(g).or_default().push(c as u32),
+        }
+    }
+    (unguarded, guarded)
+}
+
+/// What each determinate operation does to the state, from [`Model::effect`].
+struct Effects<S> {
+    /// [`Effect::Overwrite`]: legal in every state.
+    overwrite: Vec<bool>,
+    /// The state it leads to wherever it is legal, when that is one state.
+    target: Vec<Option<S>>,
+    /// [`Effect::Identity`].
+    identity: Vec<bool>,
+    /// [`Effect::Identity`] or [`Effect::ReadOnly`]: never changes the state.
+    read_only: Vec<bool>,
+}
+
+impl<S> Effects<S> {
+    fn of<M: Model<State = S>>(model: &M, ops: &[Operation<M::Op>], order: &[usize]) -> Self {
         let n = order.len();
-
-        let mut eq_index: HashMap<&M::Op, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
-        let mut intern = |op: &'a M::Op| {
-            let next = eq_index.len() as u32;
-            *eq_index.entry(op).or_insert(next)
+        let mut fx = Effects {
+            overwrite: Vec::with_capacity(n),
+            target: Vec::with_capacity(n),
+            identity: Vec::with_capacity(n),
+            read_only: Vec::with_capacity(n),
         };
-        let eq_of: Vec<u32> = order.iter().map(|&i| intern(&ops[i].op)).collect();
-
-        // Indeterminate classes, each in call order; classes in order of first call.
-        let mut info: Vec<usize> = part
-            .iter()
-            .copied()
-            .filter(|&i| ops[i].is_indeterminate())
-            .collect();
-        info.sort_by_key(|&i| (ops[i].call, i));
-        let mut class_index: HashMap<&M::Op, u32, BuildHasherDefault<FxHasher>> =
-            HashMap::default();
-        let mut classes: Vec<Vec<usize>> = Vec::new();
-        for &i in &info {
-            let next = classes.len() as u32;
-            let c = *class_index.entry(&ops[i].op).or_insert(next);
-            if c == next {
-                classes.push(Vec::new());
-            }
-            classes[c as usize].push(i);
-        }
-        let info_eq: Vec<u32> = classes.iter().map(|m| intern(&ops[m[0]].op)).collect();
-        let n_eq = eq_index.len();
-        // Unguarded classes, and guarded ones by guard; each in order of first call.
-        let mut unguarded: Vec<u32> = Vec::new();
-        let mut guarded: HashMap<u64, Vec<u32>, BuildHasherDefault<IdHasher>> = HashMap::default();
-        for (c, members) in classes.iter().enumerate() {
-            match model.op_guard(&ops[members[0]].op) {
-                None => unguarded.push(c as u32),
-                Some(g) => guarded.entry(g).or_default().push(c as u32),
-            }
-        }
-
-        let mut overwrite = Vec::with_capacity(n);
-        let mut target = Vec::with_capacity(n);
-        let mut identity = Vec::with_capacity(n);
-        let mut read_only = Vec::with_capacity(n);
-        for &i in &order {
+        for &i in order {
             let e = model.effect(&ops[i].op);
-            overwrite.push(matches!(e, Effect::Overwrite(_)));
-            identity.push(matches!(e, Effect::Identity));
-            read_only.push(matches!(e, Effect::Identity | Effect::ReadOnly));
-            target.push(match e {
+            fx.overwrite.push(matches!(e, Effect::Overwrite(_)));
+            fx.identity.push(matches!(e, Effect::Identity));
+            fx.read_only
+                .push(matches!(e, Effect::Identity | Effect::ReadOnly));
+            fx.target.push(match e {
                 Effect::Overwrite(s) | Effect::Sets(s) => Some(s),
                 Effect::Identity | Effect::ReadOnly | Effect::Other => None,
             });
         }
-        let unobserved = unobserved(model, ops, &order, &overwrite, &target, &identity, &classes);
+        fx
+    }
+}
 
-        // Entries: node 0 is the head; node ids 1..=2n in time order.
+/// Lowe's list of calls and returns: node 0 is the head; nodes 1..=2n in time order.
+struct TimeList {
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    /// Per node, `op << 1 | is_ret`.
+    node_op: Vec<u32>,
+    call_node: Vec<u32>,
+    ret_node: Vec<u32>,
+}
+
+impl TimeList {
+    /// The list of the determinate operations `order` (local ids).
+    fn new<O>(ops: &[Operation<O>], order: &[usize]) -> TimeList {
+        let n = order.len();
         let mut ev: Vec<(u64, u8, u32)> = Vec::with_capacity(2 * n);
         for (id, &i) in order.iter().enumerate() {
             ev.push((ops[i].call, 0, id as u32));
@@ -342,7 +392,7 @@ impl<'a, M: Model> Search<'a, M> {
         }
         ev.sort_unstable();
         let nodes = 2 * n + 1;
-        let mut node_op = vec![0u32; nodes]; // op << 1 | is_ret
+        let mut node_op = vec![0u32; nodes];
         let mut call_node = vec![0u32; n];
         let mut ret_node = vec![0u32; n];
         for (k, &(_, kind, id)) in ev.iter().enumerate() {
@@ -360,15 +410,53 @@ impl<'a, M: Model> Search<'a, M> {
         let prev = (0..nodes)
             .map(|k| if k > 0 { (k - 1) as u32 } else { NIL })
             .collect();
+        TimeList {
+            next,
+            prev,
+            node_op,
+            call_node,
+            ret_node,
+        }
+    }
+}
+
+/// What trying a move did.
+enum Tried {
+    /// A new configuration (the move is applied).
+    New,
+    /// Illegal, or a configuration already covered (nothing changed).
+    No,
+    /// The memo is full (nothing changed).
+    Full,
+}
+
+impl<'a, M: Model> Search<'a, M> {
+    fn new(model: &'a M, ops: &'a [Operation<M::Op>], part: &[usize]) -> Self {
+        let order = determinate_order(ops, part);
+        let n = order.len();
+        let classes = indeterminate_classes(ops, part);
+        let (eq_of, info_eq, n_eq) = equality_classes(ops, &order, &classes);
+        let (unguarded, guarded) = guards(model, ops, &classes);
+        let fx = Effects::of(model, ops, &order);
+        let unobserved = unobserved(
+            model,
+            ops,
+            &order,
+            &fx.overwrite,
+            &fx.target,
+            &fx.identity,
+            &classes,
+        );
+        let list = TimeList::new(ops, &order);
         let n_classes = classes.len();
         Search {
             model,
             ops,
             order,
             eq_of,
-            overwrite,
-            target,
-            read_only,
+            overwrite: fx.overwrite,
+            target: fx.target,
+            read_only: fx.read_only,
             unobserved,
             classes,
             info_eq,
@@ -376,11 +464,11 @@ impl<'a, M: Model> Search<'a, M> {
             guarded,
             linearized_in_class: vec![0; n_classes],
             counts: Vec::new(),
-            next,
-            prev,
-            node_op,
-            call_node,
-            ret_node,
+            next: list.next,
+            prev: list.prev,
+            node_op: list.node_op,
+            call_node: list.call_node,
+            ret_node: list.ret_node,
             state: model.init(),
             u: Vec::new(),
             top: 0,

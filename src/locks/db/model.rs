@@ -731,157 +731,187 @@ impl Db {
         self.rows.get(name).cloned()
     }
 
+    /// Run `stmt` for session `conn`, or say which row lock it waits for.
     fn step(&mut self, conn: ConnId, stmt: &Statement, now: Now) -> Step {
         match stmt {
             Statement::Ping => Step::Done(Reply::ok(0)),
-            Statement::Begin => {
-                if self.sessions[&conn].in_txn {
-                    self.commit(conn);
-                }
-                self.sessions.get_mut(&conn).expect("live").in_txn = true;
-                Step::Done(Reply::ok(0))
-            }
-            Statement::Commit => {
-                if self.sessions[&conn].in_txn {
-                    self.commit(conn);
-                    self.sessions.get_mut(&conn).expect("live").in_txn = false;
-                }
-                Step::Done(Reply::ok(0))
-            }
+            Statement::Begin => self.begin(conn),
+            Statement::Commit => self.commit_statement(conn),
             Statement::Rollback => {
                 if self.sessions[&conn].in_txn {
                     self.rollback(conn, false);
                 }
                 Step::Done(Reply::ok(0))
             }
-            Statement::Insert { name, owner } => {
-                if self.blocked(conn, name) {
-                    return Step::Wait(name.clone());
-                }
-                if self.rows.contains_key(name) {
-                    return Step::Done(Reply::error(
-                        ER_DUP_ENTRY,
-                        "ER_DUP_ENTRY",
-                        format!("Duplicate entry '{name}' for key 'method_lock.name'"),
-                    ));
-                }
-                self.take_lock(conn, name);
-                self.auto_increment += 1;
-                let id = self.auto_increment;
-                // Written at allocation: a rolled-back insert's id is never handed out again.
-                self.fx.redo.push(Redo::AutoInc(id));
-                let row = Row {
-                    id,
-                    name: name.clone(),
-                    owner: owner.clone(),
-                    version: 0,
-                    updated_at_ms: now.wall_ms,
-                };
-                self.write(conn, name, Some(row));
-                Step::Done(Reply::Ok {
-                    affected: 1,
-                    insert_id: Some(id),
-                })
-            }
+            Statement::Insert { name, owner } => self.insert(conn, name, owner, now),
             Statement::Select {
                 name,
                 for_update,
                 nextval,
-            } => {
-                let row = if *for_update {
-                    if self.blocked(conn, name) {
-                        return Step::Wait(name.clone());
-                    }
-                    let row = self.rows.get(name).cloned();
-                    if row.is_some() {
-                        self.take_lock(conn, name);
-                    }
-                    row
-                } else {
-                    self.committed_view(conn, name)
-                };
-                let nextval = match (&row, nextval) {
-                    (Some(_), Some(seq)) => Some(self.next_value(seq)),
-                    _ => None,
-                };
-                Step::Done(Reply::Row { row, nextval })
-            }
-            Statement::Update { name, cond, set } => {
-                if self.blocked(conn, name) {
-                    return Step::Wait(name.clone());
-                }
-                let Some(old) = self.rows.get(name).cloned() else {
-                    return Step::Done(Reply::ok(0));
-                };
-                self.take_lock(conn, name);
-                let stale = |ms: u64| old.updated_at_ms < now.wall_ms - ms as i64;
-                let matches = cond.owner.as_ref().is_none_or(|o| *o == old.owner)
-                    && cond.version.is_none_or(|v| v == old.version)
-                    && cond
-                        .free_or_older_than_ms
-                        .is_none_or(|ms| old.owner.is_empty() || stale(ms));
-                if !matches {
-                    return Step::Done(Reply::ok(0));
-                }
-                let mut new = old.clone();
-                if let Some(o) = &set.owner {
-                    new.owner = o.clone();
-                }
-                if set.bump_version {
-                    new.version += 1;
-                }
-                if set.touch {
-                    new.updated_at_ms = now.wall_ms;
-                }
-                // MySQL counts changed rows: setting what is there affects none.
-                if new == old {
-                    return Step::Done(Reply::ok(0));
-                }
-                if cond.free_or_older_than_ms.is_some() && !old.owner.is_empty() {
-                    // A takeover: the server ends the stale holder's hold.
-                    let s = self.sessions.get_mut(&conn).expect("live session");
-                    s.expired.push(name.clone());
-                }
-                self.write(conn, name, Some(new));
-                Step::Done(Reply::ok(1))
-            }
-            Statement::Delete { name, owner } => {
-                if self.blocked(conn, name) {
-                    return Step::Wait(name.clone());
-                }
-                let Some(old) = self.rows.get(name) else {
-                    return Step::Done(Reply::ok(0));
-                };
-                let matches = owner.as_ref().is_none_or(|o| *o == old.owner);
-                self.take_lock(conn, name);
-                if !matches {
-                    return Step::Done(Reply::ok(0));
-                }
-                self.write(conn, name, None);
-                Step::Done(Reply::ok(1))
-            }
-            Statement::DeleteOlder { ms } => {
-                let cutoff = now.wall_ms - *ms as i64;
-                let old: Vec<String> = self
-                    .rows
-                    .values()
-                    .filter(|r| r.updated_at_ms < cutoff)
-                    .map(|r| r.name.clone())
-                    .collect();
-                // Wait for the first row another transaction holds, then start over.
-                if let Some(n) = old.iter().find(|n| self.blocked(conn, n)) {
-                    return Step::Wait(n.clone());
-                }
-                for n in &old {
-                    self.take_lock(conn, n);
-                    self.write(conn, n, None);
-                    let s = self.sessions.get_mut(&conn).expect("live session");
-                    s.expired.push(n.clone());
-                }
-                Step::Done(Reply::ok(old.len() as u64))
-            }
+            } => self.select(conn, name, *for_update, nextval.as_deref()),
+            Statement::Update { name, cond, set } => self.update(conn, name, cond, set, now),
+            Statement::Delete { name, owner } => self.delete(conn, name, owner.as_deref()),
+            Statement::DeleteOlder { ms } => self.delete_older(conn, *ms, now),
             Statement::NextVal { seq } => Step::Done(Reply::Value(self.next_value(seq))),
         }
+    }
+
+    /// `BEGIN`: an open transaction commits first (implicit commit).
+    fn begin(&mut self, conn: ConnId) -> Step {
+        if self.sessions[&conn].in_txn {
+            self.commit(conn);
+        }
+        self.sessions.get_mut(&conn).expect("live").in_txn = true;
+        Step::Done(Reply::ok(0))
+    }
+
+    /// `COMMIT`: a no-op outside a transaction.
+    fn commit_statement(&mut self, conn: ConnId) -> Step {
+        if self.sessions[&conn].in_txn {
+            self.commit(conn);
+            self.sessions.get_mut(&conn).expect("live").in_txn = false;
+        }
+        Step::Done(Reply::ok(0))
+    }
+
+    /// `INSERT`: a new row, locked, or `ER_DUP_ENTRY` when the name is taken.
+    fn insert(&mut self, conn: ConnId, name: &str, owner: &str, now: Now) -> Step {
+        if self.blocked(conn, name) {
+            return Step::Wait(name.to_string());
+        }
+        if self.rows.contains_key(name) {
+            return Step::Done(Reply::error(
+                ER_DUP_ENTRY,
+                "ER_DUP_ENTRY",
+                format!("Duplicate entry '{name}' for key 'method_lock.name'"),
+            ));
+        }
+        self.take_lock(conn, name);
+        self.auto_increment += 1;
+        let id = self.auto_increment;
+        // Written at allocation: a rolled-back insert's id is never handed out again.
+        self.fx.redo.push(Redo::AutoInc(id));
+        let row = Row {
+            id,
+            name: name.to_string(),
+            owner: owner.to_string(),
+            version: 0,
+            updated_at_ms: now.wall_ms,
+        };
+        self.write(conn, name, Some(row));
+        Step::Done(Reply::Ok {
+            affected: 1,
+            insert_id: Some(id),
+        })
+    }
+
+    /// `SELECT`: a locking read (`FOR UPDATE`) or a consistent one, and the next value
+    /// of a sequence when the row exists.
+    fn select(
+        &mut self,
+        conn: ConnId,
+        name: &str,
+        for_update: bool,
+        nextval: Option<&str>,
+    ) -> Step {
+        let row = if for_update {
+            if self.blocked(conn, name) {
+                return Step::Wait(name.to_string());
+            }
+            let row = self.rows.get(name).cloned();
+            if row.is_some() {
+                self.take_lock(conn, name);
+            }
+            row
+        } else {
+            self.committed_view(conn, name)
+        };
+        let nextval = match (&row, nextval) {
+            (Some(_), Some(seq)) => Some(self.next_value(seq)),
+            _ => None,
+        };
+        Step::Done(Reply::Row { row, nextval })
+    }
+
+    /// `UPDATE`: change the row when it matches `cond`; a takeover of a stale row ends
+    /// its holder's hold.
+    fn update(&mut self, conn: ConnId, name: &str, cond: &Cond, set: &Set, now: Now) -> Step {
+        if self.blocked(conn, name) {
+            return Step::Wait(name.to_string());
+        }
+        let Some(old) = self.rows.get(name).cloned() else {
+            return Step::Done(Reply::ok(0));
+        };
+        self.take_lock(conn, name);
+        let stale = |ms: u64| old.updated_at_ms < now.wall_ms - ms as i64;
+        let matches = cond.owner.as_ref().is_none_or(|o| *o == old.owner)
+            && cond.version.is_none_or(|v| v == old.version)
+            && cond
+                .free_or_older_than_ms
+                .is_none_or(|ms| old.owner.is_empty() || stale(ms));
+        if !matches {
+            return Step::Done(Reply::ok(0));
+        }
+        let mut new = old.clone();
+        if let Some(o) = &set.owner {
+            new.owner = o.clone();
+        }
+        if set.bump_version {
+            new.version += 1;
+        }
+        if set.touch {
+            new.updated_at_ms = now.wall_ms;
+        }
+        // MySQL counts changed rows: setting what is there affects none.
+        if new == old {
+            return Step::Done(Reply::ok(0));
+        }
+        if cond.free_or_older_than_ms.is_some() && !old.owner.is_empty() {
+            // A takeover: the server ends the stale holder's hold.
+            let s = self.sessions.get_mut(&conn).expect("live session");
+            s.expired.push(name.to_string());
+        }
+        self.write(conn, name, Some(new));
+        Step::Done(Reply::ok(1))
+    }
+
+    /// `DELETE`: the row, when it has `owner` (any owner when None).
+    fn delete(&mut self, conn: ConnId, name: &str, owner: Option<&str>) -> Step {
+        if self.blocked(conn, name) {
+            return Step::Wait(name.to_string());
+        }
+        let Some(old) = self.rows.get(name) else {
+            return Step::Done(Reply::ok(0));
+        };
+        let matches = owner.is_none_or(|o| o == old.owner);
+        self.take_lock(conn, name);
+        if !matches {
+            return Step::Done(Reply::ok(0));
+        }
+        self.write(conn, name, None);
+        Step::Done(Reply::ok(1))
+    }
+
+    /// `DELETE ... WHERE updated_at < now - ms`: every stale row, each an ended hold.
+    fn delete_older(&mut self, conn: ConnId, ms: u64, now: Now) -> Step {
+        let cutoff = now.wall_ms - ms as i64;
+        let old: Vec<String> = self
+            .rows
+            .values()
+            .filter(|r| r.updated_at_ms < cutoff)
+            .map(|r| r.name.to_string())
+            .collect();
+        // Wait for the first row another transaction holds, then start over.
+        if let Some(n) = old.iter().find(|n| self.blocked(conn, n)) {
+            return Step::Wait(n.clone());
+        }
+        for n in &old {
+            self.take_lock(conn, n);
+            self.write(conn, n, None);
+            let s = self.sessions.get_mut(&conn).expect("live session");
+            s.expired.push(n.clone());
+        }
+        Step::Done(Reply::ok(old.len() as u64))
     }
 
     /// Draw from sequence `seq`: written to the log at once, never rolled back.

@@ -187,50 +187,110 @@ impl Links {
     }
 }
 
+/// Watch the configured primary, every [`PERIOD`], in the steps of the module docs.
 async fn monitor(ctx: NodeCtx, st: Shared, r: Replication, redis: Vec<String>, peers: Vec<String>) {
-    let mut links = Links {
-        redis: BTreeMap::new(),
-        peers: peers
-            .iter()
-            .map(|p| (p.clone(), redis_remote(p, SENTINEL_PORT, REQUEST)))
-            .collect(),
-    };
-    // A majority of all sentinels, this one included.
-    let total = peers.len() + 1;
-    let quorum = total / 2 + 1;
-    let mut last_ok = ctx.mono_ns();
-    let mut watched = st.borrow().primary.clone();
-    let mut next_sweep = ctx.mono_ns();
-    let mut script_kill_sent = false;
+    let mut m = Monitor::new(ctx, st, r, redis, peers);
     loop {
-        ctx.sleep(PERIOD).await;
-        let primary = st.borrow().primary.clone();
-        if primary != watched {
-            watched = primary.clone();
-            last_ok = ctx.mono_ns();
+        m.ctx.sleep(PERIOD).await;
+        let primary = m.watch();
+        let (sdown, now) = m.check_down(&primary).await;
+        m.maybe_fail_over(&primary, sdown, now).await;
+        if m.ctx.mono_ns() >= m.next_sweep {
+            m.sweep().await;
         }
-        // 1. SDOWN.
-        let reply = links.redis(&primary).call(&ctx, &[b"PING"]).await;
+    }
+}
+
+/// A sentinel's monitoring task: its links and what it remembers between rounds.
+struct Monitor {
+    ctx: NodeCtx,
+    st: Shared,
+    r: Replication,
+    redis: Vec<String>,
+    peers: Vec<String>,
+    links: Links,
+    /// A majority of all sentinels, this one included.
+    quorum: usize,
+    /// Local time (ns) of the watched primary's last PONG, or of when it became the
+    /// primary.
+    last_ok: i64,
+    watched: String,
+    /// Local time (ns) of the next reconfiguration sweep.
+    next_sweep: i64,
+    /// Whether SCRIPT KILL was sent in this down period.
+    script_kill_sent: bool,
+}
+
+impl Monitor {
+    fn new(
+        ctx: NodeCtx,
+        st: Shared,
+        r: Replication,
+        redis: Vec<String>,
+        peers: Vec<String>,
+    ) -> Self {
+        let links = Links {
+            redis: BTreeMap::new(),
+            peers: peers
+                .iter()
+                .map(|p| (p.clone(), redis_remote(p, SENTINEL_PORT, REQUEST)))
+                .collect(),
+        };
+        let total = peers.len() + 1;
+        let quorum = total / 2 + 1;
+        let last_ok = ctx.mono_ns();
+        let watched = st.borrow().primary.clone();
+        let next_sweep = ctx.mono_ns();
+        Monitor {
+            ctx,
+            st,
+            r,
+            redis,
+            peers,
+            links,
+            quorum,
+            last_ok,
+            watched,
+            next_sweep,
+            script_kill_sent: false,
+        }
+    }
+
+    /// The configured primary; a new one starts with a clean record.
+    fn watch(&mut self) -> String {
+        let primary = self.st.borrow().primary.clone();
+        if primary != self.watched {
+            self.watched = primary.clone();
+            self.last_ok = self.ctx.mono_ns();
+        }
+        primary
+    }
+
+    /// 1. SDOWN: PING the primary. Returns whether it is subjectively down, and the
+    ///    local time of the reply.
+    async fn check_down(&mut self, primary: &str) -> (bool, i64) {
+        let reply = self.links.redis(primary).call(&self.ctx, &[b"PING"]).await;
         let pong = matches!(reply, Ok(Value::Simple(ref s)) if s == "PONG");
-        let now = ctx.mono_ns();
+        let now = self.ctx.mono_ns();
         if pong {
-            last_ok = now;
+            self.last_ok = now;
         }
-        let sdown = now - last_ok > (r.down_after_ms * 1_000_000) as i64;
+        let sdown = now - self.last_ok > (self.r.down_after_ms * 1_000_000) as i64;
         // A primary down because a script never ends: Sentinel sends SCRIPT KILL, once
         // per down period (it ends the script if it has not written).
         let busy = matches!(reply, Ok(Value::Error(ref e)) if e.starts_with("BUSY"));
-        script_kill_sent &= sdown;
-        if busy && sdown && !script_kill_sent {
-            script_kill_sent = true;
+        self.script_kill_sent &= sdown;
+        if busy && sdown && !self.script_kill_sent {
+            self.script_kill_sent = true;
             tracing::info!("{primary} is busy with a script: SCRIPT KILL");
-            let _ = links
-                .redis(&primary)
-                .call(&ctx, &[b"SCRIPT", b"KILL"])
+            let _ = self
+                .links
+                .redis(primary)
+                .call(&self.ctx, &[b"SCRIPT", b"KILL"])
                 .await;
         }
-        if sdown != st.borrow().sdown {
-            st.borrow_mut().sdown = sdown;
+        if sdown != self.st.borrow().sdown {
+            self.st.borrow_mut().sdown = sdown;
             tracing::info!(
                 "{primary} is {}",
                 if sdown {
@@ -240,74 +300,110 @@ async fn monitor(ctx: NodeCtx, st: Shared, r: Replication, redis: Vec<String>, p
                 }
             );
         }
-        // 2–4. ODOWN, election, failover.
-        let quiet_until = st.borrow().quiet_until;
-        if sdown && now >= quiet_until {
-            let agree = 1 + ask_peers(&ctx, &mut links, &primary, 0, "*").await.0;
-            if agree >= quorum {
-                let epoch = {
-                    let mut s = st.borrow_mut();
-                    s.current_epoch += 1;
-                    let e = s.current_epoch;
-                    s.votes.insert(e, ctx.name().to_string());
-                    e
-                };
-                tracing::info!(
-                    "{primary} objectively down ({agree} agree); election for epoch {epoch}"
-                );
-                let votes = 1 + ask_peers(&ctx, &mut links, &primary, epoch, ctx.name())
-                    .await
-                    .1;
-                if votes >= quorum {
-                    failover(&ctx, &st, &mut links, &redis, &primary, epoch).await;
-                } else {
-                    // Lost or split vote: back off a random while, as sentinels do.
-                    let backoff = ctx.rand_range(r.down_after_ms, 2 * r.down_after_ms);
-                    st.borrow_mut().quiet_until = ctx.mono_ns() + (backoff * 1_000_000) as i64;
-                }
+        (sdown, now)
+    }
+
+    /// 2–4. ODOWN, election, failover: when the primary is down and no failover of
+    /// another sentinel is awaited.
+    async fn maybe_fail_over(&mut self, primary: &str, sdown: bool, now: i64) {
+        let quiet_until = self.st.borrow().quiet_until;
+        if !(sdown && now >= quiet_until) {
+            return;
+        }
+        let agree = 1 + ask_peers(&self.ctx, &mut self.links, primary, 0, "*")
+            .await
+            .0;
+        if agree < self.quorum {
+            return;
+        }
+        let epoch = self.vote_for_self();
+        tracing::info!("{primary} objectively down ({agree} agree); election for epoch {epoch}");
+        let votes = 1 + ask_peers(&self.ctx, &mut self.links, primary, epoch, self.ctx.name())
+            .await
+            .1;
+        if votes >= self.quorum {
+            failover(
+                &self.ctx,
+                &self.st,
+                &mut self.links,
+                &self.redis,
+                primary,
+                epoch,
+            )
+            .await;
+        } else {
+            // Lost or split vote: back off a random while, as sentinels do.
+            let backoff = self
+                .ctx
+                .rand_range(self.r.down_after_ms, 2 * self.r.down_after_ms);
+            self.st.borrow_mut().quiet_until = self.ctx.mono_ns() + (backoff * 1_000_000) as i64;
+        }
+    }
+
+    /// Start an election: a new epoch, with this sentinel's vote for itself.
+    fn vote_for_self(&self) -> u64 {
+        let mut s = self.st.borrow_mut();
+        s.current_epoch += 1;
+        let e = s.current_epoch;
+        s.votes.insert(e, self.ctx.name().to_string());
+        e
+    }
+
+    /// 5. Reconfigure stragglers, and tell peers our configuration (hello); once a
+    ///    second, when there has been a failover.
+    async fn sweep(&mut self) {
+        self.next_sweep = self.ctx.mono_ns() + 1_000_000_000;
+        let (primary, epoch) = {
+            let s = self.st.borrow();
+            (s.primary.clone(), s.config_epoch)
+        };
+        if epoch > 0 {
+            self.reconfigure(&primary).await;
+            self.hello(epoch, &primary).await;
+        }
+    }
+
+    /// Make `primary` a primary and every other reachable node its replica.
+    async fn reconfigure(&mut self, primary: &str) {
+        // The configured primary must be one: a competing failover may have pointed it
+        // elsewhere. The newest epoch's choice wins.
+        let role = self.links.redis(primary).call(&self.ctx, &[b"ROLE"]).await;
+        if matches!(&role, Ok(Value::Array(Some(v))) if v.first() == Some(&Value::bulk(b"slave"))) {
+            let _ = self
+                .links
+                .redis(primary)
+                .call(&self.ctx, &[b"REPLICAOF", b"NO", b"ONE"])
+                .await;
+        }
+        for node in self.redis.iter().filter(|n| **n != primary) {
+            let role = self.links.redis(node).call(&self.ctx, &[b"ROLE"]).await;
+            let follows = matches!(&role, Ok(Value::Array(Some(v)))
+                if v.first() == Some(&Value::bulk(b"slave")) && v.get(1) == Some(&Value::bulk(primary.as_bytes())));
+            if role.is_ok() && !follows {
+                let port = REDIS_PORT.to_string();
+                let _ = self
+                    .links
+                    .redis(node)
+                    .call(
+                        &self.ctx,
+                        &[b"REPLICAOF", primary.as_bytes(), port.as_bytes()],
+                    )
+                    .await;
             }
         }
-        // 5. Reconfigure stragglers, and tell peers our configuration (hello).
-        if ctx.mono_ns() >= next_sweep {
-            next_sweep = ctx.mono_ns() + 1_000_000_000;
-            let (primary, epoch) = {
-                let s = st.borrow();
-                (s.primary.clone(), s.config_epoch)
-            };
-            if epoch > 0 {
-                // The configured primary must be one: a competing failover may have
-                // pointed it elsewhere. The newest epoch's choice wins.
-                let role = links.redis(&primary).call(&ctx, &[b"ROLE"]).await;
-                if matches!(&role, Ok(Value::Array(Some(v))) if v.first() == Some(&Value::bulk(b"slave")))
-                {
-                    let _ = links
-                        .redis(&primary)
-                        .call(&ctx, &[b"REPLICAOF", b"NO", b"ONE"])
-                        .await;
-                }
-                for node in redis.iter().filter(|n| **n != primary) {
-                    let role = links.redis(node).call(&ctx, &[b"ROLE"]).await;
-                    let follows = matches!(&role, Ok(Value::Array(Some(v)))
-                        if v.first() == Some(&Value::bulk(b"slave")) && v.get(1) == Some(&Value::bulk(primary.as_bytes())));
-                    if role.is_ok() && !follows {
-                        let port = REDIS_PORT.to_string();
-                        let _ = links
-                            .redis(node)
-                            .call(&ctx, &[b"REPLICAOF", primary.as_bytes(), port.as_bytes()])
-                            .await;
-                    }
-                }
-                let e = epoch.to_string();
-                for p in peers.iter() {
-                    let link = links.peers.get_mut(p).expect("every peer has a link");
-                    let _ = link
-                        .call(
-                            &ctx,
-                            &[b"SENTINEL", b"config", e.as_bytes(), primary.as_bytes()],
-                        )
-                        .await;
-                }
-            }
+    }
+
+    /// Tell every peer the configuration `(epoch, primary)`.
+    async fn hello(&mut self, epoch: u64, primary: &str) {
+        let e = epoch.to_string();
+        for p in self.peers.iter() {
+            let link = self.links.peers.get_mut(p).expect("every peer has a link");
+            let _ = link
+                .call(
+                    &self.ctx,
+                    &[b"SENTINEL", b"config", e.as_bytes(), primary.as_bytes()],
+                )
+                .await;
         }
     }
 }
