@@ -36,7 +36,10 @@ use crate::real::{
     Supervisor,
 };
 use crate::scenario::Scenario;
-use crate::sim::{Action, ArmedFault, NodeCtx, NodeRequest, NodeState, RunResult};
+use crate::sim::{
+    close_crashed_op, partition_links, Action, ArmedFault, FaultPoint, NodeCtx, NodeRequest,
+    NodeState, RunResult,
+};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -285,6 +288,8 @@ fn start_servers(
     Ok(servers)
 }
 
+/// The live run: ports, proxies and servers, then the nodes, then the fault schedule
+/// applied tick by tick for the scenario's duration.
 async fn drive(
     scenario: &Scenario,
     seed: u64,
@@ -312,16 +317,7 @@ async fn drive(
     let net = Rc::new(LiveNet::new(plan.locksim_book));
     let recorder = Recorder::new();
     let exe = locksim_binary().map_err(|e| format!("cannot find locksim's executable: {e}"))?;
-    let spec = NodeSpec {
-        scenario: scenario.file.clone(),
-        duration_ms: scenario.duration_ms,
-        seed,
-        node: String::new(),
-        incarnation: 0,
-        epoch_ns: net.epoch_ns(),
-        ports: plan.client_book,
-        clock: crate::sim::Clock::default(),
-    };
+    let spec = client_spec(scenario, seed, &net, plan.client_book);
     let mut d = Driver {
         recorder: recorder.clone(),
         net: net.clone(),
@@ -339,115 +335,18 @@ async fn drive(
         all: all.clone(),
         partitions: BTreeMap::new(),
     };
-    let mut watchers = Vec::new();
-    for name in d.servers.keys() {
-        let state = Rc::new(NodeState::new(name, seed));
-        let ctx = NodeCtx::new(state, recorder.clone()).with_live(net.clone());
-        if let Some(task) = cluster.observer(name, ctx) {
-            watchers.push(tokio::task::spawn_local(task));
-        }
-    }
-    // Storage first (clients connect to it), as the world starts hosts in order. The
-    // storage runs in this process; each client in its own (`locksim live-node`).
-    let clients = scenario.clients();
-    for host in world.hosts {
-        if d.servers.contains_key(&host.name) {
-            continue;
-        }
-        if clients.contains(&host.name) {
-            let process = d.spawn_client(&host.name, 0)?;
-            let client = Client {
-                process: Some(process),
-                incarnation: 0,
-                clock: crate::sim::Clock::default(),
-            };
-            d.clients.insert(host.name, client);
-            continue;
-        }
-        let state = Rc::new(NodeState::new(&host.name, seed));
-        let mut local = Local {
-            state,
-            main: host.main,
-            task: None,
-        };
-        local.task = Some(d.start(&local));
-        d.locals.insert(host.name, local);
-        tokio::task::yield_now().await;
-    }
+    let watchers = d.start_observers(cluster.as_ref(), seed);
+    d.start_nodes(&scenario.clients(), world.hosts, seed)
+        .await?;
     let schedule = world.faults.schedule(&all, seed);
     for (t, a) in crate::sim::actions(&schedule) {
         d.push(t, a);
     }
-    let end_ns = scenario.duration_ms * 1_000_000;
-    let mut error = None;
-    loop {
-        let now = net.elapsed_ns();
-        if now >= end_ns {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            error = Some(format!("interrupted at {} ms", now / 1_000_000));
-            break;
-        }
-        while let Some(entry) = d.pending.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let action = entry.remove();
-            d.apply(now, action)?;
-        }
-        let requests: Vec<(String, NodeRequest)> = d
-            .locals
-            .iter()
-            .flat_map(|(n, l)| l.state.take_requests().into_iter().map(|r| (n.clone(), r)))
-            .collect();
-        for (node, req) in requests {
-            match req {
-                NodeRequest::ResumeAfter(ns) => d.push(now + ns, Action::Resume { node }),
-                NodeRequest::Crash(down_ns) => d.apply(now, Action::Crash { node, down_ns })?,
-            }
-        }
-        let notes = std::mem::take(&mut *d.inbox.borrow_mut());
-        for (node, note) in notes {
-            match note {
-                Note::Stopping(ns) => {
-                    if let Some(p) = d.process_mut(&node) {
-                        p.stopped_itself();
-                    }
-                    d.push(now + ns, Action::Resume { node });
-                }
-                Note::Crash(down_ns) => d.apply(now, Action::Crash { node, down_ns })?,
-                Note::Died if !stop.load(Ordering::Relaxed) => {
-                    return Err(format!(
-                        "{node}'s process ended by itself at {} ms (see its error above)",
-                        now / 1_000_000
-                    ))
-                }
-                // Interrupted: the loop ends at its next turn.
-                Note::Died => {}
-            }
-        }
-        tokio::time::sleep(DRIVER_TICK).await;
-    }
+    let error = d.run_until(scenario.duration_ms * 1_000_000, &stop).await?;
     for w in watchers {
         w.abort();
     }
-    for l in d.locals.values_mut() {
-        if let Some(t) = l.task.take() {
-            t.abort();
-        }
-    }
-    let end_ns = net.elapsed_ns();
-    for c in d.clients.values_mut() {
-        if let Some(mut p) = c.process.take() {
-            p.kill(end_ns);
-        }
-    }
-    let mut history = recorder.take();
-    // Client processes' events arrive a little after they happened, through pipes: the
-    // run's shared clock orders them.
-    history.sort_by_key(|e| e.time_ns);
-    order_expirations(&mut history, EXPIRY_REORDER_NS);
+    let (history, end_ns) = d.finish();
     Ok(LiveRun {
         result: RunResult {
             seed,
@@ -462,6 +361,26 @@ async fn drive(
         ready_ms,
         connections: d.proxies.connections(),
     })
+}
+
+/// The spec every client process starts from (node and incarnation vary): the
+/// scenario's file, the run's clock and the public (proxied) ports.
+fn client_spec(
+    scenario: &Scenario,
+    seed: u64,
+    net: &LiveNet,
+    ports: BTreeMap<String, u16>,
+) -> NodeSpec {
+    NodeSpec {
+        scenario: scenario.file.clone(),
+        duration_ms: scenario.duration_ms,
+        seed,
+        node: String::new(),
+        incarnation: 0,
+        epoch_ns: net.epoch_ns(),
+        ports,
+        clock: crate::sim::Clock::default(),
+    }
 }
 
 /// How far back a grant read just before an expiry notification is taken to follow it.
@@ -504,6 +423,153 @@ pub fn order_expirations(history: &mut [Event], window_ns: u64) {
 }
 
 impl Driver {
+    /// Start the family's observers of the servers (each reads one server's events, in
+    /// this process).
+    fn start_observers(
+        &self,
+        cluster: &dyn RealCluster,
+        seed: u64,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut watchers = Vec::new();
+        for name in self.servers.keys() {
+            let state = Rc::new(NodeState::new(name, seed));
+            let ctx = NodeCtx::new(state, self.recorder.clone()).with_live(self.net.clone());
+            if let Some(task) = cluster.observer(name, ctx) {
+                watchers.push(tokio::task::spawn_local(task));
+            }
+        }
+        watchers
+    }
+
+    /// Start the hosts that are not servers, in the world's order: each of `clients` in
+    /// its own process (`locksim live-node`), the others (the storage) in this one.
+    async fn start_nodes(
+        &mut self,
+        clients: &[String],
+        hosts: Vec<crate::sim::Host>,
+        seed: u64,
+    ) -> Result<(), String> {
+        // Storage first (clients connect to it), as the world starts hosts in order.
+        for host in hosts {
+            if self.servers.contains_key(&host.name) {
+                continue;
+            }
+            if clients.contains(&host.name) {
+                let process = self.spawn_client(&host.name, 0)?;
+                let client = Client {
+                    process: Some(process),
+                    incarnation: 0,
+                    clock: crate::sim::Clock::default(),
+                };
+                self.clients.insert(host.name, client);
+                continue;
+            }
+            let state = Rc::new(NodeState::new(&host.name, seed));
+            let mut local = Local {
+                state,
+                main: host.main,
+                task: None,
+            };
+            local.task = Some(self.start(&local));
+            self.locals.insert(host.name, local);
+            tokio::task::yield_now().await;
+        }
+        Ok(())
+    }
+
+    /// Every tick until `end_ns` on the run's clock: apply the due faults, then serve
+    /// what the nodes ask for. Returns the interruption, if `stop` was set.
+    async fn run_until(
+        &mut self,
+        end_ns: u64,
+        stop: &AtomicBool,
+    ) -> Result<Option<String>, String> {
+        loop {
+            let now = self.net.elapsed_ns();
+            if now >= end_ns {
+                return Ok(None);
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Ok(Some(format!("interrupted at {} ms", now / 1_000_000)));
+            }
+            while let Some(entry) = self.pending.first_entry() {
+                if entry.key().0 > now {
+                    break;
+                }
+                let action = entry.remove();
+                self.apply(now, action)?;
+            }
+            self.serve_requests(now)?;
+            self.serve_notes(now, stop)?;
+            tokio::time::sleep(DRIVER_TICK).await;
+        }
+    }
+
+    /// What the in-process nodes' code asked for (a pause point's resume, a crash
+    /// point's crash).
+    fn serve_requests(&mut self, now: u64) -> Result<(), String> {
+        let requests: Vec<(String, NodeRequest)> = self
+            .locals
+            .iter()
+            .flat_map(|(n, l)| l.state.take_requests().into_iter().map(|r| (n.clone(), r)))
+            .collect();
+        for (node, req) in requests {
+            match req {
+                NodeRequest::ResumeAfter(ns) => self.push(now + ns, Action::Resume { node }),
+                NodeRequest::Crash(down_ns) => self.apply(now, Action::Crash { node, down_ns })?,
+            }
+        }
+        Ok(())
+    }
+
+    /// What the client processes reported: a pause point's self-stop, a crash point, a
+    /// process that ended by itself (an error, unless the run was interrupted).
+    fn serve_notes(&mut self, now: u64, stop: &AtomicBool) -> Result<(), String> {
+        let notes = std::mem::take(&mut *self.inbox.borrow_mut());
+        for (node, note) in notes {
+            match note {
+                Note::Stopping(ns) => {
+                    if let Some(p) = self.process_mut(&node) {
+                        p.stopped_itself();
+                    }
+                    self.push(now + ns, Action::Resume { node });
+                }
+                Note::Crash(down_ns) => self.apply(now, Action::Crash { node, down_ns })?,
+                Note::Died if !stop.load(Ordering::Relaxed) => {
+                    return Err(format!(
+                        "{node}'s process ended by itself at {} ms (see its error above)",
+                        now / 1_000_000
+                    ))
+                }
+                // Interrupted: the loop ends at its next turn.
+                Note::Died => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// End every node (tasks aborted, client processes killed) and return the history,
+    /// in time order, and the end time.
+    fn finish(&mut self) -> (crate::history::History, u64) {
+        for l in self.locals.values_mut() {
+            if let Some(t) = l.task.take() {
+                t.abort();
+            }
+        }
+        let end_ns = self.net.elapsed_ns();
+        for c in self.clients.values_mut() {
+            if let Some(mut p) = c.process.take() {
+                p.kill(end_ns);
+            }
+        }
+        let mut history = self.recorder.take();
+        // Client processes' events arrive a little after they happened, through pipes:
+        // the run's shared clock orders them.
+        history.sort_by_key(|e| e.time_ns);
+        order_expirations(&mut history, EXPIRY_REORDER_NS);
+        (history, end_ns)
+    }
+
     /// Start incarnation `incarnation` of client `node` in its own process, with the
     /// links cut now.
     fn spawn_client(&self, node: &str, incarnation: u32) -> Result<NodeProcess, String> {
@@ -559,179 +625,34 @@ impl Driver {
         self.recorder.push(e);
     }
 
+    /// Apply one fault action, due now: each kind is one step below.
     fn apply(&mut self, now: u64, action: Action) -> Result<(), String> {
         tracing::info!("live nemesis at {:.3} ms: {action:?}", now as f64 / 1e6);
-        let io = |node: &str, e: std::io::Error| format!("{node}: {e}");
         match action {
-            Action::Pause { node, duration_ns } => {
-                if let Some(p) = self.servers.get_mut(&node) {
-                    if !p.is_running() {
-                        return Ok(());
-                    }
-                    p.pause().map_err(|e| io(&node, e))?;
-                } else if let Some(c) = self.clients.get_mut(&node) {
-                    match c.process.as_mut() {
-                        Some(p) if !p.is_stopped() => p.stop().map_err(|e| io(&node, e))?,
-                        _ => return Ok(()),
-                    }
-                } else {
-                    let s = &self.locals[&node].state;
-                    if s.is_crashed() || s.pause.is_paused() {
-                        return Ok(());
-                    }
-                    s.pause.pause();
-                }
-                let ms = duration_ns as f64 / 1e6;
-                // Servers and client processes are stopped with a signal; the storage
-                // (in this process) is frozen as in simulation.
-                let mut value = json!({"duration_ms": ms, "at": "anywhere"});
-                if !self.locals.contains_key(&node) {
-                    value["signal"] = json!("SIGSTOP");
-                }
-                self.record(now, "pause", &node, value);
-                self.push(now + duration_ns, Action::Resume { node });
-            }
+            Action::Pause { node, duration_ns } => self.pause(now, node, duration_ns)?,
             Action::ArmPause {
                 node,
                 duration_ns,
                 point,
-            } => {
-                let fault = ArmedFault::Pause { duration_ns };
-                if let Some(l) = self.locals.get(&node) {
-                    l.state.arm(point, fault);
-                } else if let Some(p) = self.process_mut(&node) {
-                    p.order(ToNode::Arm { point, fault });
-                }
-            }
+            } => self.arm(&node, point, ArmedFault::Pause { duration_ns }),
             Action::ArmCrash {
                 node,
                 down_ns,
                 point,
-            } => {
-                let fault = ArmedFault::Crash { down_ns };
-                if let Some(l) = self.locals.get(&node) {
-                    l.state.arm(point, fault);
-                } else if let Some(p) = self.process_mut(&node) {
-                    p.order(ToNode::Arm { point, fault });
-                }
-            }
-            Action::Resume { node } => {
-                if let Some(p) = self.servers.get_mut(&node) {
-                    if p.is_running() {
-                        p.resume().map_err(|e| io(&node, e))?;
-                        self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
-                    }
-                } else if let Some(c) = self.clients.get_mut(&node) {
-                    let Some(p) = c.process.as_mut().filter(|p| p.is_stopped()) else {
-                        return Ok(());
-                    };
-                    if p.resume().map_err(|e| io(&node, e))? {
-                        // The kernel showed the process stopped before this SIGCONT.
-                        self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
-                    } else {
-                        // It has not reached its own SIGSTOP yet: try again shortly.
-                        self.push(now + 1_000_000, Action::Resume { node });
-                    }
-                } else if self.locals[&node].state.pause.is_paused() {
-                    self.locals[&node].state.pause.resume();
-                    self.record(now, "resume", &node, json!(null));
-                }
-            }
-            Action::Crash { node, down_ns } => {
-                if let Some(p) = self.servers.get_mut(&node) {
-                    if !p.is_running() {
-                        return Ok(());
-                    }
-                    p.crash().map_err(|e| io(&node, e))?;
-                } else if let Some(c) = self.clients.get_mut(&node) {
-                    // Its reader closes its outstanding operation once the pipe ends.
-                    let Some(mut p) = c.process.take() else {
-                        return Ok(());
-                    };
-                    p.kill(now);
-                } else {
-                    let l = self.locals.get_mut(&node).expect("a known node");
-                    if l.state.is_crashed() {
-                        return Ok(());
-                    }
-                    if let Some(t) = l.task.take() {
-                        t.abort();
-                    }
-                    l.state.set_crashed(true);
-                    // Jepsen's convention, as in simulation: the outstanding operation
-                    // of a crashed process is indeterminate.
-                    if let Some(last) = self.recorder.last_op_of(&node) {
-                        if last.kind == EventType::Invoke {
-                            let mut info = last.clone();
-                            info.kind = EventType::Info;
-                            info.time_ns = now;
-                            info.reason = Some("crashed".into());
-                            self.recorder.push(info);
-                        }
-                    }
-                }
-                let down = down_ns.map(|d| d as f64 / 1e6);
-                self.record(now, "crash", &node, json!({ "down_ms": down }));
-                if let Some(d) = down_ns {
-                    self.push(now + d, Action::Restart { node });
-                }
-            }
+            } => self.arm(&node, point, ArmedFault::Crash { down_ns }),
+            Action::Resume { node } => self.resume(now, node)?,
+            Action::Crash { node, down_ns } => self.crash(now, node, down_ns)?,
             Action::Restart { node } => {
-                if let Some(p) = self.servers.get_mut(&node) {
-                    if p.is_running() {
-                        return Ok(());
-                    }
-                    p.restart().map_err(|e| io(&node, e))?;
-                } else if let Some(c) = self.clients.get(&node) {
-                    if c.process.is_some() {
-                        return Ok(());
-                    }
-                    let incarnation = c.incarnation + 1;
-                    let p = self.spawn_client(&node, incarnation)?;
-                    let c = self.clients.get_mut(&node).expect("known");
-                    (c.process, c.incarnation) = (Some(p), incarnation);
-                } else {
-                    let l = &self.locals[&node];
-                    if !l.state.is_crashed() {
-                        return Ok(());
-                    }
-                    l.state.set_crashed(false);
-                    let task = self.start(l);
-                    self.locals.get_mut(&node).expect("known").task = Some(task);
+                if self.start_again(&node)? {
+                    self.record(now, "restart", &node, json!(null));
                 }
-                self.record(now, "restart", &node, json!(null));
             }
             Action::Partition {
                 id,
                 side,
                 peers,
                 oneway,
-            } => {
-                let others: Vec<String> = if peers.is_empty() {
-                    let rest = self.all.iter().filter(|b| !side.contains(b));
-                    rest.cloned().collect()
-                } else {
-                    peers
-                };
-                let mut links = Vec::new();
-                for a in &side {
-                    for b in &others {
-                        links.push((a.clone(), b.clone()));
-                        if !oneway {
-                            links.push((b.clone(), a.clone()));
-                        }
-                    }
-                }
-                for (a, b) in &links {
-                    self.set_cut(a, b, true);
-                }
-                self.partitions.insert(id, links);
-                let e = Event::new("nemesis", EventType::Event, "partition")
-                    .at(now)
-                    .nodes(side)
-                    .value(json!({"id": id, "oneway": oneway, "from": others}));
-                self.recorder.push(e);
-            }
+            } => self.partition(now, id, side, peers, oneway),
             Action::Heal { id } => {
                 if let Some(links) = self.partitions.remove(&id) {
                     for (a, b) in &links {
@@ -754,18 +675,7 @@ impl Driver {
                     .servers
                     .contains_key(a.clock_change().expect("a clock action").0) =>
             {
-                // The clients' and the storage's clocks are the simulation's (node code
-                // reads them); the servers' are the machine's, which stays true.
-                let (node, change) = a.clock_change().expect("a clock action");
-                let (f, value) = if let Some(c) = self.clients.get_mut(node) {
-                    if let Some(p) = &c.process {
-                        p.order(ToNode::Clock { at_ns: now, change });
-                    }
-                    change.apply(&mut c.clock, now)
-                } else {
-                    change.apply(&mut self.locals[node].state.clock.borrow_mut(), now)
-                };
-                self.record(now, f, node, value);
+                self.change_clock(now, &a)
             }
             other => self
                 .skipped
@@ -773,4 +683,189 @@ impl Driver {
         }
         Ok(())
     }
+
+    /// Pause `node` for `duration_ns`, unless it is down or paused already.
+    fn pause(&mut self, now: u64, node: String, duration_ns: u64) -> Result<(), String> {
+        if !self.stop_node(&node)? {
+            return Ok(());
+        }
+        let ms = duration_ns as f64 / 1e6;
+        // Servers and client processes are stopped with a signal; the storage (in this
+        // process) is frozen as in simulation.
+        let mut value = json!({"duration_ms": ms, "at": "anywhere"});
+        if !self.locals.contains_key(&node) {
+            value["signal"] = json!("SIGSTOP");
+        }
+        self.record(now, "pause", &node, value);
+        self.push(now + duration_ns, Action::Resume { node });
+        Ok(())
+    }
+
+    /// Stop `node` now: SIGSTOP for a process, the pause switch in this one. False if it
+    /// is down or stopped already.
+    fn stop_node(&mut self, node: &str) -> Result<bool, String> {
+        if let Some(p) = self.servers.get_mut(node) {
+            if !p.is_running() {
+                return Ok(false);
+            }
+            p.pause().map_err(|e| io_error(node, e))?;
+        } else if let Some(c) = self.clients.get_mut(node) {
+            match c.process.as_mut() {
+                Some(p) if !p.is_stopped() => p.stop().map_err(|e| io_error(node, e))?,
+                _ => return Ok(false),
+            }
+        } else {
+            let s = &self.locals[node].state;
+            if s.is_crashed() || s.pause.is_paused() {
+                return Ok(false);
+            }
+            s.pause.pause();
+        }
+        Ok(true)
+    }
+
+    /// Arm `fault` at `point` of `node`: in this process, or ordered to its own.
+    fn arm(&mut self, node: &str, point: FaultPoint, fault: ArmedFault) {
+        if let Some(l) = self.locals.get(node) {
+            l.state.arm(point, fault);
+        } else if let Some(p) = self.process_mut(node) {
+            p.order(ToNode::Arm { point, fault });
+        }
+    }
+
+    /// Let a paused `node` go on (SIGCONT for a process).
+    fn resume(&mut self, now: u64, node: String) -> Result<(), String> {
+        if let Some(p) = self.servers.get_mut(&node) {
+            if p.is_running() {
+                p.resume().map_err(|e| io_error(&node, e))?;
+                self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
+            }
+        } else if let Some(c) = self.clients.get_mut(&node) {
+            let Some(p) = c.process.as_mut().filter(|p| p.is_stopped()) else {
+                return Ok(());
+            };
+            if p.resume().map_err(|e| io_error(&node, e))? {
+                // The kernel showed the process stopped before this SIGCONT.
+                self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
+            } else {
+                // It has not reached its own SIGSTOP yet: try again shortly.
+                self.push(now + 1_000_000, Action::Resume { node });
+            }
+        } else if self.locals[&node].state.pause.is_paused() {
+            self.locals[&node].state.pause.resume();
+            self.record(now, "resume", &node, json!(null));
+        }
+        Ok(())
+    }
+
+    /// Crash `node`, unless it is down: its restart, if any, is due after `down_ns`.
+    fn crash(&mut self, now: u64, node: String, down_ns: Option<u64>) -> Result<(), String> {
+        if !self.kill_node(now, &node)? {
+            return Ok(());
+        }
+        let down = down_ns.map(|d| d as f64 / 1e6);
+        self.record(now, "crash", &node, json!({ "down_ms": down }));
+        if let Some(d) = down_ns {
+            self.push(now + d, Action::Restart { node });
+        }
+        Ok(())
+    }
+
+    /// Kill `node` now: SIGKILL for a process, its task aborted in this one. False if
+    /// it is down already.
+    fn kill_node(&mut self, now: u64, node: &str) -> Result<bool, String> {
+        if let Some(p) = self.servers.get_mut(node) {
+            if !p.is_running() {
+                return Ok(false);
+            }
+            p.crash().map_err(|e| io_error(node, e))?;
+        } else if let Some(c) = self.clients.get_mut(node) {
+            // Its reader closes its outstanding operation once the pipe ends.
+            let Some(mut p) = c.process.take() else {
+                return Ok(false);
+            };
+            p.kill(now);
+        } else {
+            let l = self.locals.get_mut(node).expect("a known node");
+            if l.state.is_crashed() {
+                return Ok(false);
+            }
+            if let Some(t) = l.task.take() {
+                t.abort();
+            }
+            l.state.set_crashed(true);
+            close_crashed_op(&self.recorder, node, now);
+        }
+        Ok(true)
+    }
+
+    /// Start `node` again (a server on its ports and data, a client as its next
+    /// incarnation). False if it is up.
+    fn start_again(&mut self, node: &str) -> Result<bool, String> {
+        if let Some(p) = self.servers.get_mut(node) {
+            if p.is_running() {
+                return Ok(false);
+            }
+            p.restart().map_err(|e| io_error(node, e))?;
+        } else if let Some(c) = self.clients.get(node) {
+            if c.process.is_some() {
+                return Ok(false);
+            }
+            let incarnation = c.incarnation + 1;
+            let p = self.spawn_client(node, incarnation)?;
+            let c = self.clients.get_mut(node).expect("known");
+            (c.process, c.incarnation) = (Some(p), incarnation);
+        } else {
+            let l = &self.locals[node];
+            if !l.state.is_crashed() {
+                return Ok(false);
+            }
+            l.state.set_crashed(false);
+            let task = self.start(l);
+            self.locals.get_mut(node).expect("known").task = Some(task);
+        }
+        Ok(true)
+    }
+
+    /// Cut the links of partition `id` in the proxies.
+    fn partition(
+        &mut self,
+        now: u64,
+        id: u64,
+        side: Vec<String>,
+        peers: Vec<String>,
+        oneway: bool,
+    ) {
+        let (others, links) = partition_links(&self.all, &side, peers, oneway);
+        for (a, b) in &links {
+            self.set_cut(a, b, true);
+        }
+        self.partitions.insert(id, links);
+        let e = Event::new("nemesis", EventType::Event, "partition")
+            .at(now)
+            .nodes(side)
+            .value(json!({"id": id, "oneway": oneway, "from": others}));
+        self.recorder.push(e);
+    }
+
+    /// A clock fault of a client or the storage (not a server's: see `apply`).
+    fn change_clock(&mut self, now: u64, action: &Action) {
+        // The clients' and the storage's clocks are the simulation's (node code reads
+        // them); the servers' are the machine's, which stays true.
+        let (node, change) = action.clock_change().expect("a clock action");
+        let (f, value) = if let Some(c) = self.clients.get_mut(node) {
+            if let Some(p) = &c.process {
+                p.order(ToNode::Clock { at_ns: now, change });
+            }
+            change.apply(&mut c.clock, now)
+        } else {
+            change.apply(&mut self.locals[node].state.clock.borrow_mut(), now)
+        };
+        self.record(now, f, node, value);
+    }
+}
+
+/// An I/O error signalling `node`'s process, as a message.
+fn io_error(node: &str, e: std::io::Error) -> String {
+    format!("{node}: {e}")
 }

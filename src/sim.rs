@@ -32,6 +32,8 @@ pub use pause::{Pausable, PauseSwitch};
 pub use world::{
     run, FaultPlan, Host, HostMain, Network, Progress, RunResult, World, PROGRESS_EVERY_MS, TICK,
 };
+// Fault steps live runs share with simulated ones.
+pub(crate) use world::{close_crashed_op, partition_links};
 
 use std::future::Future;
 use std::pin::Pin;

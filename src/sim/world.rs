@@ -19,6 +19,7 @@ use super::nemesis::{self, RandomFaults};
 use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
 use super::LocalBoxFuture;
 use crate::history::{Event, EventType, History, Recorder};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -262,24 +263,11 @@ impl Driver {
         self.recorder.push(e);
     }
 
+    /// Apply one fault action, due now: each kind is one step below.
     fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: Action) {
-        use serde_json::json;
         tracing::info!("nemesis at {:.3} ms: {action:?}", now as f64 / 1e6);
         match action {
-            Action::Pause { node, duration_ns } => {
-                let s = &self.nodes[&node];
-                if s.is_crashed() || s.pause.is_paused() {
-                    return;
-                }
-                s.pause.pause();
-                self.record(
-                    now,
-                    "pause",
-                    vec![node.clone()],
-                    json!({"duration_ms": duration_ns as f64 / 1e6, "at": "anywhere"}),
-                );
-                self.push(now + duration_ns, Action::Resume { node });
-            }
+            Action::Pause { node, duration_ns } => self.pause(now, node, duration_ns),
             Action::ArmPause {
                 node,
                 duration_ns,
@@ -287,55 +275,13 @@ impl Driver {
             } => {
                 self.nodes[&node].arm(point, ArmedFault::Pause { duration_ns });
             }
-            Action::Resume { node } => {
-                let s = &self.nodes[&node];
-                if s.pause.is_paused() {
-                    s.pause.resume();
-                    if !s.take_quiet_resume() {
-                        self.record(now, "resume", vec![node], json!(null));
-                    }
-                }
-            }
+            Action::Resume { node } => self.resume(now, node),
             Action::Partition {
                 id,
                 side,
                 peers,
                 oneway,
-            } => {
-                let others: Vec<String> = if peers.is_empty() {
-                    self.all
-                        .iter()
-                        .filter(|b| !side.contains(b))
-                        .cloned()
-                        .collect()
-                } else {
-                    peers.clone()
-                };
-                let mut links = Vec::new();
-                for a in &side {
-                    for b in &others {
-                        links.push((a.clone(), b.clone()));
-                        if !oneway {
-                            links.push((b.clone(), a.clone()));
-                        }
-                    }
-                }
-                for (a, b) in &links {
-                    let n = self.cuts.entry((a.clone(), b.clone())).or_insert(0);
-                    if *n == 0 {
-                        sim.partition_oneway(a.as_str(), b.as_str());
-                        self.kernel.set_cut(a, b, true);
-                    }
-                    *n += 1;
-                }
-                self.partitions.insert(id, links);
-                self.record(
-                    now,
-                    "partition",
-                    side,
-                    json!({"id": id, "oneway": oneway, "from": others}),
-                );
-            }
+            } => self.partition(sim, now, id, side, peers, oneway),
             Action::Heal { id } => {
                 if let Some(links) = self.partitions.remove(&id) {
                     self.uncut(sim, links);
@@ -356,37 +302,7 @@ impl Driver {
                 let (f, value) = change.apply(&mut clock.borrow_mut(), now);
                 self.record(now, f, vec![node.to_string()], value);
             }
-            Action::Crash { node, down_ns } => {
-                let s = self.nodes[&node].clone();
-                if s.is_crashed() {
-                    return;
-                }
-                sim.crash(node.as_str());
-                self.kernel.set_down(&node, true);
-                s.set_crashed(true);
-                // A busy freeze ends with the process.
-                s.take_quiet_resume();
-                // Jepsen's convention: a crashed process's outstanding operation is
-                // indeterminate; the restarted process then invokes afresh.
-                if let Some(last) = self.recorder.last_op_of(&node) {
-                    if last.kind == EventType::Invoke {
-                        let mut info = last.clone();
-                        info.kind = EventType::Info;
-                        info.time_ns = now;
-                        info.reason = Some("crashed".into());
-                        self.recorder.push(info);
-                    }
-                }
-                self.record(
-                    now,
-                    "crash",
-                    vec![node.clone()],
-                    json!({"down_ms": down_ns.map(|d| d as f64 / 1e6)}),
-                );
-                if let Some(d) = down_ns {
-                    self.push(now + d, Action::Restart { node });
-                }
-            }
+            Action::Crash { node, down_ns } => self.crash(sim, now, node, down_ns),
             Action::ArmCrash {
                 node,
                 down_ns,
@@ -394,33 +310,119 @@ impl Driver {
             } => {
                 self.nodes[&node].arm(point, ArmedFault::Crash { down_ns });
             }
-            Action::DiskStall { node, duration_ns } => {
-                self.nodes[&node].stall_disk(now + duration_ns);
-                self.record(
-                    now,
-                    "disk-stall",
-                    vec![node.clone()],
-                    json!({"duration_ms": duration_ns as f64 / 1e6}),
-                );
-                self.push(now + duration_ns, Action::DiskReady { node });
-            }
+            Action::DiskStall { node, duration_ns } => self.stall_disk(now, node, duration_ns),
             Action::DiskReady { node } => {
                 // Overlapping stalls: only the last one's end is the disk's recovery.
                 if self.nodes[&node].disk_stalled_until() <= now {
                     self.record(now, "disk-ready", vec![node], json!(null));
                 }
             }
-            Action::Restart { node } => {
-                let s = self.nodes[&node].clone();
-                if !s.is_crashed() {
-                    return;
-                }
-                s.set_crashed(false);
-                sim.bounce(node.as_str());
-                self.kernel.set_down(&node, false);
-                self.record(now, "restart", vec![node], json!(null));
+            Action::Restart { node } => self.restart(sim, now, node),
+        }
+    }
+
+    /// Freeze `node` for `duration_ns` (unless it is down or already frozen).
+    fn pause(&mut self, now: u64, node: String, duration_ns: u64) {
+        let s = &self.nodes[&node];
+        if s.is_crashed() || s.pause.is_paused() {
+            return;
+        }
+        s.pause.pause();
+        self.record(
+            now,
+            "pause",
+            vec![node.clone()],
+            json!({"duration_ms": duration_ns as f64 / 1e6, "at": "anywhere"}),
+        );
+        self.push(now + duration_ns, Action::Resume { node });
+    }
+
+    /// Unfreeze `node`, if frozen; a busy freeze's end is not an event.
+    fn resume(&mut self, now: u64, node: String) {
+        let s = &self.nodes[&node];
+        if s.pause.is_paused() {
+            s.pause.resume();
+            if !s.take_quiet_resume() {
+                self.record(now, "resume", vec![node], json!(null));
             }
         }
+    }
+
+    /// Cut the links of partition `id`, counting each cut so that overlapping partitions
+    /// heal independently.
+    fn partition(
+        &mut self,
+        sim: &mut turmoil::Sim<'_>,
+        now: u64,
+        id: u64,
+        side: Vec<String>,
+        peers: Vec<String>,
+        oneway: bool,
+    ) {
+        let (others, links) = partition_links(&self.all, &side, peers, oneway);
+        for (a, b) in &links {
+            let n = self.cuts.entry((a.clone(), b.clone())).or_insert(0);
+            if *n == 0 {
+                sim.partition_oneway(a.as_str(), b.as_str());
+                self.kernel.set_cut(a, b, true);
+            }
+            *n += 1;
+        }
+        self.partitions.insert(id, links);
+        self.record(
+            now,
+            "partition",
+            side,
+            json!({"id": id, "oneway": oneway, "from": others}),
+        );
+    }
+
+    /// Crash `node` (unless down): its restart, if any, is due after `down_ns`.
+    fn crash(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, node: String, down_ns: Option<u64>) {
+        let s = self.nodes[&node].clone();
+        if s.is_crashed() {
+            return;
+        }
+        sim.crash(node.as_str());
+        self.kernel.set_down(&node, true);
+        s.set_crashed(true);
+        // A busy freeze ends with the process.
+        s.take_quiet_resume();
+        // The restarted process then invokes afresh.
+        close_crashed_op(&self.recorder, &node, now);
+        self.record(
+            now,
+            "crash",
+            vec![node.clone()],
+            json!({"down_ms": down_ns.map(|d| d as f64 / 1e6)}),
+        );
+        if let Some(d) = down_ns {
+            self.push(now + d, Action::Restart { node });
+        }
+    }
+
+    /// Stall `node`'s disk for `duration_ns`.
+    fn stall_disk(&mut self, now: u64, node: String, duration_ns: u64) {
+        self.nodes[&node].stall_disk(now + duration_ns);
+        self.record(
+            now,
+            "disk-stall",
+            vec![node.clone()],
+            json!({"duration_ms": duration_ns as f64 / 1e6}),
+        );
+        self.push(now + duration_ns, Action::DiskReady { node });
+    }
+
+    /// Start `node` again, if it is down.
+    fn restart(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, node: String) {
+        let s = self.nodes[&node].clone();
+        if !s.is_crashed() {
+            return;
+        }
+        s.set_crashed(false);
+        sim.bounce(node.as_str());
+        self.kernel.set_down(&node, false);
+        self.record(now, "restart", vec![node], json!(null));
     }
 
     fn uncut(&mut self, sim: &mut turmoil::Sim<'_>, links: Vec<(String, String)>) {
@@ -434,6 +436,46 @@ impl Driver {
                     self.kernel.set_cut(&key.0, &key.1, false);
                 }
             }
+        }
+    }
+}
+
+/// The hosts a partition of `side` cuts it from (`peers`, or every other host of `all`),
+/// and the directed links it cuts: side → others, and back unless `oneway`. Simulated
+/// and live runs cut the same links.
+pub(crate) fn partition_links(
+    all: &[String],
+    side: &[String],
+    peers: Vec<String>,
+    oneway: bool,
+) -> (Vec<String>, Vec<(String, String)>) {
+    let others: Vec<String> = if peers.is_empty() {
+        all.iter().filter(|b| !side.contains(b)).cloned().collect()
+    } else {
+        peers
+    };
+    let mut links = Vec::new();
+    for a in side {
+        for b in &others {
+            links.push((a.clone(), b.clone()));
+            if !oneway {
+                links.push((b.clone(), a.clone()));
+            }
+        }
+    }
+    (others, links)
+}
+
+/// Jepsen's convention, in simulated and live runs alike: the outstanding operation of a
+/// crashed process (its last, if an invoke) is indeterminate, closed as `info` at `now`.
+pub(crate) fn close_crashed_op(recorder: &Recorder, node: &str, now: u64) {
+    if let Some(last) = recorder.last_op_of(node) {
+        if last.kind == EventType::Invoke {
+            let mut info = last.clone();
+            info.kind = EventType::Info;
+            info.time_ns = now;
+            info.reason = Some("crashed".into());
+            recorder.push(info);
         }
     }
 }

@@ -89,7 +89,7 @@ use super::tree::{CreateMode, SessionId, Stat, ZkError};
 use crate::history::EventType;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::sim::NodeCtx;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
@@ -104,7 +104,7 @@ pub struct CuratorMutex {
     our_path: Option<String>,
     /// Sessions in which a create of the current acquire may have made a node we do
     /// not know (its reply was lost).
-    maybe_sessions: BTreeSet<SessionId>,
+    maybe_sessions: RefCell<BTreeSet<SessionId>>,
 }
 
 /// What a delete of our node did.
@@ -118,6 +118,42 @@ enum Deleted {
     Ambiguous,
     /// Not confirmed (the delete goes on in the background).
     Unconfirmed,
+}
+
+/// What one try of `createsTheLock` came to.
+enum Created {
+    /// Our lock node: created (with its stat) or found again by protected mode.
+    Node(String, Option<Stat>),
+    /// The acquire ends here with this error: no further try, no background delete.
+    GaveUp(ZkError),
+}
+
+/// What `createsTheLock` keeps from one try to the next.
+struct CreateTries<'a> {
+    /// The lock's folder (`/locks/L`).
+    base: &'a str,
+    /// The path to create: `base/lock-`, or `base/_c_<GUID>-lock-` with protection.
+    path: String,
+    /// `_c_<GUID>-` with protection.
+    prefix: Option<String>,
+    /// The session protected mode trusts a found node of (the first connected try's).
+    session: Cell<SessionId>,
+    /// No connected try yet: the first creates without looking for an earlier node.
+    first: Cell<bool>,
+}
+
+/// How `internalLockLoop` ended.
+#[derive(Debug)]
+enum Wait {
+    /// Our node sorts first: the lock is ours.
+    Ours,
+    /// The deadline passed while we waited for a predecessor.
+    TimedOut,
+    /// Our node is gone from the children ("Sequential path not found"): its session
+    /// ended.
+    Vanished,
+    /// A request failed past its retries.
+    Failed(ZkError),
 }
 
 /// Why an acquire did not succeed, before mapping to [`LockError`].
@@ -164,12 +200,18 @@ impl CuratorMutex {
             client: ZkClient::new(params),
             guid: None,
             our_path: None,
-            maybe_sessions: BTreeSet::new(),
+            maybe_sessions: RefCell::new(BTreeSet::new()),
         }
     }
 
     fn params(&self) -> &ZkParams {
         self.client.params()
+    }
+
+    /// Whether a create of this acquire may have left an unknown node in a session other
+    /// than `current`.
+    fn maybe_in_other_session(&self, current: SessionId) -> bool {
+        self.maybe_sessions.borrow().iter().any(|&s| s != current)
     }
 
     /// One call; if it was sent and its reply lost, `maybe` gets the session it was sent
@@ -227,7 +269,7 @@ impl CuratorMutex {
 
     /// One try of the create (with `creatingParentContainersIfNeeded`).
     async fn create_once(
-        &mut self,
+        &self,
         ctx: &NodeCtx,
         base: &str,
         path: &str,
@@ -251,7 +293,7 @@ impl CuratorMutex {
         };
         if let Some(session) = maybe.get() {
             // The create may have been applied with its reply lost.
-            self.maybe_sessions.insert(session);
+            self.maybe_sessions.borrow_mut().insert(session);
         }
         match r? {
             Response::Created { path, stat } => Ok((path, stat)),
@@ -265,7 +307,7 @@ impl CuratorMutex {
         ctx: &NodeCtx,
         base: &str,
         prefix: &str,
-        session: &mut u64,
+        session: &Cell<SessionId>,
     ) -> Result<Option<String>, ZkError> {
         let r = self
             .client
@@ -288,16 +330,16 @@ impl CuratorMutex {
             Err(e) => return Err(e),
         };
         let now = self.client.session();
-        if *session != now {
+        if session.get() != now {
             tracing::debug!(
-                old = *session,
+                old = session.get(),
                 new = now,
                 "session changed during protected mode"
             );
             if let Some(f) = &found {
                 self.client.delete_in_background(f);
             }
-            *session = now;
+            session.set(now);
             return Ok(None);
         }
         Ok(found)
@@ -305,99 +347,104 @@ impl CuratorMutex {
 
     /// `createsTheLock`: the protected create under the retry loop (module docs).
     async fn create_lock_node(
-        &mut self,
+        &self,
         ctx: &NodeCtx,
         base: &str,
     ) -> Result<(String, Option<Stat>), ZkError> {
         let prefix = self.guid.as_ref().map(|g| format!("_c_{g}-"));
         let path = format!("{base}/{}{LOCK_NAME}", prefix.as_deref().unwrap_or(""));
-        let p = self.params().clone();
-        let mut session = self.client.session();
-        let mut first = true;
-        let mut n = 0u32;
-        loop {
-            let connected = self
-                .client
-                .wait_connected(ctx, Duration::from_millis(p.connection_timeout_ms))
-                .await;
-            let r: Result<(), ZkError> = if !connected {
-                Err(ZkError::ConnectionLoss)
-            } else {
-                let current = self.client.session();
-                if self.maybe_sessions.iter().any(|&s| s != current) {
-                    // A create of the old session may have left a node that owned the
-                    // lock and expired with it: this acquire ends here, unknown (Curator
-                    // would delete that node and create anew in the same call).
-                    if let Some(prefix) = &prefix {
+        let tries = CreateTries {
+            base,
+            path,
+            prefix,
+            session: Cell::new(self.client.session()),
+            first: Cell::new(true),
+        };
+        match self
+            .client
+            .retry(ctx, || self.create_attempt(ctx, &tries))
+            .await
+        {
+            Ok(Created::Node(path, stat)) => Ok((path, stat)),
+            Ok(Created::GaveUp(e)) => Err(e),
+            Err(e) => {
+                // All tries failed: the node of a create whose reply was lost goes in the
+                // background (`FindAndDeleteProtectedNodeInBackground`).
+                if let Some(prefix) = &tries.prefix {
+                    if e == ZkError::ConnectionLoss {
                         self.client.find_and_delete_in_background(base, prefix);
                     }
-                    return Err(ZkError::SessionExpired);
                 }
-                if session == 0 {
-                    session = current;
-                }
-                let mut found = None;
-                if !first {
-                    if let Some(prefix) = &prefix {
-                        match self.find_protected(ctx, base, prefix, &mut session).await {
-                            Ok(f) => found = f,
-                            Err(e) => {
-                                found = None;
-                                if !matches!(
-                                    e,
-                                    ZkError::ConnectionLoss
-                                        | ZkError::SessionExpired
-                                        | ZkError::SessionMoved
-                                ) {
-                                    return Err(e);
-                                }
-                            }
-                        }
-                    }
-                }
-                first = false;
-                match found {
-                    Some(f) => {
-                        tracing::debug!(path = f, "protected mode found our node");
-                        // Found in the session it was created in: nothing unknown left.
-                        self.maybe_sessions.remove(&session);
-                        return Ok((f, None));
-                    }
-                    None => match self.create_once(ctx, base, &path).await {
-                        Ok((path, stat)) => return Ok((path, Some(stat))),
-                        Err(e) => Err(e),
-                    },
-                }
-            };
-            match r {
-                Err(ZkError::ConnectionLoss | ZkError::SessionExpired | ZkError::SessionMoved)
-                    if n < p.retries =>
-                {
-                    backoff(ctx, p.retry_base_ms, n).await;
-                    n += 1;
-                }
-                Err(e) => {
-                    if let Some(prefix) = &prefix {
-                        if e == ZkError::ConnectionLoss {
-                            self.client.find_and_delete_in_background(base, prefix);
-                        }
-                    }
-                    return Err(e);
-                }
-                Ok(_) => unreachable!("returned above"),
+                Err(e)
             }
         }
     }
 
-    /// `internalLockLoop` until the lock is ours or `deadline` (local ns) passes.
-    /// `Ok(true)`: ours; `Ok(false)`: timed out; `Err(None)`: our node vanished.
-    async fn lock_loop(
+    /// One connected try of `createsTheLock`: after the first, protected mode looks for
+    /// the node of an earlier try before it creates.
+    async fn create_attempt(
         &self,
         ctx: &NodeCtx,
-        base: &str,
-        our: &str,
-        deadline: i64,
-    ) -> Result<bool, Option<ZkError>> {
+        tries: &CreateTries<'_>,
+    ) -> Result<Created, ZkError> {
+        let current = self.client.session();
+        if self.maybe_in_other_session(current) {
+            // A create of the old session may have left a node that owned the lock and
+            // expired with it: this acquire ends here, unknown (Curator would delete
+            // that node and create anew in the same call).
+            if let Some(prefix) = &tries.prefix {
+                self.client
+                    .find_and_delete_in_background(tries.base, prefix);
+            }
+            return Ok(Created::GaveUp(ZkError::SessionExpired));
+        }
+        if tries.session.get() == 0 {
+            tries.session.set(current);
+        }
+        let found = if tries.first.replace(false) {
+            None
+        } else {
+            self.find_earlier_try(ctx, tries).await?
+        };
+        match found {
+            Some(f) => {
+                tracing::debug!(path = f, "protected mode found our node");
+                // Found in the session it was created in: nothing unknown left.
+                self.maybe_sessions
+                    .borrow_mut()
+                    .remove(&tries.session.get());
+                Ok(Created::Node(f, None))
+            }
+            None => {
+                let (path, stat) = self.create_once(ctx, tries.base, &tries.path).await?;
+                Ok(Created::Node(path, Some(stat)))
+            }
+        }
+    }
+
+    /// With protection, the node an earlier try of this acquire created, if found in the
+    /// same session; a connection error finds nothing (the try creates anew).
+    async fn find_earlier_try(
+        &self,
+        ctx: &NodeCtx,
+        tries: &CreateTries<'_>,
+    ) -> Result<Option<String>, ZkError> {
+        let Some(prefix) = &tries.prefix else {
+            return Ok(None);
+        };
+        match self
+            .find_protected(ctx, tries.base, prefix, &tries.session)
+            .await
+        {
+            Err(ZkError::ConnectionLoss | ZkError::SessionExpired | ZkError::SessionMoved) => {
+                Ok(None)
+            }
+            r => r,
+        }
+    }
+
+    /// `internalLockLoop` until the lock is ours or `deadline` (local ns) passes.
+    async fn lock_loop(&self, ctx: &NodeCtx, base: &str, our: &str, deadline: i64) -> Wait {
         let watcher: Watcher = Rc::new(Notify::new());
         let name = our.rsplit('/').next().unwrap_or(our).to_string();
         loop {
@@ -416,15 +463,15 @@ impl CuratorMutex {
             let mut children = match r {
                 Ok(Response::Children { children, .. }) => children,
                 Ok(_) | Err(ZkError::NoNode) => Vec::new(),
-                Err(e) => return Err(Some(e)),
+                Err(e) => return Wait::Failed(e),
             };
             sort_lock_children(&mut children);
             let Some(i) = children.iter().position(|c| *c == name) else {
                 // "Sequential path not found": the session that owned it is gone.
-                return Err(None);
+                return Wait::Vanished;
             };
             if i == 0 {
-                return Ok(true);
+                return Wait::Ours;
             }
             let previous = format!("{base}/{}", children[i - 1]);
             let r = self
@@ -442,11 +489,11 @@ impl CuratorMutex {
                 Ok(_) => {}
                 // It has been deleted (the lock was released): look again.
                 Err(ZkError::NoNode) => continue,
-                Err(e) => return Err(Some(e)),
+                Err(e) => return Wait::Failed(e),
             }
             let left = deadline - ctx.mono_ns();
             if left <= 0 {
-                return Ok(false);
+                return Wait::TimedOut;
             }
             tracing::debug!(watching = previous, "waiting for the predecessor");
             let _ = ctx
@@ -524,10 +571,10 @@ impl CuratorMutex {
         let base = format!("{LOCK_ROOT}/{lock}");
         self.guid = self.params().protected.then(|| uuid(ctx));
         self.our_path = None;
-        self.maybe_sessions.clear();
+        self.maybe_sessions.get_mut().clear();
         // Not ours, and no node of ours left behind, unless a create's outcome is unknown.
         let failed = |me: &Self, why: String| {
-            if me.maybe_sessions.is_empty() {
+            if me.maybe_sessions.borrow().is_empty() {
                 Failure::Definite(why)
             } else {
                 Failure::Unknown(format!("{why}; a create's reply was lost"))
@@ -541,7 +588,7 @@ impl CuratorMutex {
             };
             self.our_path = Some(our.clone());
             let r = self.lock_loop(ctx, &base, &our, deadline).await;
-            if r.is_err_and(|e| e.is_none()) && retry < self.params().retries {
+            if matches!(r, Wait::Vanished) && retry < self.params().retries {
                 self.try_again(ctx, lock, &our, retry).await;
                 retry += 1;
                 continue;
@@ -557,7 +604,7 @@ impl CuratorMutex {
             }
         };
         match r {
-            Ok(true) => {
+            Wait::Ours => {
                 let token = match self.token(ctx, &our, stat).await {
                     Ok(t) => t,
                     Err(e) => {
@@ -567,8 +614,7 @@ impl CuratorMutex {
                 };
                 // A node of an earlier session of ours may have owned the lock unseen
                 // (and expired with it): this grant cannot be the only one.
-                let current = self.client.session();
-                if self.maybe_sessions.iter().any(|&s| s != current) {
+                if self.maybe_in_other_session(self.client.session()) {
                     return Err(Failure::Unknown(
                         "acquired, but a create of an earlier session had its reply lost".into(),
                     ));
@@ -582,7 +628,7 @@ impl CuratorMutex {
                     valid_until,
                 })
             }
-            Ok(false) => {
+            Wait::TimedOut => {
                 let d = self.delete_ours(ctx, &our).await;
                 Err(after_delete(
                     self,
@@ -590,10 +636,10 @@ impl CuratorMutex {
                     "timed out waiting for the lock".into(),
                 ))
             }
-            Err(None) => Err(Failure::Unknown(
+            Wait::Vanished => Err(Failure::Unknown(
                 "our lock node vanished (its session expired)".into(),
             )),
-            Err(Some(e)) => {
+            Wait::Failed(e) => {
                 let d = self.delete_ours(ctx, &our).await;
                 Err(after_delete(self, d, e.to_string()))
             }
@@ -620,7 +666,7 @@ impl CuratorMutex {
         self.guid = self.params().protected.then(|| uuid(ctx));
         self.our_path = None;
         // A create of the closed part whose reply was lost belongs to its info.
-        self.maybe_sessions.clear();
+        self.maybe_sessions.get_mut().clear();
     }
 
     async fn release_impl(&mut self, ctx: &NodeCtx, grant: &Grant) -> Result<bool, LockError> {
