@@ -11,7 +11,7 @@
 //! record. Pings have xid −2, watch notifications xid −1 (zxid −1) with a `WatcherEvent`.
 //! A reply's record depends on the request's operation, which the client knows by xid.
 
-use super::jute::{JuteError, Reader, Writer};
+use super::jute::{DecodeError, Reader, Writer};
 use super::tree::{CreateMode, EventKind, SessionId, Stat, WatchedEvent, ZkError, Zxid};
 use serde::{Deserialize, Serialize};
 
@@ -399,7 +399,7 @@ fn write_stat(w: &mut Writer, s: &Stat) {
         .long(s.pzxid as i64);
 }
 
-fn read_stat(r: &mut Reader) -> Result<Stat, JuteError> {
+fn read_stat(r: &mut Reader) -> Result<Stat, DecodeError> {
     let czxid = r.long("stat.czxid")? as u64;
     let mzxid = r.long("stat.mzxid")? as u64;
     let ctime = r.long("stat.ctime")?;
@@ -501,7 +501,7 @@ pub fn encode_request(f: &ClientFrame, out: &mut Vec<u8>) {
 /// otherwise. An operation this server does not serve, or a create mode it rejects,
 /// decodes to [`Request::Rejected`]; a record that cannot be read is an error (the
 /// server closes the connection, as ZooKeeper does).
-pub fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFrame, JuteError> {
+pub fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFrame, DecodeError> {
     let mut r = Reader::new(payload);
     if handshake {
         let _protocol = r.int("ConnectRequest.protocolVersion")?;
@@ -538,10 +538,10 @@ pub fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFrame, Ju
             let acls = r.int("CreateRequest.acl")?;
             // Each ACL is at least 12 bytes (perms and two lengths).
             if acls > 0 && acls as usize > r.remaining() / 12 {
-                return Err(JuteError {
-                    at: 0,
-                    what: format!("CreateRequest.acl: {acls} entries cannot fit"),
-                });
+                return Err(DecodeError::jute(
+                    0,
+                    format!("CreateRequest.acl: {acls} entries cannot fit"),
+                ));
             }
             for _ in 0..acls.max(0) {
                 r.int("ACL.perms")?;
@@ -695,7 +695,7 @@ pub fn decode_reply(
     payload: &[u8],
     handshake: bool,
     op_of: impl Fn(i32) -> Option<OpCode>,
-) -> Result<ServerFrame, JuteError> {
+) -> Result<ServerFrame, DecodeError> {
     let mut r = Reader::new(payload);
     if handshake {
         let _protocol = r.int("ConnectResponse.protocolVersion")?;
@@ -731,10 +731,10 @@ pub fn decode_reply(
             3 => EventKind::NodeDataChanged,
             4 => EventKind::NodeChildrenChanged,
             t => {
-                return Err(JuteError {
-                    at: 16,
-                    what: format!("WatcherEvent.type {t} is not a node event"),
-                })
+                return Err(DecodeError::jute(
+                    16,
+                    format!("WatcherEvent.type {t} is not a node event"),
+                ))
             }
         };
         let _state = r.int("WatcherEvent.state")?;
@@ -752,10 +752,10 @@ pub fn decode_reply(
         _ => op_of(xid),
     };
     let Some(op) = op else {
-        return Err(JuteError {
-            at: 0,
-            what: format!("a reply to xid {xid}, which is not outstanding"),
-        });
+        return Err(DecodeError::jute(
+            0,
+            format!("a reply to xid {xid}, which is not outstanding"),
+        ));
     };
     let resp = if err != 0 {
         match (op, ZkError::from_code(err)) {
@@ -769,7 +769,7 @@ pub fn decode_reply(
     Ok(ServerFrame::Reply { xid, zxid, resp })
 }
 
-fn read_body(r: &mut Reader, op: OpCode) -> Result<Response, JuteError> {
+fn read_body(r: &mut Reader, op: OpCode) -> Result<Response, DecodeError> {
     Ok(match op {
         OpCode::Ping => Response::Pong,
         OpCode::Create => Response::Created {
@@ -843,25 +843,38 @@ pub fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
     }
 }
 
+/// [`DecodeError::format`] of a peer message.
+pub const PEER_MESSAGE: &str = "peer message";
+
 /// Decode [`encode_peer`]'s bytes.
-pub fn decode_peer(bytes: &[u8]) -> Result<PeerMsg, String> {
+pub fn decode_peer(bytes: &[u8]) -> Result<PeerMsg, DecodeError> {
     match bytes.split_first() {
         Some((0, rest)) => Ok(PeerMsg::Raft(rest.to_vec())),
-        Some((1, rest)) => {
-            let mut r = Reader::new(rest);
-            let n = r.int("Touch.count").map_err(|e| e.to_string())?;
-            if n < 0 || n as usize > r.remaining() / 8 {
-                return Err(format!("Touch: {n} sessions cannot fit"));
-            }
-            let sessions = (0..n)
-                .map(|_| r.long("Touch.session").map(|id| id as u64))
-                .collect::<Result<_, _>>()
-                .map_err(|e| e.to_string())?;
-            r.end("Touch").map_err(|e| e.to_string())?;
-            Ok(PeerMsg::Touch { sessions })
-        }
-        _ => Err("unknown peer message".into()),
+        Some((1, rest)) => decode_touch(rest).map_err(|e| e.after(1)),
+        Some((tag, _)) => Err(DecodeError::new(
+            PEER_MESSAGE,
+            0,
+            format!("unknown tag {tag}"),
+        )),
+        None => Err(DecodeError::new(PEER_MESSAGE, 0, "empty")),
     }
+}
+
+/// A `Touch` after its tag byte: a count and big-endian session ids.
+fn decode_touch(bytes: &[u8]) -> Result<PeerMsg, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let n = r.int("Touch.count")?;
+    if n < 0 || n as usize > r.remaining() / 8 {
+        return Err(DecodeError::jute(
+            0,
+            format!("Touch: {n} sessions cannot fit"),
+        ));
+    }
+    let sessions = (0..n)
+        .map(|_| r.long("Touch.session").map(|id| id as u64))
+        .collect::<Result<_, _>>()?;
+    r.end("Touch")?;
+    Ok(PeerMsg::Touch { sessions })
 }
 
 #[cfg(test)]
@@ -1097,6 +1110,11 @@ mod tests {
         ] {
             assert_eq!(decode_peer(&encode_peer(&m)).unwrap(), m);
         }
-        assert!(decode_peer(&[1, 0x7f, 0, 0, 0]).is_err());
+        let e = decode_peer(&[1, 0x7f, 0, 0, 0]).unwrap_err();
+        assert!(matches!(e, DecodeError { at: 1, .. }), "{e}");
+        assert!(e.what.contains("cannot fit"), "{e}");
+        let e = decode_peer(&[9]).unwrap_err();
+        assert_eq!((e.format, e.at), (PEER_MESSAGE, 0));
+        assert!(decode_peer(&[]).is_err());
     }
 }
