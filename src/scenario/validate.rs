@@ -100,8 +100,7 @@ impl Scenario {
     fn pause(&self, s: &PauseSpec<RawSelector>) -> Result<PauseSpec, KeyError> {
         let nodes = self.validate_selector(&s.nodes)?;
         param::range("duration_ms", &s.duration_ms)?;
-        self.validate_point(s.at, &self.select(&nodes))
-            .map_err(|m| KeyError::new("at", m))?;
+        self.validate_point(s.at, &self.select(&nodes))?;
         Ok(PauseSpec {
             nodes,
             duration_ms: s.duration_ms,
@@ -155,8 +154,7 @@ impl Scenario {
     fn crash(&self, c: &CrashSpec<RawSelector>) -> Result<CrashSpec, KeyError> {
         let nodes = self.validate_selector(&c.nodes)?;
         param::range("down_ms", &c.down_ms)?;
-        self.validate_point(c.at, &self.select(&nodes))
-            .map_err(|m| KeyError::new("at", m))?;
+        self.validate_point(c.at, &self.select(&nodes))?;
         Ok(CrashSpec {
             nodes,
             down_ms: c.down_ms,
@@ -292,24 +290,25 @@ impl Scenario {
         let fault = Fault::from_table(table)?;
         fault.validate(all)?;
         if let Fault::DiskStall { nodes, .. } = &fault {
-            self.validate_disk_nodes(nodes)
-                .map_err(|m| KeyError::new("nodes", m))?;
+            self.validate_disk_nodes(nodes)?;
         }
         if let Some(point) = fault.point() {
-            self.validate_point(point, fault.nodes())
-                .map_err(|m| KeyError::new("at", m))?;
+            self.validate_point(point, fault.nodes())?;
         }
         Ok(TimedFault { at_ms, fault })
     }
 
     /// A disk stall can name only nodes with a disk: on any other it could do nothing.
-    fn validate_disk_nodes(&self, nodes: &[String]) -> Result<(), String> {
+    fn validate_disk_nodes(&self, nodes: &[String]) -> Result<(), KeyError> {
         let disks = self.disk_nodes();
         match nodes.iter().find(|n| !disks.contains(n)) {
             None => Ok(()),
-            Some(n) => Err(format!(
-                "`{n}` has no disk a stall could slow down; nodes with a disk here: {}",
-                self.disk_nodes_or_none()
+            Some(n) => Err(KeyError::new(
+                "nodes",
+                format!(
+                    "`{n}` has no disk a stall could slow down; nodes with a disk here: {}",
+                    self.disk_nodes_or_none()
+                ),
             )),
         }
     }
@@ -324,8 +323,9 @@ impl Scenario {
     }
 
     /// A pause or crash armed for `point` strikes only when a client reaches it: the
-    /// nodes must be clients, and the point one that this workload and lock pass.
-    fn validate_point(&self, point: FaultPoint, nodes: &[String]) -> Result<(), String> {
+    /// nodes must be clients, and the point one that this workload and lock pass. Errors
+    /// name the `at` key.
+    fn validate_point(&self, point: FaultPoint, nodes: &[String]) -> Result<(), KeyError> {
         if point == FaultPoint::Anywhere {
             return Ok(());
         }
@@ -335,18 +335,24 @@ impl Scenario {
             let names: Vec<&str> = std::iter::once("anywhere")
                 .chain(points.iter().map(|p| p.name()))
                 .collect();
-            return Err(format!(
-                "`{}` is never reached by this scenario's clients ({}), so the fault could never strike; expected one of {}",
-                point.name(),
-                self.algorithm(),
-                names.join(", ")
+            return Err(KeyError::new(
+                "at",
+                format!(
+                    "`{}` is never reached by this scenario's clients ({}), so the fault could never strike; expected one of {}",
+                    point.name(),
+                    self.algorithm(),
+                    names.join(", ")
+                ),
             ));
         }
         let clients = self.clients();
         if let Some(n) = nodes.iter().find(|n| !clients.contains(n)) {
-            return Err(format!(
-                "`{}` is a point in client code, but `{n}` is not a client, so the fault could never strike; use at = \"anywhere\" or client nodes",
-                point.name()
+            return Err(KeyError::new(
+                "at",
+                format!(
+                    "`{}` is a point in client code, but `{n}` is not a client, so the fault could never strike; use at = \"anywhere\" or client nodes",
+                    point.name()
+                ),
             ));
         }
         Ok(())

@@ -337,8 +337,7 @@ impl RedisParams {
         };
         let read = |key: &str, rel: &str| {
             let path = dir.join(rel);
-            let text =
-                read_script(&path).map_err(|m| KeyError::new(key, m).under_key("scripts"))?;
+            let text = read_script(key, &path)?;
             super::model::lua::check_compiles(&text).map_err(|e| {
                 KeyError::new(
                     key,
@@ -371,15 +370,18 @@ impl RedisParams {
 /// memory.
 pub const MAX_SCRIPT_BYTES: u64 = 4 << 20;
 
-/// A script's text, or what is wrong with the file.
-fn read_script(path: &std::path::Path) -> Result<String, String> {
+/// The text of the script `scripts.<key>` names, or what is wrong with the file.
+fn read_script(key: &str, path: &std::path::Path) -> Result<String, KeyError> {
     use crate::user_file::{read_text_capped, ReadError};
-    read_text_capped(path, MAX_SCRIPT_BYTES).map_err(|e| match e {
-        ReadError::TooLarge(cap) => format!(
-            "the script `{}` is larger than {cap} bytes, the most a script may be",
-            path.display()
-        ),
-        _ => format!("cannot read the script `{}`: {e}", path.display()),
+    read_text_capped(path, MAX_SCRIPT_BYTES).map_err(|e| {
+        let message = match e {
+            ReadError::TooLarge(cap) => format!(
+                "the script `{}` is larger than {cap} bytes, the most a script may be",
+                path.display()
+            ),
+            _ => format!("cannot read the script `{}`: {e}", path.display()),
+        };
+        KeyError::new(key, message).under_key("scripts")
     })
 }
 
