@@ -45,6 +45,7 @@ pub mod cli;
 pub mod deploy;
 pub mod did_you_mean;
 pub mod history;
+pub mod key_error;
 pub mod linearizability;
 pub mod live;
 pub mod locks;

@@ -8,12 +8,13 @@
 //! format") for the full format; every envelope key is documented below.
 
 use crate::check::Check;
-use crate::locks::param::{self, ParamError, Range};
+use crate::key_error::{self, KeyError, KeyPath, Place};
+use crate::locks::param::{self, Range};
 use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
 use crate::sim::nemesis::{
     RandomClock, RandomCrash, RandomDiskStall, RandomPartition, RandomPause,
 };
-use crate::sim::{Fault, FaultPlan, FaultPoint, RandomFaults, TimedFault};
+use crate::sim::{FaultPlan, FaultPoint, RandomFaults};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,24 +22,32 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod faults;
+mod validate;
 
+use faults::RawFaults;
 pub use faults::{
     ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec, MAX_RANDOM_FAULTS,
 };
-use faults::{RawFaults, DEFAULT_INTERVAL_MS};
 
 /// A scenario error: which file, and what is wrong (including key and expectation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioError {
     /// The scenario file.
     pub file: PathBuf,
-    /// What is wrong, naming the key and what was expected.
-    pub message: String,
+    /// What is wrong, naming the key and what was expected (no key: the file itself).
+    pub error: KeyError,
+}
+
+impl ScenarioError {
+    /// The message without the file: the key, what is wrong, and where.
+    pub fn message(&self) -> String {
+        self.error.to_string()
+    }
 }
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.file.display(), self.message)
+        write!(f, "{}: {}", self.file.display(), self.error)
     }
 }
 
@@ -135,12 +144,41 @@ impl Default for Network {
     }
 }
 
+/// A named set of nodes a selector may give instead of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Every client, `"clients"`.
+    Clients,
+    /// Every lock server the algorithm declares, `"servers"`.
+    Servers,
+    /// Every node, storage included, `"all"`.
+    All,
+}
+
+impl Group {
+    /// Every group.
+    pub const ALL: [Group; 3] = [Group::Clients, Group::Servers, Group::All];
+
+    /// Its name in a scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Clients => "clients",
+            Group::Servers => "servers",
+            Group::All => "all",
+        }
+    }
+
+    /// The group called `name`.
+    pub fn from_name(name: &str) -> Option<Group> {
+        Group::ALL.into_iter().find(|g| g.name() == name)
+    }
+}
+
 /// Which nodes a random fault may hit.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
-    /// `"clients"`, `"servers"` or `"all"`.
-    Group(String),
+    /// A group of nodes.
+    Group(Group),
     /// An explicit list of node names.
     Nodes(Vec<String>),
 }
@@ -148,10 +186,24 @@ pub enum Selector {
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Selector::Group(g) => f.write_str(g),
+            Selector::Group(g) => f.write_str(g.name()),
             Selector::Nodes(v) => f.write_str(&v.join(",")),
         }
     }
+}
+
+/// A selector as written. A group's name is checked with the rest of the scenario (an
+/// unknown one is named with its key), so any string parses here.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "data did not match any variant of untagged enum Selector"
+)]
+enum RawSelector {
+    /// A group's name.
+    Name(String),
+    /// An explicit list of node names.
+    Nodes(Vec<String>),
 }
 
 /// An expectation for one check over a seed sweep.
@@ -236,13 +288,13 @@ impl Scenario {
         use crate::user_file::{read_text_capped, ReadError};
         read_text_capped(path, MAX_SCENARIO_BYTES).map_err(|e| ScenarioError {
             file: path.to_path_buf(),
-            message: match e {
+            error: KeyError::here(match e {
                 ReadError::TooLarge(cap) => {
                     format!("the file is larger than {cap} bytes, the most a scenario may be")
                 }
                 ReadError::NotUtf8 { .. } => format!("{e}; a scenario is a TOML file"),
                 ReadError::Io(_) | ReadError::NotRegular(_) => format!("cannot read file: {e}"),
-            },
+            }),
         })
     }
 
@@ -257,61 +309,29 @@ impl Scenario {
         text: &str,
         families: &[Family],
     ) -> Result<Scenario, ScenarioError> {
-        let err = |message: String| ScenarioError {
+        let err = |error: KeyError| ScenarioError {
             file: path.to_path_buf(),
-            message,
+            error,
         };
-        let names = || {
-            families
-                .iter()
-                .map(|f| f.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        // First pass: which algorithm decides the shape of [lock].
-        let table: toml::Table = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
-        let algorithm = match table.get("algorithm") {
-            None => {
-                return Err(err(format!(
-                    "missing key `algorithm`: expected one of {}",
-                    names()
-                )))
-            }
-            Some(toml::Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(err(format!(
-                    "key `algorithm`: expected a string, got {}",
-                    other.type_str()
-                )))
-            }
-        };
-        // Every table of the envelope must be a table: `[[lock]]` (an array of tables)
-        // would otherwise be read field by field as a sequence.
-        for key in ["lock", "workload", "network", "faults", "expect"] {
-            if let Some(v) = table.get(key).filter(|v| !v.is_table()) {
-                let got = match v {
-                    toml::Value::Array(a) if a.iter().all(|x| x.is_table()) => {
-                        format!("an array of tables (`[[{key}]]`)")
-                    }
-                    other => format!("a {}", other.type_str()),
-                };
-                return Err(err(format!(
-                    "key `{key}`: expected a table (`[{key}]`), got {got}"
-                )));
-            }
-        }
-        let Some(family) = families.iter().find(|f| f.name == algorithm) else {
-            return Err(err(format!(
-                "key `algorithm`: unknown algorithm `{algorithm}`; expected one of {}",
-                names()
-            )));
-        };
-        let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
+        let family = pick_family(text, families).map_err(err)?;
+        let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_error(&e, text)))?;
         let dir = path.parent().unwrap_or(Path::new(""));
-        let lock = (family.configure)(text, dir).map_err(|e| match e {
-            ConfigError::Toml(e) => err(toml_message(&e, text)),
-            ConfigError::Invalid(e) => err(lock_message(&e)),
+        let lock = (family.configure)(text, dir).map_err(|e| {
+            err(match e {
+                ConfigError::Toml(e) => toml_error(&e, text),
+                ConfigError::Invalid(e) => e.under_key("lock"),
+            })
         })?;
+        Scenario::build(path, text, raw, lock).map_err(err)
+    }
+
+    /// The scenario from its parsed envelope and configured lock, checked.
+    fn build(
+        path: &Path,
+        text: &str,
+        raw: RawScenario,
+        lock: Arc<dyn AlgorithmConfig>,
+    ) -> Result<Scenario, KeyError> {
         let liveness_ms = raw
             .liveness_ms
             .unwrap_or(lock.lease_ms().unwrap_or(1000).saturating_mul(5));
@@ -324,58 +344,14 @@ impl Scenario {
             liveness_ms,
             workload: raw.workload,
             network: raw.network,
-            faults: Faults {
-                interval_ms: raw.faults.interval_ms.unwrap_or(DEFAULT_INTERVAL_MS),
-                swarm: raw.faults.swarm.unwrap_or(false),
-                pause: raw.faults.pause,
-                partition: raw.faults.partition,
-                clock: raw.faults.clock,
-                crash: raw.faults.crash,
-                disk_stall: raw.faults.disk_stall,
-                at: Vec::new(),
-            },
+            faults: Faults::none(),
             expect: raw.expect,
         };
-        scenario.validate().map_err(&err)?;
-        if !scenario.faults.any_random() {
-            // Keys of the random nemesis with no random kind to act on would do nothing.
-            for (key, set) in [
-                ("interval_ms", raw.faults.interval_ms.is_some()),
-                ("swarm", raw.faults.swarm.is_some()),
-            ] {
-                if set {
-                    return Err(err(format!(
-                        "key `faults.{key}`: has no effect, because no random fault kind (pause, partition, clock, crash, disk-stall) is configured in [faults]; remove it or add a kind"
-                    )));
-                }
-            }
-        }
-        if raw.faults.at.len() > MAX_EXPLICIT_FAULTS {
-            return Err(err(format!(
-                "key `faults.at`: {} entries; at most {MAX_EXPLICIT_FAULTS} explicit faults are accepted",
-                raw.faults.at.len()
-            )));
-        }
-        let all = scenario.nodes();
-        for (i, entry) in raw.faults.at.into_iter().enumerate() {
-            let line = text[..entry.span().start.min(text.len())]
-                .matches('\n')
-                .count()
-                + 1;
-            let at = |e: String| err(format!("{e} (entry at line {line})"));
-            let fault =
-                scenario
-                    .timed_fault(entry.into_inner(), &all)
-                    .map_err(|(field, msg)| {
-                        let key = if field.is_empty() {
-                            format!("faults.at[{i}]")
-                        } else {
-                            format!("faults.at[{i}].{field}")
-                        };
-                        at(format!("key `{key}`: {msg}"))
-                    })?;
-            scenario.faults.at.push(fault);
-        }
+        scenario.validate_envelope()?;
+        scenario.faults = scenario.validate_random(&raw.faults)?;
+        scenario.validate_tail()?;
+        scenario.validate_unused(&raw.faults)?;
+        scenario.faults.at = scenario.explicit_faults(raw.faults.at, text)?;
         Ok(scenario)
     }
 
@@ -450,9 +426,9 @@ impl Scenario {
     /// Resolve a selector to node names (validated at load time, so never fails after).
     pub fn select(&self, sel: &Selector) -> Vec<String> {
         match sel {
-            Selector::Group(g) if g == "clients" => self.clients(),
-            Selector::Group(g) if g == "servers" => self.servers(),
-            Selector::Group(_) => self.nodes(),
+            Selector::Group(Group::Clients) => self.clients(),
+            Selector::Group(Group::Servers) => self.servers(),
+            Selector::Group(Group::All) => self.nodes(),
             Selector::Nodes(v) => v.clone(),
         }
     }
@@ -514,249 +490,67 @@ impl Scenario {
             random: Box::new(self.random_faults()),
         }
     }
+}
 
-    /// One `[[faults.at]]` table as a fault; errors are (field, message).
-    fn timed_fault(
-        &self,
-        mut table: toml::Table,
-        all: &[String],
-    ) -> Result<TimedFault, (String, String)> {
-        let at_ms = match table.remove("at_ms") {
-            Some(toml::Value::Integer(t)) if t >= 0 => t as u64,
-            Some(v) => {
-                return Err((
-                    "at_ms".into(),
-                    format!("expected a non-negative integer (ms), got {v}"),
-                ))
-            }
-            None => return Err(("at_ms".into(), "required".into())),
-        };
-        if at_ms >= self.duration_ms {
-            return Err((
-                "at_ms".into(),
+/// The first pass: the family that `algorithm` names, which decides the shape of
+/// `[lock]`, and every table of the envelope a table.
+fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, KeyError> {
+    let names = || {
+        families
+            .iter()
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let table: toml::Table = toml::from_str(text).map_err(|e| toml_error(&e, text))?;
+    let algorithm = match table.get("algorithm") {
+        None => {
+            return Err(KeyError::missing(
+                "algorithm",
+                format!("expected one of {}", names()),
+            ))
+        }
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(KeyError::new(
+                "algorithm",
+                format!("expected a string, got {}", other.type_str()),
+            ))
+        }
+    };
+    // Every table of the envelope must be a table: `[[lock]]` (an array of tables)
+    // would otherwise be read field by field as a sequence.
+    for key in ["lock", "workload", "network", "faults", "expect"] {
+        if let Some(v) = table.get(key).filter(|v| !v.is_table()) {
+            let got = match v {
+                toml::Value::Array(a) if a.iter().all(|x| x.is_table()) => {
+                    format!("an array of tables (`[[{key}]]`)")
+                }
+                other => format!("a {}", other.type_str()),
+            };
+            return Err(KeyError::new(
+                key,
+                format!("expected a table (`[{key}]`), got {got}"),
+            ));
+        }
+    }
+    families
+        .iter()
+        .find(|f| f.name == algorithm)
+        .ok_or_else(|| {
+            KeyError::new(
+                "algorithm",
                 format!(
-                    "expected a time before duration_ms = {}, got {at_ms}",
-                    self.duration_ms
+                    "unknown algorithm `{algorithm}`; expected one of {}",
+                    names()
                 ),
-            ));
-        }
-        let fault = Fault::from_table(table).map_err(|e| (e.field, e.message))?;
-        fault.validate(all).map_err(|e| (e.field, e.message))?;
-        if let Fault::DiskStall { nodes, .. } = &fault {
-            self.validate_disk_nodes(nodes)
-                .map_err(|m| ("nodes".to_string(), m))?;
-        }
-        if let Some(point) = fault.point() {
-            self.validate_point(point, fault.nodes())
-                .map_err(|m| ("at".to_string(), m))?;
-        }
-        Ok(TimedFault { at_ms, fault })
-    }
-
-    /// A disk stall can name only nodes with a disk: on any other it could do nothing.
-    fn validate_disk_nodes(&self, nodes: &[String]) -> Result<(), String> {
-        let disks = self.disk_nodes();
-        match nodes.iter().find(|n| !disks.contains(n)) {
-            None => Ok(()),
-            Some(n) => Err(format!(
-                "`{n}` has no disk a stall could slow down; nodes with a disk here: {}",
-                self.disk_nodes_or_none()
-            )),
-        }
-    }
-
-    fn disk_nodes_or_none(&self) -> String {
-        let disks = self.disk_nodes();
-        if disks.is_empty() {
-            "none".to_string()
-        } else {
-            disks.join(", ")
-        }
-    }
-
-    fn validate(&self) -> Result<(), String> {
-        let p = |r: Result<(), ParamError>| r.map_err(|e| e.to_string());
-        if self.name.trim().is_empty() {
-            return Err("key `name`: expected a non-empty string".into());
-        }
-        p(
-            param::positive("duration_ms", self.duration_ms).map_err(|_| {
-                ParamError::new(
-                    "duration_ms",
-                    format!(
-                        "expected 1 to {MAX_DURATION_MS} (one simulated hour), got {}",
-                        self.duration_ms
-                    ),
-                )
-            }),
-        )?;
-        p(param::positive("liveness_ms", self.liveness_ms))?;
-        let w = &self.workload;
-        p(param::between("workload.clients", w.clients as u64, 1, 64))?;
-        p(param::positive(
-            "workload.acquire_timeout_ms",
-            w.acquire_timeout_ms,
-        ))?;
-        p(param::positive(
-            "workload.storage_timeout_ms",
-            w.storage_timeout_ms,
-        ))?;
-        p(param::range("workload.work_ms", &w.work_ms))?;
-        p(param::range("workload.think_ms", &w.think_ms))?;
-        p(param::range("network.latency_ms", &self.network.latency_ms))?;
-        if !(0.0..=1.0).contains(&self.network.loss) {
-            return Err(format!(
-                "key `network.loss`: expected a probability in [0, 1], got {}",
-                self.network.loss
-            ));
-        }
-        let f = &self.faults;
-        p(param::range("faults.interval_ms", &f.interval_ms))?;
-        if f.interval_ms[0] == 0 {
-            return Err("key `faults.interval_ms`: expected a minimum gap of at least 1 ms".into());
-        }
-        f.check_density(self.duration_ms)?;
-        if let Some(s) = &f.pause {
-            self.validate_selector("faults.pause.nodes", &s.nodes)?;
-            p(param::range("faults.pause.duration_ms", &s.duration_ms))?;
-            self.validate_point(s.at, &self.select(&s.nodes))
-                .map_err(|m| format!("key `faults.pause.at`: {m}"))?;
-        }
-        if let Some(s) = &f.partition {
-            self.validate_selector("faults.partition.nodes", &s.nodes)?;
-            p(param::range("faults.partition.duration_ms", &s.duration_ms))?;
-        }
-        if let Some(c) = &f.clock {
-            self.validate_selector("faults.clock.nodes", &c.nodes)?;
-            if c.skew_ms.is_none() && c.drift_ppm.is_none() && c.jump_ms.is_none() {
-                return Err(
-                    "key `faults.clock`: expected at least one of skew_ms, drift_ppm, jump_ms"
-                        .into(),
-                );
-            }
-            if let Some(r) = &c.skew_ms {
-                p(param::signed_range("faults.clock.skew_ms", r))?;
-            }
-            if let Some(r) = &c.jump_ms {
-                p(param::signed_range("faults.clock.jump_ms", r))?;
-            }
-            if let Some(r) = &c.drift_ppm {
-                p(param::signed_range("faults.clock.drift_ppm", r))?;
-                if r[0] <= -1_000_000 {
-                    return Err(format!("key `faults.clock.drift_ppm`: expected values > -1000000 (a clock cannot stop), got {}", r[0]));
-                }
-            }
-        }
-        if let Some(c) = &f.crash {
-            self.validate_selector("faults.crash.nodes", &c.nodes)?;
-            p(param::range("faults.crash.down_ms", &c.down_ms))?;
-            self.validate_point(c.at, &self.select(&c.nodes))
-                .map_err(|m| format!("key `faults.crash.at`: {m}"))?;
-        }
-        if let Some(d) = &f.disk_stall {
-            self.validate_selector("faults.disk-stall.nodes", &d.nodes)?;
-            p(param::range(
-                "faults.disk-stall.duration_ms",
-                &d.duration_ms,
-            ))?;
-            if self.disk_nodes_in(&d.nodes).is_empty() {
-                return Err(format!(
-                    "key `faults.disk-stall.nodes`: selects no node with a disk; nodes with a disk here: {}",
-                    self.disk_nodes_or_none()
-                ));
-            }
-        }
-        if f.any_random() && self.duration_ms <= self.liveness_ms {
-            // Random faults stop liveness_ms before the end; with no room they would
-            // silently never happen.
-            return Err(format!(
-                "key `faults`: random faults are configured, but they must end liveness_ms = {} before duration_ms = {}, which leaves no time for them; lengthen duration_ms or set a shorter liveness_ms",
-                self.liveness_ms, self.duration_ms
-            ));
-        }
-        let checks = self.checks();
-        for name in self.expect.keys() {
-            if checks.iter().any(|c| c.name == name) {
-                continue;
-            }
-            let known = crate::check::STANDARD.iter().any(|c| c.name == name);
-            return Err(if known {
-                format!(
-                    "key `expect.{name}`: not defined for {} (see `locksim list` for the checks each algorithm defines)",
-                    self.algorithm()
-                )
-            } else {
-                format!(
-                    "key `expect.{name}`: unknown check; expected one of {}",
-                    checks.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
-                )
-            });
-        }
-        Ok(())
-    }
-
-    /// A pause or crash armed for `point` strikes only when a client reaches it: the
-    /// nodes must be clients, and the point one that this workload and lock pass.
-    fn validate_point(&self, point: FaultPoint, nodes: &[String]) -> Result<(), String> {
-        if point == FaultPoint::Anywhere {
-            return Ok(());
-        }
-        let mut points: Vec<FaultPoint> = Workload::FAULT_POINTS.to_vec();
-        points.extend_from_slice(self.lock.client_fault_points());
-        if !points.contains(&point) {
-            let names: Vec<&str> = std::iter::once("anywhere")
-                .chain(points.iter().map(|p| p.name()))
-                .collect();
-            return Err(format!(
-                "`{}` is never reached by this scenario's clients ({}), so the fault could never strike; expected one of {}",
-                point.name(),
-                self.algorithm(),
-                names.join(", ")
-            ));
-        }
-        let clients = self.clients();
-        if let Some(n) = nodes.iter().find(|n| !clients.contains(n)) {
-            return Err(format!(
-                "`{}` is a point in client code, but `{n}` is not a client, so the fault could never strike; use at = \"anywhere\" or client nodes",
-                point.name()
-            ));
-        }
-        Ok(())
-    }
-
-    fn validate_selector(&self, key: &str, sel: &Selector) -> Result<(), String> {
-        match sel {
-            Selector::Group(g) => {
-                if !["clients", "servers", "all"].contains(&g.as_str()) {
-                    return Err(format!(
-                        "key `{key}`: expected \"clients\", \"servers\", \"all\" or a list of node names, got \"{g}\""
-                    ));
-                }
-            }
-            Selector::Nodes(v) => {
-                if v.is_empty() {
-                    return Err(format!("key `{key}`: expected at least one node name"));
-                }
-                let all = self.nodes();
-                if let Some(n) = v.iter().find(|n| !all.contains(n)) {
-                    return Err(format!(
-                        "key `{key}`: unknown node `{n}`; nodes in this scenario: {}",
-                        all.join(", ")
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
+            )
+        })
 }
 
-/// An algorithm parameter's error, with its key under `lock.`.
-fn lock_message(e: &ParamError) -> String {
-    format!("key `lock.{}`: {}", e.key, e.message)
-}
-
-/// toml's message on one line, with the dotted key and the line/column it refers to.
-fn toml_message(e: &toml::de::Error, text: &str) -> String {
+/// toml's error on one line, at its line and column, under the key its line assigns
+/// (when toml's message does not name a field itself).
+fn toml_error(e: &toml::de::Error, text: &str) -> KeyError {
     let mut msg = e.message().trim().replace('\n', " ");
     if msg.is_empty() {
         // toml says nothing when a value is missing, e.g. `clients =` at the end.
@@ -765,57 +559,38 @@ fn toml_message(e: &toml::de::Error, text: &str) -> String {
     if let Some(hint) = crate::did_you_mean::hint_for_unknown_field(&msg) {
         msg.push_str(&hint);
     }
+    let msg = key_error::shorten(&msg);
     let Some(span) = e.span() else {
-        return shorten(&msg);
+        return KeyError::here(msg);
     };
     let start = span.start.min(text.len());
     let line_no = text[..start].matches('\n').count() + 1;
     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
     let column = text[line_start..start].chars().count() + 1;
+    let place = Place::At {
+        line: line_no,
+        column,
+    };
     let line = text[line_start..].lines().next().unwrap_or("");
-    // serde names unknown fields itself; for type errors, name the key from the source.
+    // serde names unknown fields itself; for type errors, name the key from the source:
+    // the key the line assigns, under the table header above it.
     let key = line
         .split_once('=')
         .map(|(k, _)| k.trim())
-        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains("field `"))
-        .map(|k| {
-            let section = text[..line_start].lines().rev().find_map(|l| {
-                l.trim()
-                    .strip_prefix('[')
-                    .map(|s| s.trim_matches(['[', ']']))
-            });
-            match section {
-                Some(sec) => format!("key `{sec}.{k}`: "),
-                None => format!("key `{k}`: "),
-            }
-        })
-        .unwrap_or_default();
-    shorten(&format!("{key}{msg} (line {line_no}, column {column})"))
-}
-
-/// Cut every `quoted` name longer than a line in a message down to its start and its
-/// length: a hostile 5 MB key is named, not echoed.
-fn shorten(msg: &str) -> String {
-    const MAX: usize = 64;
-    let parts: Vec<&str> = msg.split('`').collect();
-    let mut out = String::with_capacity(msg.len().min(1024));
-    for (i, part) in parts.iter().enumerate() {
-        // Odd parts are quoted, when a closing backtick follows.
-        let quoted = i % 2 == 1 && i + 1 < parts.len();
-        let chars = part.chars().count();
-        if quoted && chars > MAX {
-            let head: String = part.chars().take(MAX).collect();
-            out.push_str(&format!("`{head}…` ({chars} characters)"));
-        } else if quoted {
-            out.push_str(&format!("`{part}`"));
-        } else {
-            if i % 2 == 1 {
-                out.push('`');
-            }
-            out.push_str(part);
-        }
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains("field `"));
+    let Some(key) = key else {
+        return KeyError::here(msg).placed(place);
+    };
+    let section = text[..line_start].lines().rev().find_map(|l| {
+        l.trim()
+            .strip_prefix('[')
+            .map(|s| s.trim_matches(['[', ']']))
+    });
+    let e = KeyError::at(KeyPath::key(key), msg).placed(place);
+    match section {
+        Some(sec) => e.under_key(sec),
+        None => e,
     }
-    out
 }
 
 #[cfg(test)]
@@ -858,7 +633,7 @@ ttl_ms = 100
     #[test]
     fn unknown_lock_key_is_an_error() {
         let e = parse(&MINIMAL.replace("ttl_ms = 100", "ttl = 100")).unwrap_err();
-        assert!(e.message.contains("unknown field `ttl`"), "{e}");
+        assert!(e.message().contains("unknown field `ttl`"), "{e}");
     }
 
     #[test]
@@ -866,36 +641,29 @@ ttl_ms = 100
         for bad in ["[1, 2, \"junk\"]", "[1, 2, 3]", "[1]", "[]"] {
             let e = parse(&format!("{MINIMAL}[workload]\nwork_ms = {bad}\n")).unwrap_err();
             assert!(
-                e.message.contains("workload.work_ms") && e.message.contains("exactly two"),
+                e.message().contains("workload.work_ms") && e.message().contains("exactly two"),
                 "{bad}: {e}"
             );
         }
         let e = parse(&MINIMAL.replace("ttl_ms = 100", "ttl_ms = 100\nretry_delay_ms = [1, 2, 3]"))
             .unwrap_err();
-        assert!(e.message.contains("exactly two"), "{e}");
+        assert!(e.message().contains("exactly two"), "{e}");
     }
 
     #[test]
     fn messages_name_long_keys_without_echoing_them() {
-        assert_eq!(
-            shorten("unknown field `a`, expected `b`"),
-            "unknown field `a`, expected `b`"
-        );
-        let long = shorten(&format!("unknown field `{}` here", "x".repeat(5000)));
-        assert!(
-            long.len() < 200 && long.contains("(5000 characters) here"),
-            "{long}"
-        );
-        assert_eq!(shorten("odd ` count"), "odd ` count");
+        let e = parse(&format!("{MINIMAL}{} = 1\n", "k".repeat(5000))).unwrap_err();
+        assert!(e.message().contains("(5000 characters)"), "{e}");
+        assert!(e.message().len() < 1000, "{e}");
         let e = parse(&format!("{MINIMAL}[workload]\nclients =")).unwrap_err();
-        assert!(e.message.contains("expected a value"), "{e}");
+        assert!(e.message().contains("expected a value"), "{e}");
     }
 
     #[test]
     fn bad_range_names_key() {
         let e = parse(&format!("{MINIMAL}[workload]\nwork_ms = [5, 1]\n")).unwrap_err();
         assert_eq!(
-            e.message,
+            e.message(),
             "key `workload.work_ms`: expected [min, max] with min <= max, got [5, 1]"
         );
     }
@@ -903,13 +671,13 @@ ttl_ms = 100
     #[test]
     fn unknown_algorithm_and_keys_of_another_deployment() {
         let e = parse(&MINIMAL.replace("\"redis\"", "\"etcd\"")).unwrap_err();
-        assert!(e.message.contains("unknown algorithm `etcd`"), "{e}");
+        assert!(e.message().contains("unknown algorithm `etcd`"), "{e}");
         for name in ["redis", "redis-replicated", "redlock", "db", "raft", "zk"] {
-            assert!(e.message.contains(name), "{e}");
+            assert!(e.message().contains(name), "{e}");
         }
         let e = parse(&format!("{MINIMAL}replicas = 2\n")).unwrap_err();
         assert!(
-            e.message
+            e.message()
                 .contains("only valid with algorithm = \"redis-replicated\""),
             "{e}"
         );
@@ -933,7 +701,7 @@ ttl_ms = 100
             MINIMAL.replace("\"redis\"", "\"redlock\"")
         ))
         .unwrap_err();
-        assert!(e.message.contains("unknown field `unlock`"), "{e}");
+        assert!(e.message().contains("unknown field `unlock`"), "{e}");
     }
 
     #[test]
@@ -942,8 +710,9 @@ ttl_ms = 100
             "{MINIMAL}[[faults.at]]\nat_ms = 10\nkind = \"pause\"\nnodes = [\"client-9\"]\nduration_ms = 5\n"
         ))
         .unwrap_err();
-        assert!(e.message.contains("unknown node `client-9`"), "{e}");
-        assert!(e.message.contains("faults.at[0].nodes"), "{e}");
+        assert!(e.message().contains("unknown node `client-9`"), "{e}");
+        assert_eq!(e.error.path().to_string(), "faults.at[0].nodes");
+        assert_eq!(e.error.place(), Some(Place::Entry { line: 7 }));
     }
 
     #[test]
@@ -953,41 +722,41 @@ ttl_ms = 100
         ))
         .unwrap_err();
         assert!(
-            e.message.contains("faults.at[0].duration_ms`: required"),
+            e.message().contains("faults.at[0].duration_ms`: required"),
             "{e}"
         );
         let e = parse(&format!(
             "{MINIMAL}[[faults.at]]\nat_ms = 10\nkind = \"heal\"\ndelta_ms = 5\n"
         ))
         .unwrap_err();
-        assert!(e.message.contains("not used by kind"), "{e}");
+        assert!(e.message().contains("not used by kind"), "{e}");
     }
 
     #[test]
     fn unknown_check_in_expect() {
         let e = parse(&format!("{MINIMAL}[expect]\nsafety = \"holds\"\n")).unwrap_err();
-        assert!(e.message.contains("unknown check"), "{e}");
+        assert!(e.message().contains("unknown check"), "{e}");
         let e = parse(&format!("{MINIMAL}[expect]\nmutex = \"maybe\"\n")).unwrap_err();
-        assert!(e.message.contains("unknown variant `maybe`"), "{e}");
+        assert!(e.message().contains("unknown variant `maybe`"), "{e}");
     }
 
     #[test]
     fn broken_toml_is_an_error() {
         let e = parse("name = \"x\nalgorithm = 3").unwrap_err();
-        assert!(e.message.contains("line"), "{e}");
+        assert!(e.message().contains("line"), "{e}");
         let e = parse("algorithm = 3").unwrap_err();
-        assert!(e.message.contains("expected a string"), "{e}");
+        assert!(e.message().contains("expected a string"), "{e}");
     }
 
     #[test]
     fn type_errors_name_the_dotted_key() {
         let e = parse(&format!("{MINIMAL}[workload]\nclients = \"many\"\n")).unwrap_err();
         assert!(
-            e.message
+            e.message()
                 .starts_with("key `workload.clients`: invalid type"),
             "{e}"
         );
-        assert!(e.message.contains("line 8"), "{e}");
+        assert!(e.message().contains("line 8"), "{e}");
     }
 
     #[test]
@@ -997,7 +766,7 @@ ttl_ms = 100
             MINIMAL.replace("ttl_ms = 100", "ttl_ms = 300")
         ))
         .unwrap_err();
-        assert!(e.message.contains("leaves no time"), "{e}");
+        assert!(e.message().contains("leaves no time"), "{e}");
     }
 
     #[test]
@@ -1007,11 +776,11 @@ ttl_ms = 100
         ))
         .unwrap_err();
         assert!(
-            e.message.contains("workload.work_ms") && e.message.contains("one hour"),
+            e.message().contains("workload.work_ms") && e.message().contains("one hour"),
             "{e}"
         );
         let e = parse(&MINIMAL.replace("ttl_ms = 100", "ttl_ms = 99999999999")).unwrap_err();
-        assert!(e.message.contains("lock.ttl_ms"), "{e}");
+        assert!(e.message().contains("lock.ttl_ms"), "{e}");
     }
 
     /// No input text makes the parser panic.
@@ -1031,9 +800,9 @@ ttl_ms = 100
             format!("{MINIMAL}[[faults.at]]\nat_ms = 10\nkind = \"pause\"\nnodes = [{nodes}]\nduration_ms = 5\nat = \"{at}\"\n")
         };
         let e = parse(&pause("\"redis-0\"", "before-write")).unwrap_err();
-        assert!(e.message.contains("`redis-0` is not a client"), "{e}");
+        assert!(e.message().contains("`redis-0` is not a client"), "{e}");
         let e = parse(&pause("\"client-0\"", "mid-acquire")).unwrap_err();
-        assert!(e.message.contains("never reached"), "{e}");
+        assert!(e.message().contains("never reached"), "{e}");
         assert!(parse(&pause("\"client-0\"", "before-write")).is_ok());
         let two_step = pause("\"client-0\"", "mid-acquire").replace(
             "ttl_ms = 100",
@@ -1044,7 +813,7 @@ ttl_ms = 100
             "{MINIMAL}[faults]\npause = {{ nodes = \"all\", duration_ms = [1, 2], at = \"before-write\" }}\n"
         ))
         .unwrap_err();
-        assert!(e.message.contains("faults.pause.at"), "{e}");
+        assert!(e.message().contains("faults.pause.at"), "{e}");
     }
 
     #[test]
@@ -1058,6 +827,14 @@ ttl_ms = 100
             "{MINIMAL}[faults]\npause = {{ nodes = \"everyone\", duration_ms = [1, 2] }}\n"
         ))
         .unwrap_err();
-        assert!(e.message.contains("faults.pause.nodes"), "{e}");
+        assert_eq!(e.error.path().to_string(), "faults.pause.nodes");
+        assert_eq!(
+            s.faults.partition.as_ref().unwrap().nodes,
+            Selector::Nodes(vec!["redis-0".into()])
+        );
+        assert_eq!(
+            s.faults.pause.as_ref().unwrap().nodes,
+            Selector::Group(Group::Clients)
+        );
     }
 }

@@ -21,9 +21,7 @@ mod world;
 
 pub use clock::{Clock, ClockChange, EPOCH_NS};
 pub use disk::Disk;
-pub use fault::{
-    actions, Action, Fault, FaultError, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS,
-};
+pub use fault::{actions, Action, Fault, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS};
 pub use join::join_all;
 pub use kernel::{Kernel, Listening, Open};
 pub use nemesis::RandomFaults;

@@ -218,7 +218,7 @@ fn lock_keys_are_checked() {
         Scenario::parse(Path::new("db.toml"), &text)
             .map(|_| ())
             .unwrap_err()
-            .message
+            .message()
     };
     let e = err("scheme = \"for-update\"\ncleaner_timeout_ms = 1000\n");
     assert!(

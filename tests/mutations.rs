@@ -84,7 +84,7 @@ proptest! {
         match parsed {
             Err(e) => {
                 prop_assert!(e.to_string().starts_with("mutated.toml: "), "{e}");
-                prop_assert!(e.message.len() > 10, "an empty reason: {e}");
+                prop_assert!(e.message().len() > 10, "an empty reason: {e}");
             }
             Ok(s) => {
                 // Run the first simulated second: enough to start every host and fault.

@@ -195,7 +195,7 @@ fn a_toy_family_runs_through_the_whole_harness() {
         FAMILIES,
     )
     .unwrap_err();
-    assert!(e.message.contains("unknown field `ttl`"), "{e}");
+    assert!(e.message().contains("unknown field `ttl`"), "{e}");
 }
 
 #[test]

@@ -79,7 +79,7 @@ fn list_scenarios(sims: &Path) {
     for f in files {
         match Scenario::load(&f) {
             Ok(s) => println!("  {:<40} {}", f.display(), s.description),
-            Err(e) => println!("  {:<40} INVALID: {}", f.display(), e.message),
+            Err(e) => println!("  {:<40} INVALID: {}", f.display(), e.error),
         }
     }
 }

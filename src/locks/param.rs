@@ -1,6 +1,7 @@
 //! What every algorithm's parameters share: their documentation rows, their errors and
 //! the checks of numbers and ranges (also used for the scenario's own keys).
 
+pub use crate::key_error::KeyError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -77,43 +78,23 @@ impl ParamDoc {
     }
 }
 
-/// A parameter value that is not valid: the key (relative to its table) and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamError {
-    /// The key, e.g. `ttl_ms`.
-    pub key: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-impl ParamError {
-    /// An error about `key`.
-    pub fn new(key: &str, message: impl Into<String>) -> ParamError {
-        ParamError {
-            key: key.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ParamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "key `{}`: {}", self.key, self.message)
-    }
-}
+/// A parameter value that is not valid: its key (relative to `[lock]`) and why. The
+/// scenario's [`KeyError`], under the name the [`Algorithm`](crate::locks::Algorithm)
+/// trait gives it.
+pub type ParamError = KeyError;
 
 /// A positive time or count of at most one hour.
-pub fn positive(key: &str, v: u64) -> Result<(), ParamError> {
+pub fn positive(key: &str, v: u64) -> Result<(), KeyError> {
     if v == 0 {
-        return Err(ParamError::new(key, "expected a positive number, got 0"));
+        return Err(KeyError::new(key, "expected a positive number, got 0"));
     }
     at_most_an_hour(key, v)
 }
 
 /// At most one hour (in ms).
-pub fn at_most_an_hour(key: &str, v: u64) -> Result<(), ParamError> {
+pub fn at_most_an_hour(key: &str, v: u64) -> Result<(), KeyError> {
     if v > MAX_MS {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!("expected at most {MAX_MS} (one hour), got {v}"),
         ));
@@ -122,9 +103,9 @@ pub fn at_most_an_hour(key: &str, v: u64) -> Result<(), ParamError> {
 }
 
 /// `[min, max]` with `min <= max <= one hour`.
-pub fn range(key: &str, r: &Range<u64>) -> Result<(), ParamError> {
+pub fn range(key: &str, r: &Range<u64>) -> Result<(), KeyError> {
     if r[0] > r[1] {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!(
                 "expected [min, max] with min <= max, got [{}, {}]",
@@ -133,7 +114,7 @@ pub fn range(key: &str, r: &Range<u64>) -> Result<(), ParamError> {
         ));
     }
     if r[1] > MAX_MS {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!(
                 "expected values of at most {MAX_MS} (one hour), got {}",
@@ -145,9 +126,9 @@ pub fn range(key: &str, r: &Range<u64>) -> Result<(), ParamError> {
 }
 
 /// `[min, max]` with `min <= max`, both within ± one hour.
-pub fn signed_range(key: &str, r: &Range<i64>) -> Result<(), ParamError> {
+pub fn signed_range(key: &str, r: &Range<i64>) -> Result<(), KeyError> {
     if r[0] > r[1] {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!(
                 "expected [min, max] with min <= max, got [{}, {}]",
@@ -157,7 +138,7 @@ pub fn signed_range(key: &str, r: &Range<i64>) -> Result<(), ParamError> {
     }
     let h = MAX_MS as i64;
     if r[0] < -h || r[1] > h {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!("expected values within ±{MAX_MS}, got [{}, {}]", r[0], r[1]),
         ));
@@ -166,9 +147,9 @@ pub fn signed_range(key: &str, r: &Range<i64>) -> Result<(), ParamError> {
 }
 
 /// A number in `[0, 1)`.
-pub fn fraction(key: &str, v: f64) -> Result<(), ParamError> {
+pub fn fraction(key: &str, v: f64) -> Result<(), KeyError> {
     if !(0.0..1.0).contains(&v) {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!("expected a number in [0, 1), got {v}"),
         ));
@@ -177,9 +158,9 @@ pub fn fraction(key: &str, v: f64) -> Result<(), ParamError> {
 }
 
 /// An integer in `lo..=hi`.
-pub fn between(key: &str, v: u64, lo: u64, hi: u64) -> Result<(), ParamError> {
+pub fn between(key: &str, v: u64, lo: u64, hi: u64) -> Result<(), KeyError> {
     if !(lo..=hi).contains(&v) {
-        return Err(ParamError::new(
+        return Err(KeyError::new(
             key,
             format!("expected {lo} to {hi}, got {v}"),
         ));

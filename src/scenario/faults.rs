@@ -1,7 +1,8 @@
 //! The `[faults]` table of a scenario: the random nemesis's specs (one per fault kind,
 //! node selectors not yet resolved) and the explicit `[[faults.at]]` schedule.
 
-use super::Selector;
+use super::{RawSelector, Selector};
+use crate::key_error::KeyError;
 use crate::locks::param::Range;
 use crate::sim::{FaultPoint, Schedule};
 use serde::Deserialize;
@@ -9,9 +10,9 @@ use serde::Deserialize;
 /// `[faults].pause`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PauseSpec {
+pub struct PauseSpec<S = Selector> {
     /// Nodes that may be paused.
-    pub nodes: Selector,
+    pub nodes: S,
     /// Pause length, true ms.
     pub duration_ms: Range<u64>,
     /// Where the pause strikes [anywhere].
@@ -22,9 +23,9 @@ pub struct PauseSpec {
 /// `[faults].partition`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PartitionSpec {
+pub struct PartitionSpec<S = Selector> {
     /// Nodes that may be cut off (a random non-empty subset of them, from everyone else).
-    pub nodes: Selector,
+    pub nodes: S,
     /// How long until heal, ms.
     pub duration_ms: Range<u64>,
     /// Drop only traffic from the cut-off side [false].
@@ -35,9 +36,9 @@ pub struct PartitionSpec {
 /// `[faults].clock`: each clock fault draws one of the given sub-kinds.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClockSpec {
+pub struct ClockSpec<S = Selector> {
     /// Nodes whose clocks may be disturbed.
-    pub nodes: Selector,
+    pub nodes: S,
     /// Set the wall clock this far off true time.
     pub skew_ms: Option<Range<i64>>,
     /// Set the drift rate (both clocks).
@@ -49,9 +50,9 @@ pub struct ClockSpec {
 /// `[faults].crash`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CrashSpec {
+pub struct CrashSpec<S = Selector> {
     /// Nodes that may crash.
-    pub nodes: Selector,
+    pub nodes: S,
     /// Down time before the restart, ms.
     pub down_ms: Range<u64>,
     /// Where the crash strikes [anywhere].
@@ -62,9 +63,9 @@ pub struct CrashSpec {
 /// `[faults].disk-stall`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DiskStallSpec {
+pub struct DiskStallSpec<S = Selector> {
     /// Nodes whose disk may stall (those of them with a disk).
-    pub nodes: Selector,
+    pub nodes: S,
     /// Stall length, true ms.
     pub duration_ms: Range<u64>,
 }
@@ -98,6 +99,20 @@ pub struct Faults {
 pub const MAX_RANDOM_FAULTS: u64 = 36_000;
 
 impl Faults {
+    /// No faults at all.
+    pub fn none() -> Faults {
+        Faults {
+            interval_ms: DEFAULT_INTERVAL_MS,
+            swarm: false,
+            pause: None,
+            partition: None,
+            clock: None,
+            crash: None,
+            disk_stall: None,
+            at: Schedule::new(),
+        }
+    }
+
     /// Whether any random fault kind is configured.
     pub fn any_random(&self) -> bool {
         self.pause.is_some()
@@ -106,21 +121,25 @@ impl Faults {
             || self.crash.is_some()
             || self.disk_stall.is_some()
     }
+}
 
-    /// Refuse a random nemesis that could draw more than [`MAX_RANDOM_FAULTS`] in
-    /// `duration_ms`: with gaps of at least `interval_ms[0]`, it draws at most
-    /// `duration_ms / interval_ms[0]`.
-    pub(super) fn check_density(&self, duration_ms: u64) -> Result<(), String> {
-        let gap = self.interval_ms[0].max(1);
-        let most = duration_ms / gap;
-        if !self.any_random() || most <= MAX_RANDOM_FAULTS {
-            return Ok(());
-        }
-        Err(format!(
-            "key `faults.interval_ms`: a minimum gap of {gap} ms lets the random nemesis draw up to {most} faults in {duration_ms} ms, but at most {MAX_RANDOM_FAULTS} are accepted per run (one every 100 ms for an hour); raise the minimum gap to at least {} ms or shorten the run",
-            duration_ms.div_ceil(MAX_RANDOM_FAULTS)
-        ))
+/// Refuse a random nemesis that could draw more than [`MAX_RANDOM_FAULTS`] in
+/// `duration_ms`: with gaps of at least `interval_ms[0]`, it draws at most
+/// `duration_ms / interval_ms[0]`.
+pub(super) fn check_density(
+    interval_ms: Range<u64>,
+    any_random: bool,
+    duration_ms: u64,
+) -> Result<(), KeyError> {
+    let gap = interval_ms[0].max(1);
+    let most = duration_ms / gap;
+    if !any_random || most <= MAX_RANDOM_FAULTS {
+        return Ok(());
     }
+    Err(KeyError::new("faults.interval_ms", format!(
+            "a minimum gap of {gap} ms lets the random nemesis draw up to {most} faults in {duration_ms} ms, but at most {MAX_RANDOM_FAULTS} are accepted per run (one every 100 ms for an hour); raise the minimum gap to at least {} ms or shorten the run",
+            duration_ms.div_ceil(MAX_RANDOM_FAULTS)
+        )))
 }
 
 /// `[faults]` as written: explicit entries keep their spans for messages.
@@ -129,18 +148,29 @@ impl Faults {
 pub(super) struct RawFaults {
     pub(super) interval_ms: Option<Range<u64>>,
     pub(super) swarm: Option<bool>,
-    pub(super) pause: Option<PauseSpec>,
-    pub(super) partition: Option<PartitionSpec>,
-    pub(super) clock: Option<ClockSpec>,
-    pub(super) crash: Option<CrashSpec>,
+    pub(super) pause: Option<PauseSpec<RawSelector>>,
+    pub(super) partition: Option<PartitionSpec<RawSelector>>,
+    pub(super) clock: Option<ClockSpec<RawSelector>>,
+    pub(super) crash: Option<CrashSpec<RawSelector>>,
     #[serde(rename = "disk-stall")]
-    pub(super) disk_stall: Option<DiskStallSpec>,
+    pub(super) disk_stall: Option<DiskStallSpec<RawSelector>>,
     #[serde(default)]
     pub(super) at: Vec<toml::Spanned<toml::Table>>,
 }
 
 /// The default gap between random faults, ms.
 pub(super) const DEFAULT_INTERVAL_MS: Range<u64> = Range([500, 3000]);
+
+impl RawFaults {
+    /// Whether any random fault kind is configured.
+    pub(super) fn any_random(&self) -> bool {
+        self.pause.is_some()
+            || self.partition.is_some()
+            || self.clock.is_some()
+            || self.crash.is_some()
+            || self.disk_stall.is_some()
+    }
+}
 
 impl Default for RawFaults {
     fn default() -> Self {

@@ -7,6 +7,7 @@
 //! applies the resulting [`Action`].
 
 use super::clock::ClockChange;
+use crate::key_error::{KeyError, TableError};
 use serde::{Deserialize, Serialize};
 
 const MS: u64 = 1_000_000;
@@ -143,24 +144,6 @@ pub struct TimedFault {
 /// the world applies them in true-time order, stably).
 pub type Schedule = Vec<TimedFault>;
 
-/// A fault entry that is not valid: the field (relative to the entry) and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FaultError {
-    /// The field, e.g. `duration_ms` (empty: the entry as a whole).
-    pub field: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-impl FaultError {
-    fn new(field: &str, message: impl Into<String>) -> FaultError {
-        FaultError {
-            field: field.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
 impl Fault {
     /// Every kind with what it does, for `locksim list`.
     pub const KINDS: &'static [(&'static str, &'static str)] = &[
@@ -240,11 +223,11 @@ impl Fault {
 
     /// Check the fault against the run's node names: known nodes, bounded times, a
     /// partition that leaves someone on the other side.
-    pub fn validate(&self, all: &[String]) -> Result<(), FaultError> {
-        let known = |field: &str, names: &[String]| -> Result<(), FaultError> {
+    pub fn validate(&self, all: &[String]) -> Result<(), KeyError> {
+        let known = |field: &str, names: &[String]| -> Result<(), KeyError> {
             for n in names {
                 if !all.contains(n) {
-                    return Err(FaultError::new(
+                    return Err(KeyError::new(
                         field,
                         format!(
                             "unknown node `{n}`; nodes in this scenario: {}",
@@ -255,9 +238,9 @@ impl Fault {
             }
             Ok(())
         };
-        let bounded = |field: &str, v: u64| -> Result<(), FaultError> {
+        let bounded = |field: &str, v: u64| -> Result<(), KeyError> {
             if v > MAX_FAULT_MS {
-                return Err(FaultError::new(
+                return Err(KeyError::new(
                     field,
                     format!("expected at most {MAX_FAULT_MS} (one hour) in magnitude, got {v}"),
                 ));
@@ -266,7 +249,7 @@ impl Fault {
         };
         if !matches!(self, Fault::Heal {}) {
             if self.nodes().is_empty() {
-                return Err(FaultError::new("nodes", "expected at least one node name"));
+                return Err(KeyError::new("nodes", "expected at least one node name"));
             }
             known("nodes", self.nodes())?;
         }
@@ -285,13 +268,13 @@ impl Fault {
                 }
                 known("peers", peers)?;
                 if let Some(n) = peers.iter().find(|p| nodes.contains(p)) {
-                    return Err(FaultError::new(
+                    return Err(KeyError::new(
                         "peers",
                         format!("`{n}` is on both sides of the partition"),
                     ));
                 }
                 if peers.is_empty() && all.iter().all(|n| nodes.contains(n)) {
-                    return Err(FaultError::new(
+                    return Err(KeyError::new(
                         "nodes",
                         "a partition cuts these nodes off from the rest, so it must leave at least one node out",
                     ));
@@ -301,7 +284,7 @@ impl Fault {
             Fault::Skew { skew_ms, .. } => bounded("skew_ms", skew_ms.unsigned_abs())?,
             Fault::Drift { drift_ppm, .. } => {
                 if *drift_ppm <= -1_000_000 || *drift_ppm > 1_000_000 {
-                    return Err(FaultError::new(
+                    return Err(KeyError::new(
                         "drift_ppm",
                         format!(
                             "expected a value in (-1000000, 1000000] (a clock cannot stop or run backwards), got {drift_ppm}"
@@ -321,24 +304,24 @@ impl Fault {
 
     /// Parse one `[[faults.at]]` table (without its `at_ms`). Errors name the field and,
     /// for a field the kind does not have or lacks, the kind.
-    pub fn from_table(table: toml::Table) -> Result<Fault, FaultError> {
+    pub fn from_table(table: toml::Table) -> Result<Fault, KeyError> {
         let kind = match table.get("kind") {
             Some(toml::Value::String(k)) => k.clone(),
             Some(v) => {
-                return Err(FaultError::new(
+                return Err(KeyError::new(
                     "kind",
                     format!("expected a string, got {}", v.type_str()),
                 ))
             }
             None => {
-                return Err(FaultError::new(
+                return Err(KeyError::new(
                     "kind",
                     format!("missing; expected one of {}", Self::kind_names()),
                 ))
             }
         };
         if !Self::KINDS.iter().any(|(k, _)| *k == kind) {
-            return Err(FaultError::new(
+            return Err(KeyError::new(
                 "kind",
                 format!(
                     "unknown fault kind `{kind}`; expected one of {}",
@@ -346,9 +329,7 @@ impl Fault {
                 ),
             ));
         }
-        toml::Value::Table(table)
-            .try_into::<Fault>()
-            .map_err(|e| Self::explain(&kind, e.message()))
+        crate::key_error::from_table::<Fault>(table).map_err(|e| Self::explain(&kind, e))
     }
 
     fn kind_names() -> String {
@@ -359,22 +340,20 @@ impl Fault {
             .join(", ")
     }
 
-    /// serde's messages, restated with the field and the kind.
-    fn explain(kind: &str, msg: &str) -> FaultError {
-        let msg = msg.trim().replace('\n', " ");
-        let quoted = |m: &str| m.split('`').nth(1).map(str::to_string).unwrap_or_default();
-        if msg.starts_with("unknown field") {
-            let field = quoted(&msg);
-            let advice = match crate::did_you_mean::hint_for_unknown_field(&msg) {
-                Some(hint) => hint.trim().to_string(),
-                None => "(remove it)".to_string(),
-            };
-            FaultError::new(&field, format!("not used by kind = \"{kind}\" {advice}"))
-        } else if msg.starts_with("missing field") {
-            let field = quoted(&msg);
-            FaultError::new(&field, format!("required for kind = \"{kind}\""))
-        } else {
-            FaultError::new("", msg)
+    /// serde's error, restated with the field and the kind.
+    fn explain(kind: &str, e: TableError) -> KeyError {
+        match e {
+            TableError::UnknownField { field, expected } => {
+                let advice = match crate::did_you_mean::closest(&field, expected.iter().copied()) {
+                    Some(key) => format!("(did you mean `{key}`?)"),
+                    None => "(remove it)".to_string(),
+                };
+                KeyError::new(&field, format!("not used by kind = \"{kind}\" {advice}"))
+            }
+            TableError::MissingField(field) => {
+                KeyError::new(field, format!("required for kind = \"{kind}\""))
+            }
+            TableError::Other(msg) => KeyError::here(msg.trim().replace('\n', " ")),
         }
     }
 
@@ -590,6 +569,7 @@ impl Action {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_error::KeyPath;
 
     fn table(text: &str) -> toml::Table {
         toml::from_str(text).unwrap()
@@ -603,12 +583,24 @@ mod tests {
         .unwrap();
         assert_eq!(f.point(), Some(FaultPoint::BeforeWrite));
         let e = Fault::from_table(table("kind = \"heal\"\ndelta_ms = 5")).unwrap_err();
-        assert_eq!(e.field, "delta_ms");
+        assert_eq!(e.path(), &KeyPath::key("delta_ms"));
         assert!(e.message.contains("not used by kind = \"heal\""), "{e:?}");
         let e = Fault::from_table(table("kind = \"pause\"\nnodes = [\"a\"]")).unwrap_err();
-        assert_eq!(e.field, "duration_ms");
+        assert_eq!(e.path(), &KeyPath::key("duration_ms"));
         assert!(e.message.contains("required"), "{e:?}");
+        let e = Fault::from_table(table("kind = \"pause\"\nnodes = [\"a\"]\nduraton_ms = 5"))
+            .unwrap_err();
+        assert_eq!(e.path(), &KeyPath::key("duraton_ms"));
+        assert!(
+            e.message.ends_with("(did you mean `duration_ms`?)"),
+            "{e:?}"
+        );
+        let e = Fault::from_table(table("kind = \"pause\"\nnodes = \"a\"\nduration_ms = 5"))
+            .unwrap_err();
+        assert!(e.path().is_empty(), "{e:?}");
+        assert_eq!(e.message, "invalid type: string \"a\", expected a sequence");
         let e = Fault::from_table(table("kind = \"bogus\"")).unwrap_err();
+        assert_eq!(e.path(), &KeyPath::key("kind"));
         assert!(e.message.contains("unknown fault kind"), "{e:?}");
     }
 

@@ -1,7 +1,7 @@
 //! `[lock]` for `algorithm = "db"`: the three lock schemes of the database articles and
 //! the server settings they depend on, each a key.
 
-use crate::locks::param::{self, ParamDoc, ParamError, Range};
+use crate::locks::param::{self, KeyError, ParamDoc, Range};
 use serde::{Deserialize, Serialize};
 
 /// How a client uses the table as a lock.
@@ -155,10 +155,10 @@ impl DbParams {
     }
 
     /// Check values serde cannot.
-    pub fn validate(&self) -> Result<(), ParamError> {
+    pub fn validate(&self) -> Result<(), KeyError> {
         if let Some(t) = self.cleaner_timeout_ms {
             if self.scheme != Scheme::UniqueRow {
-                return Err(ParamError::new(
+                return Err(KeyError::new(
                     "cleaner_timeout_ms",
                     "only valid with scheme = \"unique-row\" (the cleaner deletes lock rows)",
                 ));
@@ -166,7 +166,7 @@ impl DbParams {
             param::positive("cleaner_timeout_ms", t)?;
         }
         if self.scheme == Scheme::ForUpdate && self.release == Release::ByName {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "release",
                 "for-update releases with COMMIT; expected \"by-owner\" (the default)",
             ));
@@ -183,7 +183,7 @@ impl DbParams {
                 Scheme::ForUpdate => "\"sequence\", \"version\" or \"none\"",
                 Scheme::Optimistic => "\"version\" or \"none\"",
             };
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "token",
                 format!("expected {expected} for this scheme"),
             ));

@@ -4,7 +4,7 @@
 //! `tick_ms` of its own clock, so a drifting clock makes its elections and heartbeats run
 //! fast or slow, exactly as a real server's `time.Ticker` does.
 
-use crate::locks::param::{self, ParamDoc, ParamError};
+use crate::locks::param::{self, KeyError, ParamDoc};
 use serde::Deserialize;
 
 /// How a node answers a read (the `read` key).
@@ -306,12 +306,12 @@ impl RaftParams {
     }
 
     /// Check ranges and combinations; the error names the key (relative to `[lock]`).
-    pub fn validate(&self) -> Result<(), ParamError> {
+    pub fn validate(&self) -> Result<(), KeyError> {
         param::between("nodes", u64::from(self.nodes), 1, 9)?;
         param::positive("tick_ms", self.tick_ms)?;
         param::positive("heartbeat_tick", self.heartbeat_tick)?;
         if self.election_tick <= self.heartbeat_tick {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "election_tick",
                 format!(
                     "expected more ticks than lock.heartbeat_tick ({}), got {}",
@@ -324,7 +324,7 @@ impl RaftParams {
         param::at_most_an_hour("tick_ms", 2 * self.election_timeout_ms())?;
         param::positive("ttl_ms", self.ttl_ms)?;
         if !self.ttl_ms.is_multiple_of(self.second_ms()) {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "ttl_ms",
                 format!(
                     "expected a multiple of {} (etcd's lease TTLs are whole seconds; a second \
@@ -337,7 +337,7 @@ impl RaftParams {
             ));
         }
         if self.ttl_ms < self.min_lease_ttl_ms() {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "ttl_ms",
                 format!(
                     "expected at least {} (⌈1.5 × election timeout⌉ = ⌈1.5 × {} ticks × {} ms⌉, \
@@ -364,7 +364,7 @@ impl RaftParams {
         }
         param::at_most_an_hour("lock_delay_ms", self.lock_delay_ms)?;
         if self.read == ReadMode::Lease && !self.check_quorum {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "read",
                 "expected \"read-index\" or \"local\" when lock.check_quorum = false (raft-rs \
                  lease reads require check_quorum), got \"lease\"",
@@ -401,6 +401,7 @@ pub const DOCS: &[ParamDoc] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_error::KeyPath;
 
     fn parse(text: &str) -> Result<RaftParams, String> {
         toml::from_str::<RaftParams>(text).map_err(|e| e.to_string())
@@ -466,7 +467,7 @@ mod tests {
     fn validate_names_the_key() {
         let bad = |p: RaftParams, key: &str| {
             let e = p.validate().unwrap_err();
-            assert_eq!(e.key, key, "{e}");
+            assert_eq!(e.path(), &KeyPath::key(key), "{e}");
             assert!(e.message.starts_with("expected"), "{e}");
         };
         let d = RaftParams::default;

@@ -2,7 +2,7 @@
 //! Redis lock client and server is a key here.
 
 use super::model::ServerConfig;
-use crate::locks::param::{self, ParamDoc, ParamError, Range};
+use crate::locks::param::{self, KeyError, ParamDoc, Range};
 use serde::{Deserialize, Serialize};
 
 /// How the Redis lock is acquired.
@@ -261,7 +261,7 @@ const MAX_BUSY_REPLY_THRESHOLD_MS: u64 = 10_000;
 
 impl RedisParams {
     /// Validate the keys both deployments share, and the replication keys' values.
-    pub fn validate(&self) -> Result<(), ParamError> {
+    pub fn validate(&self) -> Result<(), KeyError> {
         param::positive("ttl_ms", self.ttl_ms)?;
         param::positive("request_timeout_ms", self.request_timeout_ms)?;
         param::range("retry_delay_ms", &self.retry_delay_ms)?;
@@ -282,7 +282,7 @@ impl RedisParams {
             sc.validate(self)?;
         }
         if r.wait_replicas > r.replicas {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "wait_replicas",
                 format!(
                     "expected at most replicas = {}, got {}",
@@ -297,28 +297,28 @@ impl RedisParams {
 impl ScriptFiles {
     /// The other keys the scripts replace must be left at their defaults, and the
     /// scripts the convention and `renew` need must be there.
-    fn validate(&self, p: &RedisParams) -> Result<(), ParamError> {
+    fn validate(&self, p: &RedisParams) -> Result<(), KeyError> {
         if p.unlock != Unlock::CompareAndDelete {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "scripts",
                 "the release script replaces `unlock`: leave it at its default",
             ));
         }
         let replaces_acquire = self.acquire.is_some() || self.convention == Convention::Redisson;
         if replaces_acquire && (p.acquire != Acquire::SetNxPx || p.token != TokenSource::None) {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "scripts",
                 "the acquire script replaces `acquire` and `token`: leave those at their defaults",
             ));
         }
         if self.convention == Convention::Redisson && self.acquire.is_none() {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "scripts.acquire",
                 "required with convention = \"redisson\" (only convention = \"token\" can acquire with the `acquire` key's commands)",
             ));
         }
         if p.renew == Renew::Watchdog && self.extend.is_none() {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "scripts.extend",
                 "required with renew = \"watchdog\" (the watchdog renews with it)",
             ));
@@ -331,19 +331,19 @@ impl RedisParams {
     /// Read the user's lock scripts, paths relative to `dir` (the scenario's folder),
     /// and compile each, so a missing, unreadable or broken script is a configuration
     /// error rather than an error reply in every history.
-    pub fn load_files(&mut self, dir: &std::path::Path) -> Result<(), ParamError> {
+    pub fn load_files(&mut self, dir: &std::path::Path) -> Result<(), KeyError> {
         let Some(sc) = &mut self.scripts else {
             return Ok(());
         };
         let read = |key: &str, rel: &str| {
             let path = dir.join(rel);
-            let text =
-                read_script(&path).map_err(|m| ParamError::new(&format!("scripts.{key}"), m))?;
+            let text = read_script(key, &path)?;
             super::model::lua::check_compiles(&text).map_err(|e| {
-                ParamError::new(
-                    &format!("scripts.{key}"),
+                KeyError::new(
+                    key,
                     format!("the script `{}` does not compile: {e}", path.display()),
                 )
+                .under_key("scripts")
             })?;
             Ok(text)
         };
@@ -370,15 +370,18 @@ impl RedisParams {
 /// memory.
 pub const MAX_SCRIPT_BYTES: u64 = 4 << 20;
 
-/// A script's text, or what is wrong with the file.
-fn read_script(path: &std::path::Path) -> Result<String, String> {
+/// The text of the script `scripts.<key>` names, or what is wrong with the file.
+fn read_script(key: &str, path: &std::path::Path) -> Result<String, KeyError> {
     use crate::user_file::{read_text_capped, ReadError};
-    read_text_capped(path, MAX_SCRIPT_BYTES).map_err(|e| match e {
-        ReadError::TooLarge(cap) => format!(
-            "the script `{}` is larger than {cap} bytes, the most a script may be",
-            path.display()
-        ),
-        _ => format!("cannot read the script `{}`: {e}", path.display()),
+    read_text_capped(path, MAX_SCRIPT_BYTES).map_err(|e| {
+        let message = match e {
+            ReadError::TooLarge(cap) => format!(
+                "the script `{}` is larger than {cap} bytes, the most a script may be",
+                path.display()
+            ),
+            _ => format!("cannot read the script `{}`: {e}", path.display()),
+        };
+        KeyError::new(key, message).under_key("scripts")
     })
 }
 

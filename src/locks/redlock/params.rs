@@ -1,6 +1,6 @@
 //! `[lock]` for `algorithm = "redlock"`: every assumption of the Redlock debate is a key.
 
-use crate::locks::param::{self, ParamDoc, ParamError, Range};
+use crate::locks::param::{self, KeyError, ParamDoc, Range};
 use crate::locks::redis::params::{default_drift_factor, default_persistence, default_ttl};
 use crate::locks::redis::Persistence;
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ fn default_true() -> bool {
 }
 
 /// Check values serde cannot.
-pub fn validate(p: &Redlock) -> Result<(), ParamError> {
+pub fn validate(p: &Redlock) -> Result<(), KeyError> {
     param::between("nodes", p.nodes as u64, 1, 15)?;
     param::positive("ttl_ms", p.ttl_ms)?;
     param::positive("node_timeout_ms", p.node_timeout_ms)?;

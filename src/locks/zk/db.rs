@@ -30,6 +30,7 @@
 //! names it: the server records it as the lock's `expire` event (a point event of the
 //! fenced-lock specification).
 
+use super::jute::DecodeError;
 use super::tree::{split_path, CreateMode, DataTree, Fired, SessionId, Stat, ZkError, Zxid};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -84,6 +85,9 @@ pub enum Op {
     },
 }
 
+/// [`DecodeError::format`] of a transaction.
+pub const TXN: &str = "txn";
+
 /// A transaction: who asked, through which server, when (the proposer's wall clock, for
 /// `ctime`/`mtime`), what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,9 +109,10 @@ impl Txn {
         serde_json::to_vec(self).expect("a txn serialises")
     }
 
-    /// Decode [`Txn::encode`]'s bytes.
-    pub fn decode(bytes: &[u8]) -> Result<Txn, String> {
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    /// Decode [`Txn::encode`]'s bytes (one line of JSON, so its column is the byte).
+    pub fn decode(bytes: &[u8]) -> Result<Txn, DecodeError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| DecodeError::new(TXN, e.column().saturating_sub(1), e.to_string()))
     }
 }
 
@@ -742,5 +747,17 @@ mod tests {
             },
         };
         assert_eq!(Txn::decode(&t.encode()).unwrap(), t);
+        let e = Txn::decode(b"{\"session\":x}").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecodeError {
+                    format: TXN,
+                    at: 11,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

@@ -8,22 +8,54 @@
 
 use std::fmt;
 
-/// A record that cannot be read: what was expected, and where.
+/// Bytes of a wire or disk format that cannot be decoded: what was being decoded, at
+/// which byte, and what was wrong. Shown as `jute record, byte 12: CreateRequest.path:
+/// 40 bytes expected, 3 left`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JuteError {
-    /// Byte offset in the record.
+pub struct DecodeError {
+    /// The format being decoded ([`JUTE`], a peer message, a transaction).
+    pub format: &'static str,
+    /// Byte offset in the bytes given to the decoder.
     pub at: usize,
-    /// What was wrong.
+    /// What was wrong, naming the field.
     pub what: String,
 }
 
-impl fmt::Display for JuteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "jute record, byte {}: {}", self.at, self.what)
+/// [`DecodeError::format`] of a jute record.
+pub const JUTE: &str = "jute record";
+
+impl DecodeError {
+    /// An error in `format` at byte `at`.
+    pub fn new(format: &'static str, at: usize, what: impl Into<String>) -> DecodeError {
+        DecodeError {
+            format,
+            at,
+            what: what.into(),
+        }
+    }
+
+    /// An error in a jute record.
+    pub fn jute(at: usize, what: impl Into<String>) -> DecodeError {
+        DecodeError::new(JUTE, at, what)
+    }
+
+    /// The same error, in bytes that start `n` bytes later in the whole message (a
+    /// record read after a tag byte).
+    pub fn after(self, n: usize) -> DecodeError {
+        DecodeError {
+            at: self.at + n,
+            ..self
+        }
     }
 }
 
-impl std::error::Error for JuteError {}
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, byte {}: {}", self.format, self.at, self.what)
+    }
+}
+
+impl std::error::Error for DecodeError {}
 
 /// Writes jute primitives.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -99,14 +131,11 @@ impl<'a> Reader<'a> {
         Reader { buf, at: 0 }
     }
 
-    fn err(&self, what: impl Into<String>) -> JuteError {
-        JuteError {
-            at: self.at,
-            what: what.into(),
-        }
+    fn err(&self, what: impl Into<String>) -> DecodeError {
+        DecodeError::jute(self.at, what)
     }
 
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], JuteError> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
         let left = self.buf.len() - self.at;
         if n > left {
             return Err(self.err(format!("{what}: {n} bytes expected, {left} left")));
@@ -122,24 +151,24 @@ impl<'a> Reader<'a> {
     }
 
     /// A jute `int`.
-    pub fn int(&mut self, what: &str) -> Result<i32, JuteError> {
+    pub fn int(&mut self, what: &str) -> Result<i32, DecodeError> {
         let b = self.take(4, what)?;
         Ok(i32::from_be_bytes(b.try_into().expect("4 bytes")))
     }
 
     /// A jute `long`.
-    pub fn long(&mut self, what: &str) -> Result<i64, JuteError> {
+    pub fn long(&mut self, what: &str) -> Result<i64, DecodeError> {
         let b = self.take(8, what)?;
         Ok(i64::from_be_bytes(b.try_into().expect("8 bytes")))
     }
 
     /// A jute `boolean` (any non-zero byte is true, as `DataInput.readBoolean`).
-    pub fn bool(&mut self, what: &str) -> Result<bool, JuteError> {
+    pub fn bool(&mut self, what: &str) -> Result<bool, DecodeError> {
         Ok(self.take(1, what)?[0] != 0)
     }
 
     /// A jute `buffer`; null reads as empty.
-    pub fn buffer(&mut self, what: &str) -> Result<Vec<u8>, JuteError> {
+    pub fn buffer(&mut self, what: &str) -> Result<Vec<u8>, DecodeError> {
         let n = self.int(what)?;
         if n < 0 {
             return Ok(Vec::new());
@@ -148,17 +177,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A jute `ustring`; null reads as empty.
-    pub fn string(&mut self, what: &str) -> Result<String, JuteError> {
+    pub fn string(&mut self, what: &str) -> Result<String, DecodeError> {
         let at = self.at;
         let bytes = self.buffer(what)?;
-        String::from_utf8(bytes).map_err(|_| JuteError {
-            at,
-            what: format!("{what}: not UTF-8"),
-        })
+        String::from_utf8(bytes).map_err(|_| DecodeError::jute(at, format!("{what}: not UTF-8")))
     }
 
     /// A `vector<ustring>`; null reads as empty.
-    pub fn strings(&mut self, what: &str) -> Result<Vec<String>, JuteError> {
+    pub fn strings(&mut self, what: &str) -> Result<Vec<String>, DecodeError> {
         let n = self.int(what)?;
         if n < 0 {
             return Ok(Vec::new());
@@ -174,7 +200,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The record must end here.
-    pub fn end(&self, record: &str) -> Result<(), JuteError> {
+    pub fn end(&self, record: &str) -> Result<(), DecodeError> {
         match self.remaining() {
             0 => Ok(()),
             n => Err(self.err(format!("{record}: {n} bytes after its end"))),
@@ -221,7 +247,12 @@ mod tests {
         let e = Reader::new(&[0x7f, 0xff, 0xff, 0xff, 1])
             .buffer("data")
             .unwrap_err();
+        assert_eq!(e.at, 4, "{e}");
         assert!(e.what.contains("data") && e.what.contains("1 left"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "jute record, byte 4: data: 2147483647 bytes expected, 1 left"
+        );
         let e = Reader::new(&[0x7f, 0xff, 0xff, 0xff])
             .strings("children")
             .unwrap_err();

@@ -1,7 +1,7 @@
 //! `[lock]` for `algorithm = "zk"`: the ensemble, ZooKeeper's session settings and every
 //! variant of the Curator `InterProcessMutex` client.
 
-use crate::locks::param::{self, ParamDoc, ParamError};
+use crate::locks::param::{self, KeyError, ParamDoc};
 use serde::Deserialize;
 
 /// What a lock holder does when Curator reports the connection SUSPENDED.
@@ -118,9 +118,9 @@ impl ZkParams {
     }
 
     /// Check values serde cannot.
-    pub fn validate(&self) -> Result<(), ParamError> {
+    pub fn validate(&self) -> Result<(), KeyError> {
         if ![1, 3, 5].contains(&self.servers) {
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "servers",
                 format!("expected 1, 3 or 5, got {}", self.servers),
             ));
@@ -128,7 +128,7 @@ impl ZkParams {
         param::positive("tick_ms", self.tick_ms)?;
         if self.tick_ms < 5 {
             // The Raft tick of an ensemble is a fifth of it.
-            return Err(ParamError::new(
+            return Err(KeyError::new(
                 "tick_ms",
                 format!("expected at least 5, got {}", self.tick_ms),
             ));
@@ -203,6 +203,7 @@ pub const DOCS: &[ParamDoc] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_error::KeyPath;
 
     #[test]
     fn defaults_and_negotiation() {
@@ -220,7 +221,7 @@ mod tests {
     #[test]
     fn bad_values_name_the_key() {
         let p: ZkParams = toml::from_str("servers = 2").unwrap();
-        assert_eq!(p.validate().unwrap_err().key, "servers");
+        assert_eq!(p.validate().unwrap_err().path(), &KeyPath::key("servers"));
         let e = toml::from_str::<ZkParams>("on_suspended = \"pause\"").unwrap_err();
         assert!(e.to_string().contains("pause"), "{e}");
         let e = toml::from_str::<ZkParams>("session_timeout = 5").unwrap_err();
