@@ -8,7 +8,7 @@
 //! format") for the full format; every envelope key is documented below.
 
 use crate::check::Check;
-use crate::key_error::{self, KeyError, KeyPath, Place};
+use crate::key_error::{self, KeyError, KeyPath, Place, TomlError};
 use crate::locks::param::{self, Range};
 use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
 use crate::sim::nemesis::{
@@ -314,7 +314,7 @@ impl Scenario {
             error,
         };
         let family = pick_family(text, families).map_err(err)?;
-        let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_error(&e, text)))?;
+        let raw: RawScenario = key_error::from_toml(text).map_err(|e| err(toml_error(&e, text)))?;
         let dir = path.parent().unwrap_or(Path::new(""));
         let lock = (family.configure)(text, dir).map_err(|e| {
             err(match e {
@@ -502,7 +502,7 @@ fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, Key
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let table: toml::Table = toml::from_str(text).map_err(|e| toml_error(&e, text))?;
+    let table: toml::Table = key_error::from_toml(text).map_err(|e| toml_error(&e, text))?;
     let algorithm = match table.get("algorithm") {
         None => {
             return Err(KeyError::missing(
@@ -550,17 +550,19 @@ fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, Key
 
 /// toml's error on one line, at its line and column, under the key its line assigns
 /// (when toml's message does not name a field itself).
-fn toml_error(e: &toml::de::Error, text: &str) -> KeyError {
-    let mut msg = e.message().trim().replace('\n', " ");
+fn toml_error(e: &TomlError, text: &str) -> KeyError {
+    let mut msg = e.error.message().trim().replace('\n', " ");
     if msg.is_empty() {
         // toml says nothing when a value is missing, e.g. `clients =` at the end.
         msg = "expected a value".into();
     }
-    if let Some(hint) = crate::did_you_mean::hint_for_unknown_field(&msg) {
-        msg.push_str(&hint);
+    if let Some((field, expected)) = e.unknown_field(text) {
+        if let Some(key) = crate::did_you_mean::closest(field, expected.iter().copied()) {
+            msg.push_str(&format!(" (did you mean `{key}`?)"));
+        }
     }
     let msg = key_error::shorten(&msg);
-    let Some(span) = e.span() else {
+    let Some(span) = e.error.span() else {
         return KeyError::here(msg);
     };
     let start = span.start.min(text.len());
@@ -577,7 +579,7 @@ fn toml_error(e: &toml::de::Error, text: &str) -> KeyError {
     let key = line
         .split_once('=')
         .map(|(k, _)| k.trim())
-        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains("field `"));
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !e.names_a_field());
     let Some(key) = key else {
         return KeyError::here(msg).placed(place);
     };
