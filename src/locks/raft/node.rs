@@ -90,7 +90,7 @@ use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
 use super::wire::{CLIENT_PORT, PEER_PORT};
-use crate::history::{fnv1a, EventType};
+use crate::history::{fnv1a, names, EventType};
 use crate::net::{serve_peers, GrpcChannel, Mesh};
 use crate::sim::NodeCtx;
 use std::cell::{Cell, RefCell};
@@ -243,7 +243,7 @@ impl Node {
             tracing::debug!(term, "became leader");
             self.ctx.record(
                 self.ctx
-                    .event(EventType::Event, "leader")
+                    .event(EventType::Event, names::LEADER)
                     .value(serde_json::json!({ "term": term })),
             );
         }
@@ -331,7 +331,7 @@ impl Node {
         let hash = format!("{:016x}", fnv1a(&c.data));
         let value = serde_json::json!({ "index": c.index, "term": c.term, "hash": hash });
         self.ctx
-            .record(self.ctx.event(EventType::Event, "apply").value(value));
+            .record(self.ctx.event(EventType::Event, names::APPLY).value(value));
         if led && !c.data.is_empty() {
             if let Ok(Proposal {
                 req: Request::LeaseRevoke { id },
@@ -342,7 +342,7 @@ impl Node {
                     tracing::debug!(lease = id, lock, "lease revoke removes the owner");
                     self.ctx.record(
                         self.ctx
-                            .event(EventType::Event, "expire")
+                            .event(EventType::Event, names::EXPIRE)
                             .key(lock)
                             .value(serde_json::json!({ "index": c.index })),
                     );

@@ -8,7 +8,7 @@
 //! precedes any server answering a read that shows the deletion.
 
 use crate::check::{Check, CheckParams, CheckReport, STANDARD};
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 use std::collections::BTreeSet;
 
 /// `lock-linearizable` for `algorithm = "zk"`.
@@ -24,7 +24,7 @@ pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
     history
         .iter()
         .filter(|e| {
-            if e.kind != EventType::Event || e.f != "expire" || !e.process.starts_with("zk-") {
+            if e.kind != EventType::Event || e.f != names::EXPIRE || !e.process.starts_with("zk-") {
                 return true;
             }
             let zxid = e

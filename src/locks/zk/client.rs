@@ -54,7 +54,7 @@ use super::proto::{
 };
 use super::tree::{CreateMode, SessionId, ZkError, Zxid};
 use super::watches::{add, Watches};
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::net::{Conn, Connector, Frames, NetStream, Tcp};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::{Cell, RefCell};
@@ -429,7 +429,7 @@ impl ZkClient {
             }
         }
         ctx.record(
-            ctx.event(EventType::Event, "connection")
+            ctx.event(EventType::Event, names::CONNECTION)
                 .value(to.name())
                 .reason(why),
         );

@@ -16,7 +16,7 @@ mod log_tail;
 
 use super::params::ZkParams;
 use super::proto::CLIENT_PORT;
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::real::{
     find_binary, Addresses, Opening, OpeningRewrite, Patience, RealCluster, RealPort,
 };
@@ -395,7 +395,7 @@ fn record_lost(ctx: &NodeCtx, o: log_tail::LostOwner) {
         "session": format!("0x{:x}", o.session),
     });
     ctx.record(
-        ctx.event(EventType::Event, "expire")
+        ctx.event(EventType::Event, names::EXPIRE)
             .key(o.lock)
             .value(value),
     );

@@ -60,7 +60,7 @@ use super::proto::{decode_peer, encode_peer, PeerMsg, Request, Response, PEER_PO
 use super::session::SessionTracker;
 use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
 use super::txn_log::{append_log, read_log, LogGate};
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::locks::raft::core::{
     AsyncOutput, Committed, Outgoing, ProposeError, RaftCore, ReadState, Role, SoftState,
 };
@@ -233,7 +233,7 @@ fn record_lost_owners(ctx: &NodeCtx, applied: &Applied) {
             "a session close deleted the lock's owner"
         );
         ctx.record(
-            ctx.event(EventType::Event, "expire")
+            ctx.event(EventType::Event, names::EXPIRE)
                 .key(o.lock.clone())
                 .value(serde_json::json!({
                     "zxid": applied.zxid,
@@ -661,7 +661,7 @@ impl Node {
             let term = e.core.term();
             self.ctx.record(
                 self.ctx
-                    .event(EventType::Event, "leader")
+                    .event(EventType::Event, names::LEADER)
                     .value(serde_json::json!({ "term": term })),
             );
         }

@@ -4,7 +4,7 @@
 
 use super::{capped, field, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::Event;
+use crate::history::{names, Event};
 use std::collections::BTreeMap;
 
 /// `raft-apply` (see the module docs).
@@ -13,13 +13,13 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
     let mut next: BTreeMap<&str, (u64, Option<&Event>)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in history {
-        if e.process == "nemesis" && matches!(e.f.as_str(), "crash" | "restart") {
+        if e.process == "nemesis" && matches!(e.f.as_str(), names::CRASH | names::RESTART) {
             for n in e.nodes.iter().flatten() {
                 next.insert(n.as_str(), (1, None));
             }
             continue;
         }
-        if !(is_raft(e) && e.f == "apply") {
+        if !(is_raft(e) && e.f == names::APPLY) {
             continue;
         }
         let Some(index) = field(e, "index") else {

@@ -3,14 +3,17 @@
 
 use super::{capped, field, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::Event;
+use crate::history::{names, Event};
 use std::collections::BTreeMap;
 
 /// `raft-election-safety` (see the module docs).
 pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
     let mut leaders: BTreeMap<u64, &Event> = BTreeMap::new();
     let mut out = Vec::new();
-    for e in history.iter().filter(|e| is_raft(e) && e.f == "leader") {
+    for e in history
+        .iter()
+        .filter(|e| is_raft(e) && e.f == names::LEADER)
+    {
         let Some(term) = field(e, "term") else {
             continue;
         };

@@ -3,7 +3,7 @@
 
 use super::{field, is_raft};
 use crate::check::{Check, CheckParams, CheckReport, STANDARD};
-use crate::history::Event;
+use crate::history::{names, Event};
 use std::collections::BTreeSet;
 
 /// The history with every `expire` of a log index after its first record removed.
@@ -12,7 +12,7 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
     history
         .iter()
         .filter(|e| {
-            if !(is_raft(e) && e.f == "expire") {
+            if !(is_raft(e) && e.f == names::EXPIRE) {
                 return true;
             }
             match field(e, "index") {

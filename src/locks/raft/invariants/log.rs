@@ -4,7 +4,7 @@
 
 use super::{capped, field, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::Event;
+use crate::history::{names, Event};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `raft-log` (see the module docs).
@@ -12,7 +12,7 @@ pub fn check_log(history: &[Event]) -> Vec<Violation> {
     let mut first: BTreeMap<u64, (&Event, u64, &str)> = BTreeMap::new();
     let mut out = Vec::new();
     let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
-    for e in history.iter().filter(|e| is_raft(e) && e.f == "apply") {
+    for e in history.iter().filter(|e| is_raft(e) && e.f == names::APPLY) {
         let hash = e.value.as_ref().and_then(|v| v.get("hash")?.as_str());
         let (Some(index), Some(term), Some(hash)) = (field(e, "index"), field(e, "term"), hash)
         else {
