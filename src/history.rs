@@ -33,9 +33,11 @@
 pub mod acquire_errors;
 pub mod edn;
 pub mod names;
+pub mod values;
 
 pub use acquire_errors::{acquire_errors, AcquireErrors};
 pub use names::ERROR_REPLY;
+pub use values::EventValue;
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;

@@ -37,11 +37,6 @@ fn is_raft(e: &Event) -> bool {
     e.process.starts_with("raft-") && e.kind == EventType::Event
 }
 
-/// A number in an event's value.
-fn field(e: &Event, name: &str) -> Option<u64> {
-    e.value.as_ref()?.get(name)?.as_u64()
-}
-
 fn ms(ns: u64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
 }

@@ -90,7 +90,8 @@ use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
 use super::wire::{CLIENT_PORT, PEER_PORT};
-use crate::history::{fnv1a, names, EventType};
+use crate::history::values::{Apply, Leader, RaftExpire};
+use crate::history::{fnv1a, names, EventType, EventValue};
 use crate::net::{serve_peers, GrpcChannel, Mesh};
 use crate::sim::NodeCtx;
 use std::cell::{Cell, RefCell};
@@ -244,7 +245,7 @@ impl Node {
             self.ctx.record(
                 self.ctx
                     .event(EventType::Event, names::LEADER)
-                    .value(serde_json::json!({ "term": term })),
+                    .value(Leader { term }.to_json()),
             );
         }
         if was_leader && !leader {
@@ -329,9 +330,16 @@ impl Node {
     fn apply(&self, s: &mut Server, c: &Committed, led: bool, now: i64) {
         // Hex: EDN and JSON readers lose u64 precision past 2^53.
         let hash = format!("{:016x}", fnv1a(&c.data));
-        let value = serde_json::json!({ "index": c.index, "term": c.term, "hash": hash });
-        self.ctx
-            .record(self.ctx.event(EventType::Event, names::APPLY).value(value));
+        let value = Apply {
+            hash,
+            index: c.index,
+            term: c.term,
+        };
+        self.ctx.record(
+            self.ctx
+                .event(EventType::Event, names::APPLY)
+                .value(value.to_json()),
+        );
         if led && !c.data.is_empty() {
             if let Ok(Proposal {
                 req: Request::LeaseRevoke { id },
@@ -344,7 +352,7 @@ impl Node {
                         self.ctx
                             .event(EventType::Event, names::EXPIRE)
                             .key(lock)
-                            .value(serde_json::json!({ "index": c.index })),
+                            .value(RaftExpire { index: c.index }.to_json()),
                     );
                 }
             }

@@ -8,7 +8,8 @@
 //! precedes any server answering a read that shows the deletion.
 
 use crate::check::{Check, CheckParams, CheckReport, STANDARD};
-use crate::history::{names, Event, EventType};
+use crate::history::values::ZkExpire;
+use crate::history::{names, Event, EventType, EventValue};
 use std::collections::BTreeSet;
 
 /// `lock-linearizable` for `algorithm = "zk"`.
@@ -27,11 +28,7 @@ pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
             if e.kind != EventType::Event || e.f != names::EXPIRE || !e.process.starts_with("zk-") {
                 return true;
             }
-            let zxid = e
-                .value
-                .as_ref()
-                .and_then(|v| v.get("zxid"))
-                .and_then(|z| z.as_u64());
+            let zxid = ZkExpire::of(e).map(|x| x.zxid);
             match (e.key.clone(), zxid) {
                 (Some(k), Some(z)) => seen.insert((k, z)),
                 _ => true,

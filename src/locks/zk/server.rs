@@ -60,7 +60,8 @@ use super::proto::{decode_peer, encode_peer, PeerMsg, Request, Response, PEER_PO
 use super::session::SessionTracker;
 use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
 use super::txn_log::{append_log, read_log, LogGate};
-use crate::history::{names, EventType};
+use crate::history::values::{Leader, ZkExpire};
+use crate::history::{names, EventType, EventValue};
 use crate::locks::raft::core::{
     AsyncOutput, Committed, Outgoing, ProposeError, RaftCore, ReadState, Role, SoftState,
 };
@@ -235,11 +236,14 @@ fn record_lost_owners(ctx: &NodeCtx, applied: &Applied) {
         ctx.record(
             ctx.event(EventType::Event, names::EXPIRE)
                 .key(o.lock.clone())
-                .value(serde_json::json!({
-                    "zxid": applied.zxid,
-                    "node": o.path,
-                    "session": format!("0x{:x}", o.session),
-                })),
+                .value(
+                    ZkExpire {
+                        node: o.path.clone(),
+                        session: format!("0x{:x}", o.session),
+                        zxid: applied.zxid,
+                    }
+                    .to_json(),
+                ),
         );
     }
 }
@@ -662,7 +666,7 @@ impl Node {
             self.ctx.record(
                 self.ctx
                     .event(EventType::Event, names::LEADER)
-                    .value(serde_json::json!({ "term": term })),
+                    .value(Leader { term }.to_json()),
             );
         }
         if e.lead == 0 && !s.conns.is_empty() {

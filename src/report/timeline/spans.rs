@@ -2,7 +2,8 @@
 //! connection states, and grants from a stale view.
 
 use super::*;
-use crate::history::names;
+use crate::history::values::Leader;
+use crate::history::{names, EventValue};
 
 /// A span of a fault on one node.
 pub(super) struct Span<'a> {
@@ -99,15 +100,7 @@ pub(super) fn leader_bars(history: &[Event], end: u64) -> Vec<(String, u64, u64,
     let leaders: Vec<(&Event, u64)> = history
         .iter()
         .filter(|e| e.kind == EventType::Event && e.f == names::LEADER && e.process != "nemesis")
-        .map(|e| {
-            (
-                e,
-                e.value
-                    .as_ref()
-                    .and_then(|v| v["term"].as_u64())
-                    .unwrap_or(0),
-            )
-        })
+        .map(|e| (e, Leader::of(e).map_or(0, |l| l.term)))
         .collect();
     leaders
         .iter()

@@ -1,7 +1,8 @@
 //! The words of a timeline: times, sentences for tooltips, label widths and placement.
 
 use super::*;
-use crate::history::names;
+use crate::history::values::{Leader, RaftExpire};
+use crate::history::{names, EventValue};
 
 pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -178,7 +179,9 @@ pub fn sentence(e: &Event) -> String {
     let v = e.value.clone().unwrap_or(Value::Null);
     match (e.kind, e.f.as_str()) {
         (EventType::Event, names::LEADER) => {
-            format!("{} becomes leader (term {})", e.process, v["term"])
+            // A malformed value is shown as it is.
+            let term = Leader::of(e).map_or_else(|| v["term"].to_string(), |l| l.term.to_string());
+            format!("{} becomes leader (term {term})", e.process)
         }
         (EventType::Event, names::CONNECTION) => {
             let why = e
@@ -191,9 +194,8 @@ pub fn sentence(e: &Event) -> String {
         }
         (EventType::Event, names::EXPIRE) => {
             let key = e.key.as_deref().unwrap_or("?");
-            let at = v
-                .get("index")
-                .map(|i| format!(" (log index {i})"))
+            let at = RaftExpire::of(e)
+                .map(|x| format!(" (log index {})", x.index))
                 .unwrap_or_default();
             format!("{}: the lock key {key} expires{at}", e.process)
         }

@@ -2,9 +2,10 @@
 //! 1 after each crash or restart (a restarted node re-applies its log). With `raft-log`,
 //! every node's applied sequence is a prefix of the others'.
 
-use super::{capped, field, is_raft, ms};
+use super::{capped, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::{names, Event};
+use crate::history::values::Apply;
+use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
 /// `raft-apply` (see the module docs).
@@ -22,7 +23,7 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
         if !(is_raft(e) && e.f == names::APPLY) {
             continue;
         }
-        let Some(index) = field(e, "index") else {
+        let Some(Apply { index, .. }) = Apply::of(e) else {
             continue;
         };
         let (want, last) = next.entry(e.process.as_str()).or_insert((1, None));

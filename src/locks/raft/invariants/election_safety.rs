@@ -1,9 +1,10 @@
 //! `raft-election-safety`: at most one node becomes leader in each term (Raft's Election
 //! Safety), over the `leader` {term} events.
 
-use super::{capped, field, is_raft, ms};
+use super::{capped, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::{names, Event};
+use crate::history::values::Leader;
+use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
 /// `raft-election-safety` (see the module docs).
@@ -14,7 +15,7 @@ pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
         .iter()
         .filter(|e| is_raft(e) && e.f == names::LEADER)
     {
-        let Some(term) = field(e, "term") else {
+        let Some(Leader { term }) = Leader::of(e) else {
             continue;
         };
         match leaders.get(&term) {

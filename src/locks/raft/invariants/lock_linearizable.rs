@@ -1,9 +1,10 @@
 //! `lock-linearizable` for Raft: the standard check on the history without duplicate
 //! `expire` records (see [`super`]).
 
-use super::{field, is_raft};
+use super::is_raft;
 use crate::check::{Check, CheckParams, CheckReport, STANDARD};
-use crate::history::{names, Event};
+use crate::history::values::RaftExpire;
+use crate::history::{names, Event, EventValue};
 use std::collections::BTreeSet;
 
 /// The history with every `expire` of a log index after its first record removed.
@@ -15,9 +16,9 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
             if !(is_raft(e) && e.f == names::EXPIRE) {
                 return true;
             }
-            match field(e, "index") {
+            match RaftExpire::of(e) {
                 None => true,
-                Some(i) => seen.insert(i),
+                Some(x) => seen.insert(x.index),
             }
         })
         .cloned()
