@@ -168,10 +168,10 @@ pub fn check_counter(history: &[Event]) -> Vec<Violation> {
 }
 
 /// The `counter` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "counter",
     about: "every write the storage accepted is the previous value + 1: no lost update",
-    run: |h, _| super::CheckReport::from_violations("counter", check_counter(h)),
+    run: |h, _| super::CheckReport::from_violations(CHECK.name, check_counter(h)),
 };
 
 #[cfg(test)]

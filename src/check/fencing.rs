@@ -135,10 +135,10 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
 }
 
 /// The `fencing` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "fencing",
     about: "the storage never accepts a write with a token lower than one it accepted; every accepted token was granted to its user",
-    run: |h, _| super::CheckReport::from_violations("fencing", check_fencing(h)),
+    run: |h, _| super::CheckReport::from_violations(CHECK.name, check_fencing(h)),
 };
 
 #[cfg(test)]

@@ -121,11 +121,11 @@ pub fn check_liveness(history: &[Event], end_ns: u64, liveness_ns: u64) -> Vec<V
 }
 
 /// The `liveness` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "liveness",
     about: "once the last fault heals, some client acquires within liveness_ms",
     run: |h, p| {
-        super::CheckReport::from_violations("liveness", check_liveness(h, p.end_ns, p.liveness_ns))
+        super::CheckReport::from_violations(CHECK.name, check_liveness(h, p.end_ns, p.liveness_ns))
     },
 };
 

@@ -255,10 +255,10 @@ pub fn check_mutex(history: &[Event], end_ns: u64) -> Vec<Violation> {
 }
 
 /// The `mutex` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "mutex",
     about: "no two processes' hold intervals [acquire ok, release invoke] overlap in true time",
-    run: |h, p| super::CheckReport::from_violations("mutex", check_mutex(h, p.end_ns)),
+    run: |h, p| super::CheckReport::from_violations(CHECK.name, check_mutex(h, p.end_ns)),
 };
 
 #[cfg(test)]

@@ -166,10 +166,10 @@ pub fn check_token_order(history: &[Event]) -> Vec<Violation> {
 }
 
 /// The `token-order` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "token-order",
     about: "tokens of successful acquires are unique and follow real-time order",
-    run: |h, _| super::CheckReport::from_violations("token-order", check_token_order(h)),
+    run: |h, _| super::CheckReport::from_violations(CHECK.name, check_token_order(h)),
 };
 
 #[cfg(test)]

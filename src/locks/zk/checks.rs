@@ -7,14 +7,16 @@
 //! each (lock, zxid) stands — the earliest apply anywhere, which follows the commit and
 //! precedes any server answering a read that shows the deletion.
 
-use crate::check::{Check, CheckParams, CheckReport, STANDARD};
+use crate::check::{
+    Check, CheckParams, CheckReport, LOCK_LINEARIZABLE as STANDARD_LOCK_LINEARIZABLE,
+};
 use crate::history::values::ZkExpire;
 use crate::history::{names, Event, EventType, EventValue};
 use std::collections::BTreeSet;
 
 /// `lock-linearizable` for `algorithm = "zk"`.
-pub const LOCK_LINEARIZABLE: Check = Check {
-    name: "lock-linearizable",
+pub static LOCK_LINEARIZABLE: Check = Check {
+    name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec (one expire per zxid)",
     run: check,
 };
@@ -39,11 +41,7 @@ pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
 }
 
 fn check(history: &[Event], params: &CheckParams) -> CheckReport {
-    let standard = STANDARD
-        .iter()
-        .find(|c| c.name == "lock-linearizable")
-        .expect("the standard checks include lock-linearizable");
-    (standard.run)(&dedupe_expires(history), params)
+    (STANDARD_LOCK_LINEARIZABLE.run)(&dedupe_expires(history), params)
 }
 
 #[cfg(test)]

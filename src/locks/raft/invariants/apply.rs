@@ -47,10 +47,10 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-apply`.
-pub const APPLY: Check = Check {
+pub static APPLY: Check = Check {
     name: "raft-apply",
     about: "each Raft node applies indices 1, 2, 3, ... in order (again from 1 after a restart)",
-    run: |h, _| CheckReport::from_violations("raft-apply", check_apply(h)),
+    run: |h, _| CheckReport::from_violations(APPLY.name, check_apply(h)),
 };
 
 #[cfg(test)]

@@ -39,10 +39,10 @@ pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-election-safety`.
-pub const ELECTION_SAFETY: Check = Check {
+pub static ELECTION_SAFETY: Check = Check {
     name: "raft-election-safety",
     about: "at most one Raft node becomes leader in each term",
-    run: |h, _| CheckReport::from_violations("raft-election-safety", check_election_safety(h)),
+    run: |h, _| CheckReport::from_violations(ELECTION_SAFETY.name, check_election_safety(h)),
 };
 
 #[cfg(test)]

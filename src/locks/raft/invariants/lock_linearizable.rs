@@ -2,7 +2,9 @@
 //! `expire` records (see [`super`]).
 
 use super::is_raft;
-use crate::check::{Check, CheckParams, CheckReport, STANDARD};
+use crate::check::{
+    Check, CheckParams, CheckReport, LOCK_LINEARIZABLE as STANDARD_LOCK_LINEARIZABLE,
+};
 use crate::history::values::RaftExpire;
 use crate::history::{names, Event, EventValue};
 use std::collections::BTreeSet;
@@ -26,18 +28,14 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
 }
 
 /// `lock-linearizable` for Raft: the standard check without duplicate `expire` records.
-pub const LOCK_LINEARIZABLE: Check = Check {
-    name: "lock-linearizable",
+pub static LOCK_LINEARIZABLE: Check = Check {
+    name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
     run: lock_linearizable,
 };
 
 fn lock_linearizable(history: &[Event], params: &CheckParams) -> CheckReport {
-    let standard = STANDARD
-        .iter()
-        .find(|c| c.name == "lock-linearizable")
-        .expect("lock-linearizable is a standard check");
-    (standard.run)(&dedup_expires(history), params)
+    (STANDARD_LOCK_LINEARIZABLE.run)(&dedup_expires(history), params)
 }
 
 #[cfg(test)]

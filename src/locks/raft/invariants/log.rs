@@ -45,10 +45,10 @@ pub fn check_log(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-log`.
-pub const LOG: Check = Check {
+pub static LOG: Check = Check {
     name: "raft-log",
     about: "a committed Raft entry is never changed or lost: every apply of an index carries the same entry",
-    run: |h, _| CheckReport::from_violations("raft-log", check_log(h)),
+    run: |h, _| CheckReport::from_violations(LOG.name, check_log(h)),
 };
 
 #[cfg(test)]
