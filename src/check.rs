@@ -207,4 +207,20 @@ pub(crate) mod tests {
             ["mutex", "liveness", "raft-log", "raft-apply"]
         );
     }
+
+    /// A check equals only itself: a family's variant with the standard name is another
+    /// check, which is how families swap it in.
+    #[test]
+    fn checks_are_equal_by_identity() {
+        use super::{LOCK_LINEARIZABLE, STANDARD};
+        assert!(STANDARD.contains(&&LOCK_LINEARIZABLE));
+        for variant in [
+            &crate::locks::zk::checks::LOCK_LINEARIZABLE,
+            &crate::locks::raft::invariants::LOCK_LINEARIZABLE,
+        ] {
+            assert_eq!(variant.name, LOCK_LINEARIZABLE.name);
+            assert_ne!(variant, &LOCK_LINEARIZABLE);
+            assert!(!STANDARD.contains(&variant));
+        }
+    }
 }

@@ -57,7 +57,8 @@ fn capped(mut all: Vec<Violation>) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use crate::history::{Event, EventType};
+    use crate::history::values::Apply;
+    use crate::history::{names, Event, EventType, EventValue};
 
     pub(super) const MS: u64 = 1_000_000;
 
@@ -66,8 +67,12 @@ mod tests {
     }
 
     pub(super) fn apply(p: &str, t: u64, index: u64, term: u64, hash: u64) -> Event {
-        let v = serde_json::json!({"index": index, "term": term, "hash": format!("{hash:016x}")});
-        ev(p, "apply", t, v)
+        let v = Apply {
+            hash: format!("{hash:016x}"),
+            index,
+            term,
+        };
+        ev(p, names::APPLY, t, v.to_json())
     }
 
     pub(super) fn indexed(mut v: Vec<Event>) -> Vec<Event> {

@@ -50,15 +50,20 @@ mod tests {
 
     #[test]
     fn the_first_record_of_each_zxid_stands() {
-        let ex = |p: &str, z: u64| {
-            Event::new(p, EventType::Event, "expire")
+        let ex = |p: &str, zxid: u64| {
+            let value = ZkExpire {
+                node: "/locks/L/n".into(),
+                session: "0x1".into(),
+                zxid,
+            };
+            Event::new(p, EventType::Event, names::EXPIRE)
                 .key("L")
-                .value(serde_json::json!({ "zxid": z }))
+                .value(value.to_json())
         };
         let h = vec![ex("zk-0", 7), ex("zk-1", 7), ex("zk-1", 9), ex("zk-0", 7)];
         let d = dedupe_expires(&h);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].process, "zk-0");
-        assert_eq!(d[1].value, Some(serde_json::json!({ "zxid": 9 })));
+        assert_eq!(ZkExpire::of(&d[1]).map(|x| x.zxid), Some(9));
     }
 }
