@@ -35,12 +35,18 @@ mod report;
 mod token_order;
 
 pub use counter::check_counter;
+pub use counter::CHECK as COUNTER;
 pub use fencing::check_fencing;
+pub use fencing::CHECK as FENCING;
 pub use linearizable::{explanation as linearizability_explanation, LIN_BUDGET};
+pub use linearizable::{LOCK as LOCK_LINEARIZABLE, STORAGE as STORAGE_LINEARIZABLE};
 pub use liveness::check_liveness;
+pub use liveness::CHECK as LIVENESS;
+pub use mutex::CHECK as MUTEX;
 pub use mutex::{check_mutex, hold_intervals, Hold};
 pub use report::MAX_REPORTED;
 pub use token_order::check_token_order;
+pub use token_order::CHECK as TOKEN_ORDER;
 
 use crate::history::Event;
 use serde::Serialize;
@@ -116,6 +122,10 @@ pub struct CheckParams {
 
 /// A check: its name (part of the interface: scenarios' `[expect]` and reports use it),
 /// what it checks, and the function that checks a history.
+///
+/// Every check is a `static`, and code names a check by that value (`&MUTEX`), never by
+/// its name: two checks are equal when they are the same static, so a family's own
+/// variant of a standard check (same name, another `run`) is a different check.
 pub struct Check {
     /// The name, e.g. `mutex`.
     pub name: &'static str,
@@ -125,6 +135,14 @@ pub struct Check {
     pub run: fn(&[Event], &CheckParams) -> CheckReport,
 }
 
+impl PartialEq for Check {
+    fn eq(&self, other: &Check) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Check {}
+
 impl std::fmt::Debug for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
@@ -132,14 +150,14 @@ impl std::fmt::Debug for Check {
 }
 
 /// The checks every algorithm gets unless it says otherwise, in report order.
-pub const STANDARD: &[&Check] = &[
-    &mutex::CHECK,
-    &token_order::CHECK,
-    &fencing::CHECK,
-    &counter::CHECK,
-    &liveness::CHECK,
-    &linearizable::LOCK,
-    &linearizable::STORAGE,
+pub static STANDARD: &[&Check] = &[
+    &MUTEX,
+    &TOKEN_ORDER,
+    &FENCING,
+    &COUNTER,
+    &LIVENESS,
+    &LOCK_LINEARIZABLE,
+    &STORAGE_LINEARIZABLE,
 ];
 
 /// Check names in display order: the [`STANDARD`] checks first, in their order, then
@@ -188,5 +206,21 @@ pub(crate) mod tests {
             super::standard_first(names),
             ["mutex", "liveness", "raft-log", "raft-apply"]
         );
+    }
+
+    /// A check equals only itself: a family's variant with the standard name is another
+    /// check, which is how families swap it in.
+    #[test]
+    fn checks_are_equal_by_identity() {
+        use super::{LOCK_LINEARIZABLE, STANDARD};
+        assert!(STANDARD.contains(&&LOCK_LINEARIZABLE));
+        for variant in [
+            &crate::locks::zk::checks::LOCK_LINEARIZABLE,
+            &crate::locks::raft::invariants::LOCK_LINEARIZABLE,
+        ] {
+            assert_eq!(variant.name, LOCK_LINEARIZABLE.name);
+            assert_ne!(variant, &LOCK_LINEARIZABLE);
+            assert!(!STANDARD.contains(&variant));
+        }
     }
 }

@@ -8,6 +8,8 @@
 //!
 //! # Vocabulary recorded by a run
 //!
+//! The names in `f` are the constants of [`names`].
+//!
 //! | process | type | f | fields |
 //! |---|---|---|---|
 //! | `client-N` | invoke/ok/fail/info | `acquire` | `lock`; ok: `token` (if the algorithm has one), `valid_ms` |
@@ -30,8 +32,12 @@
 
 pub mod acquire_errors;
 pub mod edn;
+pub mod names;
+pub mod values;
 
 pub use acquire_errors::{acquire_errors, AcquireErrors};
+pub use names::ERROR_REPLY;
+pub use values::EventValue;
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -194,12 +200,6 @@ impl Event {
         self.time_ns as f64 / 1e6
     }
 }
-
-/// `f` of the point event a Redis lock client records when a lock script call
-/// (`EVALSHA`/`EVAL`) gets an error reply: a script that raised an error, and equally
-/// `BUSY`, `OOM` or any other error a server answers a script call with. See
-/// [`ErrorReply`].
-pub const ERROR_REPLY: &str = "error-reply";
 
 /// What an [`ERROR_REPLY`] event says: one error reply to one lock script call, as the
 /// client saw it. It is a reply the client received, so it belongs in the history beside

@@ -156,7 +156,7 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
 
     /// Standard checks [`Algorithm::checks`] leaves out, each with the reason (reports
     /// show them as not applicable, with the reason).
-    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
+    fn omitted_checks(&self) -> Vec<(&'static Check, &'static str)> {
         Vec::new()
     }
 
@@ -199,7 +199,7 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn checks(&self) -> Vec<&'static Check>;
     /// See [`Algorithm::fencing_token`].
     fn fencing_token(&self) -> Option<&'static str>;
-    /// See [`Algorithm::omitted_checks`].
+    /// See [`Algorithm::omitted_checks`]: the checks' names, as reports show them.
     fn omitted_checks(&self) -> Vec<(&'static str, &'static str)>;
     /// See [`Algorithm::client_fault_points`].
     fn client_fault_points(&self) -> &'static [FaultPoint];
@@ -236,6 +236,9 @@ impl<A: Algorithm> AlgorithmConfig for A {
     }
     fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
         Algorithm::omitted_checks(self)
+            .into_iter()
+            .map(|(c, why)| (c.name, why))
+            .collect()
     }
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         Algorithm::client_fault_points(self)

@@ -17,7 +17,7 @@
 //! answered `OK value` or `ERR reason`, and `WRITE key value token|- client` answered
 //! `OK 1` (accepted) or `OK 0` (fenced out).
 
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::net::{encode_frame, serve, CallError, Frames, Remote, Tcp};
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
@@ -77,7 +77,7 @@ impl StorageState {
                 // none, so the history says exactly what the storage did.
                 let recorded = if fence_reads { token } else { None };
                 ctx.record(
-                    ctx.event(EventType::Ok, "read")
+                    ctx.event(EventType::Ok, names::READ)
                         .key(key)
                         .token(recorded)
                         .value(value)
@@ -101,7 +101,7 @@ impl StorageState {
                     self.0.borrow_mut().values.insert(key.to_string(), value);
                 }
                 ctx.record(
-                    ctx.event(EventType::Ok, "write")
+                    ctx.event(EventType::Ok, names::WRITE)
                         .key(key)
                         .token(token)
                         .value(value)

@@ -14,7 +14,7 @@
 //! resource can (Kleppmann, "How to do distributed locking", 2016). The points passed
 //! here are listed in [`Workload::FAULT_POINTS`], which the scenario validates against.
 
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::locks::{Grant, LockClient, LockError};
 use crate::resource::{StorageClient, StorageReply};
 use crate::scenario::Workload;
@@ -34,12 +34,12 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
     // Stagger the start so clients do not move in lockstep.
     ctx.sleep_ms_in(*w.think_ms).await;
     loop {
-        ctx.record(ctx.event(EventType::Invoke, "acquire").lock(LOCK));
+        ctx.record(ctx.event(EventType::Invoke, names::ACQUIRE).lock(LOCK));
         let grant = match lock.acquire(&ctx, LOCK, acquire_timeout).await {
             Ok(g) => {
                 tracing::debug!(token = ?g.token, "acquired {LOCK}");
                 let mut e = ctx
-                    .event(EventType::Ok, "acquire")
+                    .event(EventType::Ok, names::ACQUIRE)
                     .lock(LOCK)
                     .token(g.token);
                 e.valid_ms = g
@@ -54,7 +54,11 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
                     LockError::Failed(_) => EventType::Fail,
                     LockError::Indeterminate(_) => EventType::Info,
                 };
-                ctx.record(ctx.event(kind, "acquire").lock(LOCK).reason(err.reason()));
+                ctx.record(
+                    ctx.event(kind, names::ACQUIRE)
+                        .lock(LOCK)
+                        .reason(err.reason()),
+                );
                 if kind == EventType::Info {
                     release(&ctx, &mut *lock, None, "abandon").await;
                 }
@@ -82,14 +86,14 @@ async fn critical_section(
     token: Option<u64>,
 ) -> &'static str {
     ctx.record(
-        ctx.event(EventType::Invoke, "read")
+        ctx.event(EventType::Invoke, names::READ)
             .key(COUNTER)
             .token(token),
     );
     let value = match storage.read(ctx, COUNTER, token).await {
         Ok(StorageReply::Ok(v)) => {
             ctx.record(
-                ctx.event(EventType::Ok, "read")
+                ctx.event(EventType::Ok, names::READ)
                     .key(COUNTER)
                     .token(token)
                     .value(v),
@@ -98,7 +102,7 @@ async fn critical_section(
         }
         Ok(StorageReply::Rejected(e)) => {
             ctx.record(
-                ctx.event(EventType::Fail, "read")
+                ctx.event(EventType::Fail, names::READ)
                     .key(COUNTER)
                     .token(token)
                     .reason(e),
@@ -108,7 +112,7 @@ async fn critical_section(
         Err(e) => {
             // A read has no effect, so a lost reply is simply a failed read.
             ctx.record(
-                ctx.event(EventType::Fail, "read")
+                ctx.event(EventType::Fail, names::READ)
                     .key(COUNTER)
                     .token(token)
                     .reason(e.to_string()),
@@ -143,20 +147,20 @@ async fn critical_section(
     ctx.fault_point(FaultPoint::BeforeWrite).await;
     let new = value + 1;
     ctx.record(
-        ctx.event(EventType::Invoke, "write")
+        ctx.event(EventType::Invoke, names::WRITE)
             .key(COUNTER)
             .token(token)
             .value(new),
     );
     let done = match storage.write(ctx, COUNTER, new, token).await {
         Ok(StorageReply::Ok(a)) => ctx
-            .event(EventType::Ok, "write")
+            .event(EventType::Ok, names::WRITE)
             .key(COUNTER)
             .token(token)
             .value(new)
             .accepted(a == 1),
         Ok(StorageReply::Rejected(e)) => ctx
-            .event(EventType::Fail, "write")
+            .event(EventType::Fail, names::WRITE)
             .key(COUNTER)
             .token(token)
             .value(new)
@@ -167,7 +171,7 @@ async fn critical_section(
             } else {
                 EventType::Fail
             };
-            ctx.event(kind, "write")
+            ctx.event(kind, names::WRITE)
                 .key(COUNTER)
                 .token(token)
                 .value(new)
@@ -181,7 +185,7 @@ async fn critical_section(
 async fn release(ctx: &NodeCtx, lock: &mut dyn LockClient, grant: Option<&Grant>, reason: &str) {
     let token = grant.and_then(|g| g.token);
     ctx.record(
-        ctx.event(EventType::Invoke, "release")
+        ctx.event(EventType::Invoke, names::RELEASE)
             .lock(LOCK)
             .token(token)
             .reason(reason),
@@ -191,20 +195,23 @@ async fn release(ctx: &NodeCtx, lock: &mut dyn LockClient, grant: Option<&Grant>
         None => lock.abandon(ctx, LOCK).await,
     };
     let done = match result {
-        Ok(true) => ctx.event(EventType::Ok, "release").lock(LOCK).token(token),
+        Ok(true) => ctx
+            .event(EventType::Ok, names::RELEASE)
+            .lock(LOCK)
+            .token(token),
         // Nothing of ours was there (the lease had run out): this release did not happen.
         Ok(false) => ctx
-            .event(EventType::Fail, "release")
+            .event(EventType::Fail, names::RELEASE)
             .lock(LOCK)
             .token(token)
             .reason("not held"),
         Err(LockError::Failed(r)) => ctx
-            .event(EventType::Fail, "release")
+            .event(EventType::Fail, names::RELEASE)
             .lock(LOCK)
             .token(token)
             .reason(r),
         Err(LockError::Indeterminate(r)) => ctx
-            .event(EventType::Info, "release")
+            .event(EventType::Info, names::RELEASE)
             .lock(LOCK)
             .token(token)
             .reason(r),

@@ -30,7 +30,7 @@
 //! one then states the total.
 use super::report::{ms, token_note, Reporter};
 use super::Violation;
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 use std::collections::{BTreeMap, VecDeque};
 
 fn is_counter_key(e: &Event) -> bool {
@@ -56,7 +56,7 @@ pub fn check_counter(history: &[Event]) -> Vec<Violation> {
         .filter(|(_, e)| {
             e.process == "storage"
                 && e.kind == EventType::Ok
-                && e.f == "write"
+                && e.f == names::WRITE
                 && e.accepted == Some(true)
                 && is_counter_key(e)
         })
@@ -124,7 +124,7 @@ pub fn check_counter(history: &[Event]) -> Vec<Violation> {
     }
     let mut last_invoke: BTreeMap<&str, &Event> = BTreeMap::new();
     for (pos, e) in history.iter().enumerate() {
-        if e.process == "storage" || e.f != "write" || !is_counter_key(e) {
+        if e.process == "storage" || e.f != names::WRITE || !is_counter_key(e) {
             continue;
         }
         match e.kind {
@@ -168,10 +168,10 @@ pub fn check_counter(history: &[Event]) -> Vec<Violation> {
 }
 
 /// The `counter` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "counter",
     about: "every write the storage accepted is the previous value + 1: no lost update",
-    run: |h, _| super::CheckReport::from_violations("counter", check_counter(h)),
+    run: |h, _| super::CheckReport::from_violations(CHECK.name, check_counter(h)),
 };
 
 #[cfg(test)]

@@ -29,7 +29,7 @@
 //! states the total.
 use super::report::{ms, Reporter};
 use super::Violation;
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 use std::collections::BTreeMap;
 
 /// "client-0's write" / "a write" for messages.
@@ -54,7 +54,7 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
     // token -> every acquire ok that granted it
     let mut grants: BTreeMap<u64, Vec<&Event>> = BTreeMap::new();
     for e in history {
-        if e.kind == EventType::Ok && e.f == "acquire" {
+        if e.kind == EventType::Ok && e.f == names::ACQUIRE {
             if let Some(t) = e.token {
                 grants.entry(t).or_default().push(e);
             }
@@ -67,8 +67,8 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
         if e.process != "storage" || e.kind != EventType::Ok || e.accepted != Some(true) {
             continue;
         }
-        let is_write = e.f == "write";
-        if !is_write && e.f != "read" {
+        let is_write = e.f == names::WRITE;
+        if !is_write && e.f != names::READ {
             continue;
         }
         let Some(t) = e.token else { continue };
@@ -135,10 +135,10 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
 }
 
 /// The `fencing` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "fencing",
     about: "the storage never accepts a write with a token lower than one it accepted; every accepted token was granted to its user",
-    run: |h, _| super::CheckReport::from_violations("fencing", check_fencing(h)),
+    run: |h, _| super::CheckReport::from_violations(CHECK.name, check_fencing(h)),
 };
 
 #[cfg(test)]

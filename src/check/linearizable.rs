@@ -15,14 +15,14 @@ use crate::history::Event;
 pub const LIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The `lock-linearizable` check.
-pub const LOCK: Check = Check {
+pub static LOCK: Check = Check {
     name: "lock-linearizable",
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
-    run: |h, _| linearizable("lock-linearizable", h, "fenced-lock"),
+    run: |h, _| linearizable(LOCK.name, h, "fenced-lock"),
 };
 
 /// The `storage-linearizable` check.
-pub const STORAGE: Check = Check {
+pub static STORAGE: Check = Check {
     name: "storage-linearizable",
     about: "the storage's log is linearizable against the fenced-register spec",
     run: |h, _| {
@@ -32,7 +32,7 @@ pub const STORAGE: Check = Check {
             .filter(|e| e.process == "storage")
             .cloned()
             .collect();
-        linearizable("storage-linearizable", &storage, "fenced-register")
+        linearizable(STORAGE.name, &storage, "fenced-register")
     },
 };
 
@@ -41,8 +41,8 @@ pub const STORAGE: Check = Check {
 pub fn explanation(history: &[Event], check: &str) -> Option<String> {
     use crate::linearizability::check_events;
     let (events, model): (Vec<Event>, &str) = match check {
-        "lock-linearizable" => (history.to_vec(), "fenced-lock"),
-        "storage-linearizable" => (
+        c if c == LOCK.name => (history.to_vec(), "fenced-lock"),
+        c if c == STORAGE.name => (
             history
                 .iter()
                 .filter(|e| e.process == "storage")

@@ -22,7 +22,7 @@
 //!   catches deadlocks such as a lock key that never expires.
 use super::report::ms;
 use super::Violation;
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 
 /// Check `liveness` (see the module docs).
 pub fn check_liveness(history: &[Event], end_ns: u64, liveness_ns: u64) -> Vec<Violation> {
@@ -46,7 +46,7 @@ pub fn check_liveness(history: &[Event], end_ns: u64, liveness_ns: u64) -> Vec<V
     let mut last_grant: Option<&Event> = None; // last acquire ok up to the window's end
     let mut locks: Vec<&str> = Vec::new();
     for e in history {
-        if e.f != "acquire" || e.time_ns > window_end {
+        if e.f != names::ACQUIRE || e.time_ns > window_end {
             continue;
         }
         match e.kind {
@@ -121,11 +121,11 @@ pub fn check_liveness(history: &[Event], end_ns: u64, liveness_ns: u64) -> Vec<V
 }
 
 /// The `liveness` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "liveness",
     about: "once the last fault heals, some client acquires within liveness_ms",
     run: |h, p| {
-        super::CheckReport::from_violations("liveness", check_liveness(h, p.end_ns, p.liveness_ns))
+        super::CheckReport::from_violations(CHECK.name, check_liveness(h, p.end_ns, p.liveness_ns))
     },
 };
 

@@ -36,7 +36,7 @@
 //! states how many there were in total.
 use super::report::{ms, token_note, Reporter};
 use super::Violation;
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 use std::collections::BTreeMap;
 
 /// A hold interval of one process on one lock, in true time.
@@ -96,7 +96,7 @@ fn holds_with_end(history: &[Event], end_ns: u64) -> Vec<(Hold, End)> {
         };
     for e in history {
         match (e.kind, e.f.as_str()) {
-            (EventType::Ok, "acquire") => {
+            (EventType::Ok, names::ACQUIRE) => {
                 let Some(lock) = e.lock.as_deref() else {
                     continue;
                 };
@@ -110,7 +110,7 @@ fn holds_with_end(history: &[Event], end_ns: u64) -> Vec<(Hold, End)> {
                     close(&mut out, &e.process, lock, prev, e, End::Reacquire);
                 }
             }
-            (EventType::Invoke, "release") => {
+            (EventType::Invoke, names::RELEASE) => {
                 let Some(lock) = e.lock.as_deref() else {
                     continue;
                 };
@@ -120,7 +120,7 @@ fn holds_with_end(history: &[Event], end_ns: u64) -> Vec<(Hold, End)> {
                     }
                 }
             }
-            (EventType::Event, "crash") if e.process == "nemesis" => {
+            (EventType::Event, names::CRASH) if e.process == "nemesis" => {
                 let Some(nodes) = e.nodes.as_ref() else {
                     continue;
                 };
@@ -255,10 +255,10 @@ pub fn check_mutex(history: &[Event], end_ns: u64) -> Vec<Violation> {
 }
 
 /// The `mutex` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "mutex",
     about: "no two processes' hold intervals [acquire ok, release invoke] overlap in true time",
-    run: |h, p| super::CheckReport::from_violations("mutex", check_mutex(h, p.end_ns)),
+    run: |h, p| super::CheckReport::from_violations(CHECK.name, check_mutex(h, p.end_ns)),
 };
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 //! listed; the last one then states the total.
 use super::report::{ms, Reporter};
 use super::Violation;
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 use std::collections::BTreeMap;
 
 /// One successful acquire with a token.
@@ -61,7 +61,7 @@ pub fn check_token_order(history: &[Event]) -> Vec<Violation> {
     let mut pending: BTreeMap<&str, (usize, &Event)> = BTreeMap::new();
     let mut by_lock: BTreeMap<&str, Vec<Grant>> = BTreeMap::new();
     for (pos, e) in history.iter().enumerate() {
-        if e.f != "acquire" {
+        if e.f != names::ACQUIRE {
             continue;
         }
         match e.kind {
@@ -166,10 +166,10 @@ pub fn check_token_order(history: &[Event]) -> Vec<Violation> {
 }
 
 /// The `token-order` check.
-pub const CHECK: super::Check = super::Check {
+pub static CHECK: super::Check = super::Check {
     name: "token-order",
     about: "tokens of successful acquires are unique and follow real-time order",
-    run: |h, _| super::CheckReport::from_violations("token-order", check_token_order(h)),
+    run: |h, _| super::CheckReport::from_violations(CHECK.name, check_token_order(h)),
 };
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //!   "Every acquire" means every counted one: an acquire that ended without an error
 //!   reply (busy, a timeout) makes the diagnosis say "N of M" instead.
 
-use super::{ErrorReply, Event, EventType, ERROR_REPLY};
+use super::{names, ErrorReply, Event, EventType, ERROR_REPLY};
 use crate::plural::plural;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -69,7 +69,7 @@ pub fn acquire_errors(history: &[Event]) -> Option<AcquireErrors> {
     let mut open: BTreeMap<&str, Option<&str>> = BTreeMap::new();
     let mut ended: Vec<Option<&str>> = Vec::new();
     for e in history {
-        if e.f == "acquire" {
+        if e.f == names::ACQUIRE {
             match e.kind {
                 EventType::Ok => return None,
                 EventType::Invoke => ended.extend(open.insert(&e.process, None)),

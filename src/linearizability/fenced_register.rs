@@ -24,6 +24,7 @@ use super::model::{Effect, Model, Operation, ValueTable};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::history::edn::Value;
+use crate::history::names;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -98,13 +99,13 @@ impl FencedRegister {
         &mut self,
         raw: &[RawOp],
     ) -> Result<Vec<Operation<FencedRegisterOp>>, InputError> {
-        let relevant = |r: &&RawOp| matches!(&*r.f, "read" | "write");
+        let relevant = |r: &&RawOp| matches!(&*r.f, names::READ | names::WRITE);
         for r in raw.iter().filter(|r| !relevant(r)) {
             skip_or_reject(
                 r,
                 "fenced-register",
-                &["read", "write"],
-                &["acquire", "release"],
+                &[names::READ, names::WRITE],
+                &[names::ACQUIRE, names::RELEASE],
             )?;
         }
         let any_client = raw.iter().filter(relevant).any(|r| !r.point);
@@ -117,7 +118,7 @@ impl FencedRegister {
             .filter(relevant)
             .filter(|r| r.point != any_client)
         {
-            let op = if &*r.f == "read" {
+            let op = if &*r.f == names::READ {
                 let indeterminate = r.is_indeterminate();
                 let value = (!r.value.is_nil() && !indeterminate).then(|| self.intern(&r.value));
                 match r.token {

@@ -18,7 +18,7 @@
 use super::cli::check_raw_opts;
 use super::ops::{raw_ops_from_events, RawOp};
 use super::search::CheckOptions;
-use crate::history::{Event, EventType};
+use crate::history::{names, Event, EventType};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
@@ -84,9 +84,9 @@ pub fn cas_history(seed: u64, ops: usize, processes: usize, linearizable: bool) 
                     _ => Kind::Cas(rng.gen_range(0..VALUES), rng.gen_range(0..VALUES)),
                 };
                 let (f, value) = match kind {
-                    Kind::Read => ("read", serde_json::Value::Null),
-                    Kind::Write(v) => ("write", v.into()),
-                    Kind::Cas(a, b) => ("cas", serde_json::json!([a, b])),
+                    Kind::Read => (names::READ, serde_json::Value::Null),
+                    Kind::Write(v) => (names::WRITE, v.into()),
+                    Kind::Cas(a, b) => (names::CAS, serde_json::json!([a, b])),
                 };
                 open[p] = Some(gen.len());
                 gen.push(GenOp {
@@ -121,9 +121,9 @@ pub fn cas_history(seed: u64, ops: usize, processes: usize, linearizable: bool) 
                 gen[g].ret = events.len();
                 gen[g].ok = ok;
                 let (f, v) = match kind {
-                    Kind::Read => ("read", value.into()),
-                    Kind::Write(v) => ("write", v.into()),
-                    Kind::Cas(a, b) => ("cas", serde_json::json!([a, b])),
+                    Kind::Read => (names::READ, value.into()),
+                    Kind::Write(v) => (names::WRITE, v.into()),
+                    Kind::Cas(a, b) => (names::CAS, serde_json::json!([a, b])),
                 };
                 let ty = if ok { EventType::Ok } else { EventType::Fail };
                 events.push(Event::new(name, ty, f).at(t).value(v));
@@ -191,9 +191,9 @@ fn corrupt_late_read(events: &mut Vec<Event>, gen: &[GenOp]) {
     }
     // No read at all: add one, after everything, of a value nothing writes.
     let t = events.len() as u64 * 1000;
-    events.push(Event::new("0", EventType::Invoke, "read").at(t));
+    events.push(Event::new("0", EventType::Invoke, names::READ).at(t));
     events.push(
-        Event::new("0", EventType::Ok, "read")
+        Event::new("0", EventType::Ok, names::READ)
             .at(t + 1000)
             .value(VALUES),
     );
@@ -259,7 +259,10 @@ pub fn changed_read(seed: u64, ops: usize, processes: usize, nth: usize, value: 
     let events = cas_history(seed, ops, processes, true);
     let mut raw = raw_ops_from_events(&events).expect("generated histories are well formed");
     let read = &mut raw[nth];
-    assert!(&*read.f == "read" && !read.is_indeterminate(), "{read:?}");
+    assert!(
+        &*read.f == names::READ && !read.is_indeterminate(),
+        "{read:?}"
+    );
     read.value = crate::history::edn::Value::Int(value);
     raw
 }

@@ -8,6 +8,7 @@
 use super::model::{Effect, Model, Operation};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
+use crate::history::names;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -46,10 +47,10 @@ impl Mutex {
         self.procs.clear();
         for r in raw {
             let op = match &*r.f {
-                "acquire" => MutexOp::Acquire,
-                "release" => MutexOp::Release,
+                names::ACQUIRE => MutexOp::Acquire,
+                names::RELEASE => MutexOp::Release,
                 _ => {
-                    skip_or_reject(r, "mutex", &["acquire", "release"], &[])?;
+                    skip_or_reject(r, "mutex", &[names::ACQUIRE, names::RELEASE], &[])?;
                     continue;
                 }
             };
@@ -100,8 +101,8 @@ impl Model for Mutex {
 
     fn describe_op(&self, op: &MutexOp) -> String {
         match op {
-            MutexOp::Acquire => "acquire".into(),
-            MutexOp::Release => "release".into(),
+            MutexOp::Acquire => names::ACQUIRE.into(),
+            MutexOp::Release => names::RELEASE.into(),
         }
     }
 

@@ -12,6 +12,7 @@
 use super::model::{Effect, Model, Operation, ValueTable};
 use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
 use crate::history::edn::Value;
+use crate::history::names;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -77,7 +78,7 @@ impl Register {
         self.procs.clear();
         for r in raw {
             let op = match &*r.f {
-                "read" => {
+                names::READ => {
                     if r.is_indeterminate() {
                         continue; // no effect either way
                     }
@@ -87,8 +88,8 @@ impl Register {
                         RegisterOp::Read(Some(self.intern(&r.value)))
                     }
                 }
-                "write" => RegisterOp::Write(self.intern(&r.value)),
-                "cas" if self.cas => match r.value.as_seq() {
+                names::WRITE => RegisterOp::Write(self.intern(&r.value)),
+                names::CAS if self.cas => match r.value.as_seq() {
                     Some([old, new]) => {
                         let (o, n) = (self.intern(old), self.intern(new));
                         RegisterOp::Cas(o, n)
@@ -102,9 +103,9 @@ impl Register {
                 },
                 _ => {
                     let known: &[&str] = if self.cas {
-                        &["read", "write", "cas"]
+                        &[names::READ, names::WRITE, names::CAS]
                     } else {
-                        &["read", "write"]
+                        &[names::READ, names::WRITE]
                     };
                     skip_or_reject(r, model, known, &[])?;
                     continue;

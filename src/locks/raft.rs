@@ -99,7 +99,7 @@ impl Algorithm for RaftParams {
         let mut v: Vec<&'static Check> = STANDARD
             .iter()
             .map(|&c| {
-                if c.name == "lock-linearizable" {
+                if *c == crate::check::LOCK_LINEARIZABLE {
                     &invariants::LOCK_LINEARIZABLE
                 } else {
                     c

@@ -98,7 +98,7 @@ impl Algorithm for Redlock {
         STANDARD
             .iter()
             .copied()
-            .filter(|c| omitted.iter().all(|(name, _)| c.name != *name))
+            .filter(|&c| omitted.iter().all(|&(o, _)| o != c))
             .collect()
     }
 
@@ -109,9 +109,9 @@ impl Algorithm for Redlock {
 
     /// `lock-linearizable` needs one authoritative lock server whose expirations are the
     /// lock's; here each of N nodes expires its own copy of the key.
-    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
+    fn omitted_checks(&self) -> Vec<(&'static Check, &'static str)> {
         vec![(
-            "lock-linearizable",
+            &crate::check::LOCK_LINEARIZABLE,
             "no single server holds the lock: each of the N nodes expires its own copy of the key, and the lock's lifetime is a client-side majority computation",
         )]
     }

@@ -90,11 +90,11 @@ impl Algorithm for ZkParams {
     fn checks(&self) -> Vec<&'static Check> {
         STANDARD
             .iter()
-            .map(|c| {
-                if c.name == "lock-linearizable" {
+            .map(|&c| {
+                if *c == crate::check::LOCK_LINEARIZABLE {
                     &checks::LOCK_LINEARIZABLE
                 } else {
-                    *c
+                    c
                 }
             })
             .collect()

@@ -9,6 +9,7 @@ use super::evidence::bound_text;
 use super::findings::measured;
 use super::guarantees::{CellResult, Guarantees, Timeline};
 use super::markdown::{cell_symbol, how_to_read};
+use crate::check;
 use std::fmt::Write as _;
 
 fn esc(s: &str) -> String {
@@ -210,10 +211,10 @@ fn pause_table(s: &mut String, g: &Guarantees) {
             esc(&r.name)
         );
         for (fencing, check) in [
-            (false, "mutex"),
-            (false, "counter"),
-            (true, "counter"),
-            (true, "fencing"),
+            (false, check::MUTEX.name),
+            (false, check::COUNTER.name),
+            (true, check::COUNTER.name),
+            (true, check::FENCING.name),
         ] {
             s.push_str(&td(g, &r.name, &pause.name, fencing, check));
         }

@@ -4,6 +4,7 @@
 use super::evidence::bound_text;
 use super::findings::measured;
 use super::guarantees::{CellResult, Guarantees};
+use crate::check;
 use std::fmt::Write as _;
 
 /// A cell's text for `check`: `✗ k/N` violated on k of N seeds, `? k/N` undecided on k
@@ -111,10 +112,10 @@ fn pause_table(s: &mut String, g: &Guarantees) {
     );
     for r in &g.rows {
         let cells = [
-            (false, "mutex"),
-            (false, "counter"),
-            (true, "counter"),
-            (true, "fencing"),
+            (false, check::MUTEX.name),
+            (false, check::COUNTER.name),
+            (true, check::COUNTER.name),
+            (true, check::FENCING.name),
         ]
         .map(|(fencing, check)| linked(g, &r.name, &pause.name, fencing, check));
         let _ = writeln!(s, "| {} | {} |", r.name, cells.join(" | "));

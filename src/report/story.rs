@@ -3,7 +3,7 @@
 //! and wall clocks.
 
 use crate::check::{CheckReport, Verdict};
-use crate::history::{acquire_errors, ErrorReply, Event, History};
+use crate::history::{acquire_errors, names, ErrorReply, Event, History};
 use crate::sim::EPOCH_NS;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -56,7 +56,7 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
                     // Redlock client its majority, a Curator client's connection states.
                     let own = e.kind == crate::history::EventType::Event
                         && holders.contains(&e.process.as_str());
-                    let context = e.process == "nemesis" || e.f == "expire" || own;
+                    let context = e.process == "nemesis" || e.f == names::EXPIRE || own;
                     v.events.contains(&e.index) || (context && e.time_ns >= from && e.time_ns <= hi)
                 })
                 .collect();

@@ -13,6 +13,8 @@
 //!
 //! All arithmetic is integer nanoseconds so a run is identical on every machine.
 
+use crate::history::names;
+
 /// The fixed wall-clock epoch of every simulation: 2026-01-01T00:00:00Z in ns since the
 /// Unix epoch. Never `SystemTime::now()`: the run must not depend on when it ran.
 pub const EPOCH_NS: i64 = 1_767_225_600_000_000_000;
@@ -139,15 +141,15 @@ impl ClockChange {
                 let err = clock.wall_error_ns(true_ns);
                 let value =
                     json!({"delta_ms": delta_ns as f64 / 1e6, "wall_error_ms": err as f64 / 1e6});
-                ("clock-jump", value)
+                (names::CLOCK_JUMP, value)
             }
             ClockChange::Skew { skew_ns } => {
                 clock.skew(true_ns, skew_ns);
-                ("skew", json!({"skew_ms": skew_ns as f64 / 1e6}))
+                (names::SKEW, json!({"skew_ms": skew_ns as f64 / 1e6}))
             }
             ClockChange::Drift { ppm } => {
                 clock.set_drift(true_ns, ppm);
-                ("drift", json!({"drift_ppm": ppm}))
+                (names::DRIFT, json!({"drift_ppm": ppm}))
             }
         }
     }

@@ -10,7 +10,7 @@ use super::disk::Disk;
 use super::fault::FaultPoint;
 use super::kernel::Kernel;
 use super::pause::{PauseSwitch, YieldNow};
-use crate::history::{Event, EventType, Recorder};
+use crate::history::{names, Event, EventType, Recorder};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -350,7 +350,7 @@ impl NodeCtx {
         }
         let duration_ns = d.as_nanos() as u64;
         self.record(
-            self.event(EventType::Event, "busy")
+            self.event(EventType::Event, names::BUSY)
                 .value(serde_json::json!({
                     "duration_ms": duration_ns as f64 / 1e6,
                     "at": at,
@@ -384,7 +384,7 @@ impl NodeCtx {
     /// driver resumes it.
     async fn pause_self(&self, duration_ns: u64, at: &str) {
         self.record(
-            Event::new("nemesis", EventType::Event, "pause")
+            Event::new("nemesis", EventType::Event, names::PAUSE)
                 .nodes(vec![self.name().to_string()])
                 .value(serde_json::json!({
                     "duration_ms": duration_ns as f64 / 1e6,

@@ -24,7 +24,7 @@
 
 use super::model::{Config, ConnId, Db, Now, Reply, Statement, ER_PARSE_ERROR};
 use super::params::{DbParams, Fsync};
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::net::{encode_frame, Decoder, Frames};
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
@@ -129,7 +129,10 @@ fn apply(ctx: &NodeCtx, node: &Node) {
     }
     for name in &fx.expired {
         tracing::debug!(lock = %name, "hold ended by the server");
-        ctx.record(ctx.event(EventType::Event, "expire").key(name.as_str()));
+        ctx.record(
+            ctx.event(EventType::Event, names::EXPIRE)
+                .key(name.as_str()),
+        );
     }
     let n = node.borrow();
     for (conn, reply) in fx.replies {

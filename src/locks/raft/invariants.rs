@@ -37,11 +37,6 @@ fn is_raft(e: &Event) -> bool {
     e.process.starts_with("raft-") && e.kind == EventType::Event
 }
 
-/// A number in an event's value.
-fn field(e: &Event, name: &str) -> Option<u64> {
-    e.value.as_ref()?.get(name)?.as_u64()
-}
-
 fn ms(ns: u64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
 }
@@ -62,7 +57,8 @@ fn capped(mut all: Vec<Violation>) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use crate::history::{Event, EventType};
+    use crate::history::values::Apply;
+    use crate::history::{names, Event, EventType, EventValue};
 
     pub(super) const MS: u64 = 1_000_000;
 
@@ -71,8 +67,12 @@ mod tests {
     }
 
     pub(super) fn apply(p: &str, t: u64, index: u64, term: u64, hash: u64) -> Event {
-        let v = serde_json::json!({"index": index, "term": term, "hash": format!("{hash:016x}")});
-        ev(p, "apply", t, v)
+        let v = Apply {
+            hash: format!("{hash:016x}"),
+            index,
+            term,
+        };
+        ev(p, names::APPLY, t, v.to_json())
     }
 
     pub(super) fn indexed(mut v: Vec<Event>) -> Vec<Event> {

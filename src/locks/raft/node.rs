@@ -90,7 +90,8 @@ use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
 use super::wire::{CLIENT_PORT, PEER_PORT};
-use crate::history::{fnv1a, EventType};
+use crate::history::values::{Apply, Leader, RaftExpire};
+use crate::history::{fnv1a, names, EventType, EventValue};
 use crate::net::{serve_peers, GrpcChannel, Mesh};
 use crate::sim::NodeCtx;
 use std::cell::{Cell, RefCell};
@@ -243,8 +244,8 @@ impl Node {
             tracing::debug!(term, "became leader");
             self.ctx.record(
                 self.ctx
-                    .event(EventType::Event, "leader")
-                    .value(serde_json::json!({ "term": term })),
+                    .event(EventType::Event, names::LEADER)
+                    .value(Leader { term }.to_json()),
             );
         }
         if was_leader && !leader {
@@ -329,9 +330,16 @@ impl Node {
     fn apply(&self, s: &mut Server, c: &Committed, led: bool, now: i64) {
         // Hex: EDN and JSON readers lose u64 precision past 2^53.
         let hash = format!("{:016x}", fnv1a(&c.data));
-        let value = serde_json::json!({ "index": c.index, "term": c.term, "hash": hash });
-        self.ctx
-            .record(self.ctx.event(EventType::Event, "apply").value(value));
+        let value = Apply {
+            hash,
+            index: c.index,
+            term: c.term,
+        };
+        self.ctx.record(
+            self.ctx
+                .event(EventType::Event, names::APPLY)
+                .value(value.to_json()),
+        );
         if led && !c.data.is_empty() {
             if let Ok(Proposal {
                 req: Request::LeaseRevoke { id },
@@ -342,9 +350,9 @@ impl Node {
                     tracing::debug!(lease = id, lock, "lease revoke removes the owner");
                     self.ctx.record(
                         self.ctx
-                            .event(EventType::Event, "expire")
+                            .event(EventType::Event, names::EXPIRE)
                             .key(lock)
-                            .value(serde_json::json!({ "index": c.index })),
+                            .value(RaftExpire { index: c.index }.to_json()),
                     );
                 }
             }

@@ -7,13 +7,16 @@
 //! each (lock, zxid) stands — the earliest apply anywhere, which follows the commit and
 //! precedes any server answering a read that shows the deletion.
 
-use crate::check::{Check, CheckParams, CheckReport, STANDARD};
-use crate::history::{Event, EventType};
+use crate::check::{
+    Check, CheckParams, CheckReport, LOCK_LINEARIZABLE as STANDARD_LOCK_LINEARIZABLE,
+};
+use crate::history::values::ZkExpire;
+use crate::history::{names, Event, EventType, EventValue};
 use std::collections::BTreeSet;
 
 /// `lock-linearizable` for `algorithm = "zk"`.
-pub const LOCK_LINEARIZABLE: Check = Check {
-    name: "lock-linearizable",
+pub static LOCK_LINEARIZABLE: Check = Check {
+    name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec (one expire per zxid)",
     run: check,
 };
@@ -24,14 +27,10 @@ pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
     history
         .iter()
         .filter(|e| {
-            if e.kind != EventType::Event || e.f != "expire" || !e.process.starts_with("zk-") {
+            if e.kind != EventType::Event || e.f != names::EXPIRE || !e.process.starts_with("zk-") {
                 return true;
             }
-            let zxid = e
-                .value
-                .as_ref()
-                .and_then(|v| v.get("zxid"))
-                .and_then(|z| z.as_u64());
+            let zxid = ZkExpire::of(e).map(|x| x.zxid);
             match (e.key.clone(), zxid) {
                 (Some(k), Some(z)) => seen.insert((k, z)),
                 _ => true,
@@ -42,11 +41,7 @@ pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
 }
 
 fn check(history: &[Event], params: &CheckParams) -> CheckReport {
-    let standard = STANDARD
-        .iter()
-        .find(|c| c.name == "lock-linearizable")
-        .expect("the standard checks include lock-linearizable");
-    (standard.run)(&dedupe_expires(history), params)
+    (STANDARD_LOCK_LINEARIZABLE.run)(&dedupe_expires(history), params)
 }
 
 #[cfg(test)]
@@ -55,15 +50,20 @@ mod tests {
 
     #[test]
     fn the_first_record_of_each_zxid_stands() {
-        let ex = |p: &str, z: u64| {
-            Event::new(p, EventType::Event, "expire")
+        let ex = |p: &str, zxid: u64| {
+            let value = ZkExpire {
+                node: "/locks/L/n".into(),
+                session: "0x1".into(),
+                zxid,
+            };
+            Event::new(p, EventType::Event, names::EXPIRE)
                 .key("L")
-                .value(serde_json::json!({ "zxid": z }))
+                .value(value.to_json())
         };
         let h = vec![ex("zk-0", 7), ex("zk-1", 7), ex("zk-1", 9), ex("zk-0", 7)];
         let d = dedupe_expires(&h);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].process, "zk-0");
-        assert_eq!(d[1].value, Some(serde_json::json!({ "zxid": 9 })));
+        assert_eq!(ZkExpire::of(&d[1]).map(|x| x.zxid), Some(9));
     }
 }

@@ -54,7 +54,7 @@ use super::proto::{
 };
 use super::tree::{CreateMode, SessionId, ZkError, Zxid};
 use super::watches::{add, Watches};
-use crate::history::EventType;
+use crate::history::{names, EventType};
 use crate::net::{Conn, Connector, Frames, NetStream, Tcp};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::{Cell, RefCell};
@@ -89,6 +89,92 @@ impl CuratorState {
             CuratorState::Suspended => "SUSPENDED",
             CuratorState::Reconnected => "RECONNECTED",
             CuratorState::Lost => "LOST",
+        }
+    }
+}
+
+/// Why a connection to a server was lost: the `reason` of the `connection` event that
+/// SUSPENDED records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disconnect {
+    /// Curator replaced the handle (after LOST) while the connection was up.
+    HandleReplaced,
+    /// A request or ping could not be written.
+    WriteFailed,
+    /// Nothing came from the server for the read timeout, in ms.
+    NoReply {
+        /// How long nothing came, in ms.
+        ms: i64,
+    },
+    /// Reading failed: the server closed the connection (the error's text).
+    Closed(String),
+    /// A frame from the server did not decode (the decoder's error text).
+    Protocol(String),
+}
+
+impl std::fmt::Display for Disconnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Disconnect::HandleReplaced => f.write_str("handle replaced"),
+            Disconnect::WriteFailed => f.write_str("write failed"),
+            Disconnect::NoReply { ms } => write!(f, "no reply for {ms} ms"),
+            Disconnect::Closed(e) => write!(f, "connection closed: {e}"),
+            Disconnect::Protocol(e) => write!(f, "protocol error: {e}"),
+        }
+    }
+}
+
+/// Why the Curator connection state changed: the `reason` of the `connection` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateReason {
+    /// A connection to `host` is up with `session`.
+    Connected {
+        /// The server.
+        host: String,
+        /// The session.
+        session: SessionId,
+        /// The negotiated timeout, if the session is new (a handshake without a session,
+        /// or after the old one expired).
+        new_timeout_ms: Option<u64>,
+    },
+    /// The connection was lost.
+    Lost(Disconnect),
+    /// A server answered the handshake: `session` expired.
+    Expired {
+        /// The server.
+        host: String,
+        /// The expired session.
+        session: SessionId,
+    },
+    /// SUSPENDED for a whole session timeout (`elapsed_ms` on the wall clock): Curator
+    /// injects an expiration.
+    TimedOut {
+        /// Wall-clock time since SUSPENDED, in ms.
+        elapsed_ms: i64,
+    },
+}
+
+impl std::fmt::Display for StateReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateReason::Connected {
+                host,
+                session,
+                new_timeout_ms: Some(t),
+            } => write!(f, "{host}: new session 0x{session:x}, timeout {t} ms"),
+            StateReason::Connected {
+                host,
+                session,
+                new_timeout_ms: None,
+            } => write!(f, "{host}: session 0x{session:x}"),
+            StateReason::Lost(d) => d.fmt(f),
+            StateReason::Expired { host, session } => {
+                write!(f, "{host}: session 0x{session:x} expired")
+            }
+            StateReason::TimedOut { elapsed_ms } => write!(
+                f,
+                "session timeout elapsed while SUSPENDED ({elapsed_ms} ms): injecting an expiration"
+            ),
         }
     }
 }
@@ -406,14 +492,14 @@ impl ZkClient {
         }
     }
 
-    fn set_curator(&self, ctx: &NodeCtx, s: &mut State, to: CuratorState, why: String) {
+    fn set_curator(&self, ctx: &NodeCtx, s: &mut State, to: CuratorState, why: StateReason) {
         if s.curator == to {
             return;
         }
         tracing::debug!(
             from = s.curator.name(),
             to = to.name(),
-            why,
+            %why,
             "connection state"
         );
         s.curator = to;
@@ -429,9 +515,9 @@ impl ZkClient {
             }
         }
         ctx.record(
-            ctx.event(EventType::Event, "connection")
+            ctx.event(EventType::Event, names::CONNECTION)
                 .value(to.name())
-                .reason(why),
+                .reason(why.to_string()),
         );
     }
 
@@ -448,7 +534,7 @@ impl ZkClient {
     }
 
     /// The connection is lost (`ClientCnxn.cleanup` + Disconnected + SUSPENDED).
-    fn disconnected(&self, ctx: &NodeCtx, why: String) {
+    fn disconnected(&self, ctx: &NodeCtx, why: Disconnect) {
         let watchers = {
             let mut s = self.0.state.borrow_mut();
             s.connected = false;
@@ -457,7 +543,7 @@ impl ZkClient {
                 s.curator,
                 CuratorState::Connected | CuratorState::Reconnected
             ) {
-                self.set_curator(ctx, &mut s, CuratorState::Suspended, why);
+                self.set_curator(ctx, &mut s, CuratorState::Suspended, StateReason::Lost(why));
             }
             w
         };
@@ -469,7 +555,7 @@ impl ZkClient {
 
     /// The session is gone: LOST, and Curator replaces the handle (a new session at the
     /// next connection; watches are dropped with the old handle).
-    fn expired(&self, ctx: &NodeCtx, why: String) {
+    fn expired(&self, ctx: &NodeCtx, why: StateReason) {
         let watchers = {
             let mut s = self.0.state.borrow_mut();
             s.connected = false;
@@ -563,7 +649,7 @@ async fn send_thread(client: ZkClient, ctx: NodeCtx) {
                 }
             }
             Response::Expired => {
-                client.expired(&ctx, format!("{host}: session 0x{session:x} expired"));
+                client.expired(&ctx, StateReason::Expired { host, session });
             }
             _ => {}
         }
@@ -590,10 +676,10 @@ fn connected(
             CuratorState::Suspended | CuratorState::Lost => CuratorState::Reconnected,
             other => other,
         };
-        let why = if new {
-            format!("{host}: new session 0x{id:x}, timeout {timeout_ms} ms")
-        } else {
-            format!("{host}: session 0x{id:x}")
+        let why = StateReason::Connected {
+            host: host.to_string(),
+            session: id,
+            new_timeout_ms: new.then_some(timeout_ms),
         };
         client.set_curator(ctx, &mut s, to, why);
         s.watches.all()
@@ -619,7 +705,7 @@ async fn run_connection(
     ctx: &NodeCtx,
     mut conn: ServerConn,
     instance: u64,
-) -> String {
+) -> Disconnect {
     let mut last_send = ctx.mono_ns();
     // Re-register the watches the handle still has.
     let set = {
@@ -636,12 +722,12 @@ async fn run_connection(
     };
     if let Some(f) = set {
         if write_frame(&mut conn, &f).await.is_err() {
-            return "write failed".into();
+            return Disconnect::WriteFailed;
         }
     }
     loop {
         if client.instance() != instance {
-            return "handle replaced".into();
+            return Disconnect::HandleReplaced;
         }
         // Send what is queued.
         loop {
@@ -653,7 +739,7 @@ async fn run_connection(
             };
             if write_frame(&mut conn, &f).await.is_err() {
                 let _ = o.done.send(Err(ZkError::ConnectionLoss));
-                return "write failed".into();
+                return Disconnect::WriteFailed;
             }
             last_send = ctx.mono_ns();
             let lock_create = matches!(
@@ -681,7 +767,8 @@ async fn run_connection(
         };
         let now = ctx.mono_ns();
         if now - last_recv >= read_timeout {
-            return format!("no reply for {} ms", (now - last_recv) / 1_000_000);
+            let ms = (now - last_recv) / 1_000_000;
+            return Disconnect::NoReply { ms };
         }
         if now - last_send >= read_timeout / 2 {
             let ping = ClientFrame {
@@ -689,7 +776,7 @@ async fn run_connection(
                 req: Request::Ping,
             };
             if write_frame(&mut conn, &ping).await.is_err() {
-                return "write failed".into();
+                return Disconnect::WriteFailed;
             }
             last_send = now;
             continue;
@@ -702,13 +789,14 @@ async fn run_connection(
             // Conn::recv is cancel-safe: turmoil's read only consumes what it returns.
             r = conn.recv() => match r {
                 Ok(b) => b,
-                Err(e) => return format!("connection closed: {e}"),
+                Err(e) => return Disconnect::Closed(e.to_string()),
             },
         };
         // ClientCnxn checks the read timeout before it reads what arrived.
         let now = ctx.mono_ns();
         if now - last_recv >= read_timeout {
-            return format!("no reply for {} ms", (now - last_recv) / 1_000_000);
+            let ms = (now - last_recv) / 1_000_000;
+            return Disconnect::NoReply { ms };
         }
         let op_of = |xid: i32| match xid {
             SET_WATCHES_XID => Some(OpCode::SetWatches),
@@ -716,10 +804,10 @@ async fn run_connection(
         };
         let f = match decode_reply(&bytes, false, op_of) {
             Ok(f) => f,
-            Err(e) => return format!("protocol error: {e}"),
+            Err(e) => return Disconnect::Protocol(e.to_string()),
         };
         if client.instance() != instance {
-            return "handle replaced".into();
+            return Disconnect::HandleReplaced;
         }
         on_frame(client, ctx, f);
     }
@@ -799,7 +887,9 @@ async fn lost_timer(client: ZkClient, ctx: NodeCtx) {
         if elapsed >= timeout_ms {
             client.expired(
                 &ctx,
-                format!("session timeout elapsed while SUSPENDED ({elapsed} ms): injecting an expiration"),
+                StateReason::TimedOut {
+                    elapsed_ms: elapsed,
+                },
             );
             continue;
         }
@@ -877,5 +967,50 @@ async fn background(client: ZkClient, ctx: NodeCtx) {
             ctx.sleep(Duration::from_millis(client.0.params.retry_base_ms))
                 .await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reasons are the `reason` text of `connection` events: the text is the interface.
+    #[test]
+    fn reasons_read_as_they_are_recorded() {
+        let lost = |d| StateReason::Lost(d).to_string();
+        assert_eq!(lost(Disconnect::HandleReplaced), "handle replaced");
+        assert_eq!(lost(Disconnect::WriteFailed), "write failed");
+        assert_eq!(lost(Disconnect::NoReply { ms: 12 }), "no reply for 12 ms");
+        assert_eq!(
+            lost(Disconnect::Closed("eof".into())),
+            "connection closed: eof"
+        );
+        assert_eq!(
+            lost(Disconnect::Protocol("short".into())),
+            "protocol error: short"
+        );
+        let host = "zk-0".to_string();
+        let connected = |new_timeout_ms| StateReason::Connected {
+            host: host.clone(),
+            session: 0x1f,
+            new_timeout_ms,
+        };
+        assert_eq!(
+            connected(Some(400)).to_string(),
+            "zk-0: new session 0x1f, timeout 400 ms"
+        );
+        assert_eq!(connected(None).to_string(), "zk-0: session 0x1f");
+        assert_eq!(
+            StateReason::Expired {
+                host: host.clone(),
+                session: 0x1f
+            }
+            .to_string(),
+            "zk-0: session 0x1f expired"
+        );
+        assert_eq!(
+            StateReason::TimedOut { elapsed_ms: 401 }.to_string(),
+            "session timeout elapsed while SUSPENDED (401 ms): injecting an expiration"
+        );
     }
 }

@@ -16,7 +16,8 @@ mod log_tail;
 
 use super::params::ZkParams;
 use super::proto::CLIENT_PORT;
-use crate::history::EventType;
+use crate::history::values::ZkExpire;
+use crate::history::{names, EventType, EventValue};
 use crate::real::{
     find_binary, Addresses, Opening, OpeningRewrite, Patience, RealCluster, RealPort,
 };
@@ -389,13 +390,14 @@ fn record_lost(ctx: &NodeCtx, o: log_tail::LostOwner) {
         node = o.path,
         "a session close deleted the lock's owner"
     );
-    let value = serde_json::json!({
-        "zxid": o.zxid,
-        "node": o.path,
-        "session": format!("0x{:x}", o.session),
-    });
+    let value = ZkExpire {
+        node: o.path,
+        session: format!("0x{:x}", o.session),
+        zxid: o.zxid,
+    }
+    .to_json();
     ctx.record(
-        ctx.event(EventType::Event, "expire")
+        ctx.event(EventType::Event, names::EXPIRE)
             .key(o.lock)
             .value(value),
     );

@@ -60,7 +60,8 @@ use super::proto::{decode_peer, encode_peer, PeerMsg, Request, Response, PEER_PO
 use super::session::SessionTracker;
 use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
 use super::txn_log::{append_log, read_log, LogGate};
-use crate::history::EventType;
+use crate::history::values::{Leader, ZkExpire};
+use crate::history::{names, EventType, EventValue};
 use crate::locks::raft::core::{
     AsyncOutput, Committed, Outgoing, ProposeError, RaftCore, ReadState, Role, SoftState,
 };
@@ -233,13 +234,16 @@ fn record_lost_owners(ctx: &NodeCtx, applied: &Applied) {
             "a session close deleted the lock's owner"
         );
         ctx.record(
-            ctx.event(EventType::Event, "expire")
+            ctx.event(EventType::Event, names::EXPIRE)
                 .key(o.lock.clone())
-                .value(serde_json::json!({
-                    "zxid": applied.zxid,
-                    "node": o.path,
-                    "session": format!("0x{:x}", o.session),
-                })),
+                .value(
+                    ZkExpire {
+                        node: o.path.clone(),
+                        session: format!("0x{:x}", o.session),
+                        zxid: applied.zxid,
+                    }
+                    .to_json(),
+                ),
         );
     }
 }
@@ -661,8 +665,8 @@ impl Node {
             let term = e.core.term();
             self.ctx.record(
                 self.ctx
-                    .event(EventType::Event, "leader")
-                    .value(serde_json::json!({ "term": term })),
+                    .event(EventType::Event, names::LEADER)
+                    .value(Leader { term }.to_json()),
             );
         }
         if e.lead == 0 && !s.conns.is_empty() {

@@ -2,6 +2,7 @@
 //! events and stale grants.
 
 use super::*;
+use crate::history::names;
 
 /// The network lane from `y`: one bar per partition, labelled when the label fits;
 /// returns the lane's bottom.
@@ -202,7 +203,9 @@ pub(super) fn points(c: &mut Canvas) {
         .filter(|e| e.time_ns >= lo && e.time_ns <= hi)
     {
         let t = e.time_ns;
-        if e.process == "nemesis" && matches!(e.f.as_str(), "clock-jump" | "skew" | "drift") {
+        if e.process == "nemesis"
+            && matches!(e.f.as_str(), names::CLOCK_JUMP | names::SKEW | names::DRIFT)
+        {
             for n in e.nodes.iter().flatten() {
                 if let Some(&y) = c.rows.get(n.as_str()) {
                     c.put(Mark::ClockFault, t, t, y, &title(e));
@@ -214,19 +217,19 @@ pub(super) fn points(c: &mut Canvas) {
             continue;
         };
         let focus = c.focus.contains(&e.index);
-        let mark = if e.kind == EventType::Event && e.f == "expire" {
+        let mark = if e.kind == EventType::Event && e.f == names::EXPIRE {
             Some(if focus {
                 Mark::ExpiryFocus
             } else {
                 Mark::Expiry
             })
-        } else if e.process == "storage" && e.f == "write" {
+        } else if e.process == "storage" && e.f == names::WRITE {
             Some(match (e.accepted, focus) {
                 (Some(false), _) => Mark::WriteRejected,
                 (_, true) => Mark::WriteFocus,
                 _ => Mark::Write,
             })
-        } else if focus && !(e.f == "acquire" || e.f == "release") {
+        } else if focus && !(e.f == names::ACQUIRE || e.f == names::RELEASE) {
             Some(Mark::Named)
         } else {
             None

@@ -2,6 +2,8 @@
 //! connection states, and grants from a stale view.
 
 use super::*;
+use crate::history::values::Leader;
+use crate::history::{names, EventValue};
 
 /// A span of a fault on one node.
 pub(super) struct Span<'a> {
@@ -29,12 +31,12 @@ pub(super) fn fault_spans(history: &[Event], end: u64) -> (Vec<Span<'_>>, Vec<Cu
     for e in history.iter().filter(|e| e.process == "nemesis") {
         let nodes = e.nodes.clone().unwrap_or_default();
         let (start, stop) = match e.f.as_str() {
-            "pause" => (Some(Mark::Pause), None),
-            "crash" => (Some(Mark::Crash), None),
-            "disk-stall" => (Some(Mark::DiskStall), None),
-            "resume" => (None, Some(Mark::Pause)),
-            "restart" => (None, Some(Mark::Crash)),
-            "disk-ready" => (None, Some(Mark::DiskStall)),
+            names::PAUSE => (Some(Mark::Pause), None),
+            names::CRASH => (Some(Mark::Crash), None),
+            names::DISK_STALL => (Some(Mark::DiskStall), None),
+            names::RESUME => (None, Some(Mark::Pause)),
+            names::RESTART => (None, Some(Mark::Crash)),
+            names::DISK_READY => (None, Some(Mark::DiskStall)),
             _ => (None, None),
         };
         for n in nodes {
@@ -53,9 +55,9 @@ pub(super) fn fault_spans(history: &[Event], end: u64) -> (Vec<Span<'_>>, Vec<Cu
                 }
             }
         }
-        if e.f == "partition" {
+        if e.f == names::PARTITION {
             parts.insert(id(e).unwrap_or_default(), e);
-        } else if e.f == "heal" {
+        } else if e.f == names::HEAL {
             let healed: Vec<String> = match id(e) {
                 Some(i) if i == "\"all\"" => parts.keys().cloned().collect(),
                 Some(i) => vec![i],
@@ -97,16 +99,8 @@ pub(super) fn fault_spans(history: &[Event], end: u64) -> (Vec<Span<'_>>, Vec<Cu
 pub(super) fn leader_bars(history: &[Event], end: u64) -> Vec<(String, u64, u64, u64, &Event)> {
     let leaders: Vec<(&Event, u64)> = history
         .iter()
-        .filter(|e| e.kind == EventType::Event && e.f == "leader" && e.process != "nemesis")
-        .map(|e| {
-            (
-                e,
-                e.value
-                    .as_ref()
-                    .and_then(|v| v["term"].as_u64())
-                    .unwrap_or(0),
-            )
-        })
+        .filter(|e| e.kind == EventType::Event && e.f == names::LEADER && e.process != "nemesis")
+        .map(|e| (e, Leader::of(e).map_or(0, |l| l.term)))
         .collect();
     leaders
         .iter()
@@ -118,7 +112,7 @@ pub(super) fn leader_bars(history: &[Event], end: u64) -> Vec<(String, u64, u64,
                 .min();
             let crash = history
                 .iter()
-                .filter(|c| c.index > e.index && c.process == "nemesis" && c.f == "crash")
+                .filter(|c| c.index > e.index && c.process == "nemesis" && c.f == names::CRASH)
                 .find(|c| c.nodes.iter().flatten().any(|n| *n == e.process))
                 .map(|c| c.time_ns);
             let t1 = [next, crash].into_iter().flatten().min().unwrap_or(end);
@@ -140,7 +134,7 @@ pub(super) fn connection_bands(
         Some("LOST") => Some(Mark::Lost),
         _ => None,
     };
-    let conn = |e: &&Event| e.kind == EventType::Event && e.f == "connection";
+    let conn = |e: &&Event| e.kind == EventType::Event && e.f == names::CONNECTION;
     for e in history.iter().filter(conn) {
         if let Some(prev) = last.insert(e.process.as_str(), e) {
             if let Some(m) = state(prev) {
@@ -169,7 +163,7 @@ pub(super) fn stale_grants(history: &[Event]) -> Vec<(&Event, &Event)> {
     let mut out = Vec::new();
     for e in history
         .iter()
-        .filter(|e| e.kind == EventType::Ok && e.f == "acquire")
+        .filter(|e| e.kind == EventType::Ok && e.f == names::ACQUIRE)
     {
         let (Some(lock), Some(tok)) = (e.lock.as_deref(), e.token) else {
             continue;

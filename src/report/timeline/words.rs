@@ -1,6 +1,8 @@
 //! The words of a timeline: times, sentences for tooltips, label widths and placement.
 
 use super::*;
+use crate::history::values::{Leader, RaftExpire};
+use crate::history::{names, EventValue};
 
 pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -123,7 +125,7 @@ pub(super) fn nemesis_sentence(e: &Event) -> String {
     let on = nodes.join(", ");
     let v = e.value.clone().unwrap_or(Value::Null);
     match e.f.as_str() {
-        "pause" => {
+        names::PAUSE => {
             let d = json_ms(&v, "duration_ms")
                 .map(|d| format!(" for {}", human_time(d)))
                 .unwrap_or_default();
@@ -133,37 +135,37 @@ pub(super) fn nemesis_sentence(e: &Event) -> String {
             };
             format!("pause of {on}{d}{at}")
         }
-        "resume" => format!("{on} resumes"),
-        "crash" => match json_ms(&v, "down_ms") {
+        names::RESUME => format!("{on} resumes"),
+        names::CRASH => match json_ms(&v, "down_ms") {
             Some(d) => format!("crash of {on} (down for {})", human_time(d)),
             None => format!("crash of {on} (stays down)"),
         },
-        "restart" => format!("{on} restarts"),
-        "partition" => partition_sentence(&nodes, &v),
-        "heal" => match &v["id"] {
+        names::RESTART => format!("{on} restarts"),
+        names::PARTITION => partition_sentence(&nodes, &v),
+        names::HEAL => match &v["id"] {
             Value::String(s) if s == "all" => "heal of every partition".to_string(),
             id => format!("heal of partition {id}"),
         },
-        "clock-jump" => {
+        names::CLOCK_JUMP => {
             let d = json_ms(&v, "delta_ms").unwrap_or(0);
             let err = json_ms(&v, "wall_error_ms")
                 .map(|e| format!(" (wall clock now {} from true time)", signed_time(e)))
                 .unwrap_or_default();
             format!("clock jump {} on {on}{err}", signed_time(d))
         }
-        "skew" => format!(
+        names::SKEW => format!(
             "clock skew on {on}: wall clock set {} from true time",
             signed_time(json_ms(&v, "skew_ms").unwrap_or(0))
         ),
-        "drift" => format!(
+        names::DRIFT => format!(
             "clock drift on {on}: {:+} ppm",
             v["drift_ppm"].as_i64().unwrap_or(0)
         ),
-        "disk-stall" => match json_ms(&v, "duration_ms") {
+        names::DISK_STALL => match json_ms(&v, "duration_ms") {
             Some(d) => format!("disk stall on {on} for {}", human_time(d)),
             None => format!("disk stall on {on}"),
         },
-        "disk-ready" => format!("disk of {on} ready"),
+        names::DISK_READY => format!("disk of {on} ready"),
         f if v.is_null() => format!("{f} on {on}"),
         f => format!("{f} on {on}: {v}"),
     }
@@ -176,10 +178,12 @@ pub fn sentence(e: &Event) -> String {
     }
     let v = e.value.clone().unwrap_or(Value::Null);
     match (e.kind, e.f.as_str()) {
-        (EventType::Event, "leader") => {
-            format!("{} becomes leader (term {})", e.process, v["term"])
+        (EventType::Event, names::LEADER) => {
+            // A malformed value is shown as it is.
+            let term = Leader::of(e).map_or_else(|| v["term"].to_string(), |l| l.term.to_string());
+            format!("{} becomes leader (term {term})", e.process)
         }
-        (EventType::Event, "connection") => {
+        (EventType::Event, names::CONNECTION) => {
             let why = e
                 .reason
                 .as_ref()
@@ -188,11 +192,10 @@ pub fn sentence(e: &Event) -> String {
             let state = v.as_str().map_or_else(|| v.to_string(), str::to_string);
             format!("{} connection {state}{why}", e.process)
         }
-        (EventType::Event, "expire") => {
+        (EventType::Event, names::EXPIRE) => {
             let key = e.key.as_deref().unwrap_or("?");
-            let at = v
-                .get("index")
-                .map(|i| format!(" (log index {i})"))
+            let at = RaftExpire::of(e)
+                .map(|x| format!(" (log index {})", x.index))
                 .unwrap_or_default();
             format!("{}: the lock key {key} expires{at}", e.process)
         }

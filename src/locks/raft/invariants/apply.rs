@@ -2,9 +2,10 @@
 //! 1 after each crash or restart (a restarted node re-applies its log). With `raft-log`,
 //! every node's applied sequence is a prefix of the others'.
 
-use super::{capped, field, is_raft, ms};
+use super::{capped, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::Event;
+use crate::history::values::Apply;
+use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
 /// `raft-apply` (see the module docs).
@@ -13,16 +14,16 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
     let mut next: BTreeMap<&str, (u64, Option<&Event>)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in history {
-        if e.process == "nemesis" && matches!(e.f.as_str(), "crash" | "restart") {
+        if e.process == "nemesis" && matches!(e.f.as_str(), names::CRASH | names::RESTART) {
             for n in e.nodes.iter().flatten() {
                 next.insert(n.as_str(), (1, None));
             }
             continue;
         }
-        if !(is_raft(e) && e.f == "apply") {
+        if !(is_raft(e) && e.f == names::APPLY) {
             continue;
         }
-        let Some(index) = field(e, "index") else {
+        let Some(Apply { index, .. }) = Apply::of(e) else {
             continue;
         };
         let (want, last) = next.entry(e.process.as_str()).or_insert((1, None));
@@ -46,10 +47,10 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-apply`.
-pub const APPLY: Check = Check {
+pub static APPLY: Check = Check {
     name: "raft-apply",
     about: "each Raft node applies indices 1, 2, 3, ... in order (again from 1 after a restart)",
-    run: |h, _| CheckReport::from_violations("raft-apply", check_apply(h)),
+    run: |h, _| CheckReport::from_violations(APPLY.name, check_apply(h)),
 };
 
 #[cfg(test)]

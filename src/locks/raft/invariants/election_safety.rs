@@ -1,17 +1,21 @@
 //! `raft-election-safety`: at most one node becomes leader in each term (Raft's Election
 //! Safety), over the `leader` {term} events.
 
-use super::{capped, field, is_raft, ms};
+use super::{capped, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::Event;
+use crate::history::values::Leader;
+use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
 /// `raft-election-safety` (see the module docs).
 pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
     let mut leaders: BTreeMap<u64, &Event> = BTreeMap::new();
     let mut out = Vec::new();
-    for e in history.iter().filter(|e| is_raft(e) && e.f == "leader") {
-        let Some(term) = field(e, "term") else {
+    for e in history
+        .iter()
+        .filter(|e| is_raft(e) && e.f == names::LEADER)
+    {
+        let Some(Leader { term }) = Leader::of(e) else {
             continue;
         };
         match leaders.get(&term) {
@@ -35,10 +39,10 @@ pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-election-safety`.
-pub const ELECTION_SAFETY: Check = Check {
+pub static ELECTION_SAFETY: Check = Check {
     name: "raft-election-safety",
     about: "at most one Raft node becomes leader in each term",
-    run: |h, _| CheckReport::from_violations("raft-election-safety", check_election_safety(h)),
+    run: |h, _| CheckReport::from_violations(ELECTION_SAFETY.name, check_election_safety(h)),
 };
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! `lock-linearizable` for Raft: the standard check on the history without duplicate
 //! `expire` records (see [`super`]).
 
-use super::{field, is_raft};
-use crate::check::{Check, CheckParams, CheckReport, STANDARD};
-use crate::history::Event;
+use super::is_raft;
+use crate::check::{
+    Check, CheckParams, CheckReport, LOCK_LINEARIZABLE as STANDARD_LOCK_LINEARIZABLE,
+};
+use crate::history::values::RaftExpire;
+use crate::history::{names, Event, EventValue};
 use std::collections::BTreeSet;
 
 /// The history with every `expire` of a log index after its first record removed.
@@ -12,12 +15,12 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
     history
         .iter()
         .filter(|e| {
-            if !(is_raft(e) && e.f == "expire") {
+            if !(is_raft(e) && e.f == names::EXPIRE) {
                 return true;
             }
-            match field(e, "index") {
+            match RaftExpire::of(e) {
                 None => true,
-                Some(i) => seen.insert(i),
+                Some(x) => seen.insert(x.index),
             }
         })
         .cloned()
@@ -25,18 +28,14 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
 }
 
 /// `lock-linearizable` for Raft: the standard check without duplicate `expire` records.
-pub const LOCK_LINEARIZABLE: Check = Check {
-    name: "lock-linearizable",
+pub static LOCK_LINEARIZABLE: Check = Check {
+    name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
     run: lock_linearizable,
 };
 
 fn lock_linearizable(history: &[Event], params: &CheckParams) -> CheckReport {
-    let standard = STANDARD
-        .iter()
-        .find(|c| c.name == "lock-linearizable")
-        .expect("lock-linearizable is a standard check");
-    (standard.run)(&dedup_expires(history), params)
+    (STANDARD_LOCK_LINEARIZABLE.run)(&dedup_expires(history), params)
 }
 
 #[cfg(test)]

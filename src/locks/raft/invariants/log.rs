@@ -2,27 +2,26 @@
 //! Machine Safety, as observed): every `apply` of index *i*, by any node and in any
 //! incarnation, carries the same term and hash.
 
-use super::{capped, field, is_raft, ms};
+use super::{capped, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::Event;
+use crate::history::values::Apply;
+use crate::history::{names, Event, EventValue};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `raft-log` (see the module docs).
 pub fn check_log(history: &[Event]) -> Vec<Violation> {
-    let mut first: BTreeMap<u64, (&Event, u64, &str)> = BTreeMap::new();
+    let mut first: BTreeMap<u64, (&Event, u64, String)> = BTreeMap::new();
     let mut out = Vec::new();
     let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
-    for e in history.iter().filter(|e| is_raft(e) && e.f == "apply") {
-        let hash = e.value.as_ref().and_then(|v| v.get("hash")?.as_str());
-        let (Some(index), Some(term), Some(hash)) = (field(e, "index"), field(e, "term"), hash)
-        else {
+    for e in history.iter().filter(|e| is_raft(e) && e.f == names::APPLY) {
+        let Some(Apply { hash, index, term }) = Apply::of(e) else {
             continue;
         };
         match first.get(&index) {
             None => {
                 first.insert(index, (e, term, hash));
             }
-            Some(&(f, t, h)) if (t, h) != (term, hash) => {
+            Some(&(f, t, ref h)) if (t, h) != (term, &hash) => {
                 // One report per index and node is enough to tell the story.
                 if reported.insert((index, e.process.as_str())) {
                     out.push(Violation::new(
@@ -46,10 +45,10 @@ pub fn check_log(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-log`.
-pub const LOG: Check = Check {
+pub static LOG: Check = Check {
     name: "raft-log",
     about: "a committed Raft entry is never changed or lost: every apply of an index carries the same entry",
-    run: |h, _| CheckReport::from_violations("raft-log", check_log(h)),
+    run: |h, _| CheckReport::from_violations(LOG.name, check_log(h)),
 };
 
 #[cfg(test)]
