@@ -26,6 +26,7 @@ pub use messages::{FromNode, NodeSpec, ToNode};
 pub use node_main::live_node_main;
 pub use node_process::locksim_binary;
 
+use crate::history::names;
 use node_process::{Inbox, NodeProcess, Note};
 
 use crate::history::{Event, EventType, Recorder};
@@ -396,7 +397,7 @@ const EXPIRY_REORDER_NS: u64 = 5_000_000;
 /// order (the expiry takes the grant's time).
 pub fn order_expirations(history: &mut [Event], window_ns: u64) {
     for i in 0..history.len() {
-        if history[i].f != "expire" || history[i].kind != EventType::Event {
+        if history[i].f != names::EXPIRE || history[i].kind != EventType::Event {
             continue;
         }
         let (key, t) = (history[i].key.clone(), history[i].time_ns);
@@ -404,10 +405,10 @@ pub fn order_expirations(history: &mut [Event], window_ns: u64) {
         let mut to = i;
         for j in (0..i).rev() {
             let e = &history[j];
-            if t - e.time_ns > window_ns || (e.lock == key && e.f == "release") {
+            if t - e.time_ns > window_ns || (e.lock == key && e.f == names::RELEASE) {
                 break;
             }
-            if e.lock == key && e.f == "acquire" && e.kind == EventType::Ok {
+            if e.lock == key && e.f == names::ACQUIRE && e.kind == EventType::Ok {
                 to = j;
             }
         }
@@ -644,7 +645,7 @@ impl Driver {
             Action::Crash { node, down_ns } => self.crash(now, node, down_ns)?,
             Action::Restart { node } => {
                 if self.start_again(&node)? {
-                    self.record(now, "restart", &node, json!(null));
+                    self.record(now, names::RESTART, &node, json!(null));
                 }
             }
             Action::Partition {
@@ -658,7 +659,7 @@ impl Driver {
                     for (a, b) in &links {
                         self.set_cut(a, b, false);
                     }
-                    let e = Event::new("nemesis", EventType::Event, "heal").at(now);
+                    let e = Event::new("nemesis", EventType::Event, names::HEAL).at(now);
                     self.recorder.push(e.nodes(vec![]).value(json!({"id": id})));
                 }
             }
@@ -666,7 +667,7 @@ impl Driver {
                 for (a, b) in std::mem::take(&mut self.partitions).into_values().flatten() {
                     self.set_cut(&a, &b, false);
                 }
-                let e = Event::new("nemesis", EventType::Event, "heal").at(now);
+                let e = Event::new("nemesis", EventType::Event, names::HEAL).at(now);
                 self.recorder
                     .push(e.nodes(vec![]).value(json!({"id": "all"})));
             }
@@ -696,7 +697,7 @@ impl Driver {
         if !self.locals.contains_key(&node) {
             value["signal"] = json!("SIGSTOP");
         }
-        self.record(now, "pause", &node, value);
+        self.record(now, names::PAUSE, &node, value);
         self.push(now + duration_ns, Action::Resume { node });
         Ok(())
     }
@@ -738,7 +739,7 @@ impl Driver {
         if let Some(p) = self.servers.get_mut(&node) {
             if p.is_running() {
                 p.resume().map_err(|e| io_error(&node, e))?;
-                self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
+                self.record(now, names::RESUME, &node, json!({"signal": "SIGCONT"}));
             }
         } else if let Some(c) = self.clients.get_mut(&node) {
             let Some(p) = c.process.as_mut().filter(|p| p.is_stopped()) else {
@@ -746,14 +747,14 @@ impl Driver {
             };
             if p.resume().map_err(|e| io_error(&node, e))? {
                 // The kernel showed the process stopped before this SIGCONT.
-                self.record(now, "resume", &node, json!({"signal": "SIGCONT"}));
+                self.record(now, names::RESUME, &node, json!({"signal": "SIGCONT"}));
             } else {
                 // It has not reached its own SIGSTOP yet: try again shortly.
                 self.push(now + 1_000_000, Action::Resume { node });
             }
         } else if self.locals[&node].state.pause.is_paused() {
             self.locals[&node].state.pause.resume();
-            self.record(now, "resume", &node, json!(null));
+            self.record(now, names::RESUME, &node, json!(null));
         }
         Ok(())
     }
@@ -764,7 +765,7 @@ impl Driver {
             return Ok(());
         }
         let down = down_ns.map(|d| d as f64 / 1e6);
-        self.record(now, "crash", &node, json!({ "down_ms": down }));
+        self.record(now, names::CRASH, &node, json!({ "down_ms": down }));
         if let Some(d) = down_ns {
             self.push(now + d, Action::Restart { node });
         }
@@ -841,7 +842,7 @@ impl Driver {
             self.set_cut(a, b, true);
         }
         self.partitions.insert(id, links);
-        let e = Event::new("nemesis", EventType::Event, "partition")
+        let e = Event::new("nemesis", EventType::Event, names::PARTITION)
             .at(now)
             .nodes(side)
             .value(json!({"id": id, "oneway": oneway, "from": others}));

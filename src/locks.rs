@@ -199,8 +199,8 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn checks(&self) -> Vec<&'static Check>;
     /// See [`Algorithm::fencing_token`].
     fn fencing_token(&self) -> Option<&'static str>;
-    /// See [`Algorithm::omitted_checks`]: the checks' names, as reports show them.
-    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)>;
+    /// See [`Algorithm::omitted_checks`].
+    fn omitted_checks(&self) -> Vec<(&'static Check, &'static str)>;
     /// See [`Algorithm::client_fault_points`].
     fn client_fault_points(&self) -> &'static [FaultPoint];
     /// See [`Algorithm::real`].
@@ -234,11 +234,8 @@ impl<A: Algorithm> AlgorithmConfig for A {
     fn fencing_token(&self) -> Option<&'static str> {
         Algorithm::fencing_token(self)
     }
-    fn omitted_checks(&self) -> Vec<(&'static str, &'static str)> {
+    fn omitted_checks(&self) -> Vec<(&'static Check, &'static str)> {
         Algorithm::omitted_checks(self)
-            .into_iter()
-            .map(|(c, why)| (c.name, why))
-            .collect()
     }
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         Algorithm::client_fault_points(self)

@@ -7,7 +7,7 @@
 //! with the algorithm (`src/locks/<family>/params.rs`). See `DESIGN.md` ("Scenario
 //! format") for the full format; every envelope key is documented below.
 
-use crate::check::Check;
+use crate::check::{self, Check};
 use crate::key_error::{self, KeyError, KeyPath, Place, TomlError};
 use crate::locks::param::{self, Range};
 use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
@@ -395,11 +395,11 @@ impl Scenario {
             .lock
             .omitted_checks()
             .into_iter()
-            .map(|(c, why)| (c, why.to_string()))
+            .map(|(c, why)| (c.name, why.to_string()))
             .collect();
         let defined = self.checks();
         for c in crate::check::STANDARD {
-            if !defined.iter().any(|d| d.name == c.name) {
+            if !defined.iter().any(|d| d == c) {
                 na.entry(c.name)
                     .or_insert_with(|| format!("not defined for {alg}"));
             }
@@ -407,16 +407,16 @@ impl Scenario {
         if self.lock.fencing_token().is_none() {
             let why = format!("{alg} with these parameters hands out no fencing token");
             na.insert(
-                "token-order",
+                check::TOKEN_ORDER.name,
                 format!("{why}: there are no tokens to order"),
             );
             na.insert(
-                "fencing",
+                check::FENCING.name,
                 format!("{why}: the storage has no token to reject a stale write by"),
             );
         } else if !self.workload.fencing {
             na.insert(
-                "fencing",
+                check::FENCING.name,
                 "fencing is off: clients send no token, so the storage cannot reject a stale write (`counter` shows what that costs)".to_string(),
             );
         }

@@ -79,7 +79,7 @@ pub fn acquire_errors(history: &[Event]) -> Option<AcquireErrors> {
                 EventType::Event => {}
             }
         } else if e.f == ERROR_REPLY {
-            let reply = ErrorReply::of(e).filter(|r| r.script == "acquire");
+            let reply = ErrorReply::of(e).filter(|r| r.script == names::ACQUIRE);
             if let (Some(reply), Some(last)) = (reply, open.get_mut(e.process.as_str())) {
                 *last = Some(reply.text);
             }

@@ -43,6 +43,7 @@ use super::explain::Explanation;
 use super::model::{Model, Operation};
 use super::ops::{skip_or_reject, InputError, RawOp};
 use super::register::{describe_key, partition_by_key};
+use crate::history::names;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -112,7 +113,7 @@ impl FencedLock {
     pub fn ops_from_raw(&mut self, raw: &[RawOp]) -> Result<Vec<Operation<LockOp>>, InputError> {
         let lock_keys: HashSet<&Option<Arc<str>>> = raw
             .iter()
-            .filter(|r| matches!(&*r.f, "acquire" | "release"))
+            .filter(|r| matches!(&*r.f, names::ACQUIRE | names::RELEASE))
             .map(|r| &r.key)
             .collect();
         let token_of = |r: &RawOp| {
@@ -121,7 +122,7 @@ impl FencedLock {
         };
         self.tokens = raw
             .iter()
-            .any(|r| &*r.f == "acquire" && !r.is_indeterminate() && token_of(r).is_some());
+            .any(|r| &*r.f == names::ACQUIRE && !r.is_indeterminate() && token_of(r).is_some());
         let mut procs: HashMap<String, u32> = HashMap::new();
         self.procs.clear();
         self.keys.clear();
@@ -137,22 +138,22 @@ impl FencedLock {
                 p
             };
             let op = match &*r.f {
-                "acquire" => LockOp::Acquire {
+                names::ACQUIRE => LockOp::Acquire {
                     p: pid(&r.process),
                     token: token_of(r),
                 },
-                "release" => LockOp::Release {
+                names::RELEASE => LockOp::Release {
                     p: pid(&r.process),
                     token: token_of(r),
                 },
-                "expire" if lock_keys.contains(&r.key) => LockOp::Expire,
-                "expire" => continue,
+                names::EXPIRE if lock_keys.contains(&r.key) => LockOp::Expire,
+                names::EXPIRE => continue,
                 _ => {
                     skip_or_reject(
                         r,
                         "fenced-lock",
-                        &["acquire", "release", "expire"],
-                        &["read", "write"],
+                        &[names::ACQUIRE, names::RELEASE, names::EXPIRE],
+                        &[names::READ, names::WRITE],
                     )?;
                     continue;
                 }
@@ -396,10 +397,10 @@ impl Model for FencedLock {
     fn describe_op(&self, op: &LockOp) -> String {
         match *op {
             LockOp::Acquire { token: Some(t), .. } => format!("acquire → token {t}"),
-            LockOp::Acquire { token: None, .. } => "acquire".into(),
+            LockOp::Acquire { token: None, .. } => names::ACQUIRE.into(),
             LockOp::Release { token: Some(t), .. } => format!("release token {t}"),
-            LockOp::Release { token: None, .. } => "release".into(),
-            LockOp::Expire => "expire".into(),
+            LockOp::Release { token: None, .. } => names::RELEASE.into(),
+            LockOp::Expire => names::EXPIRE.into(),
         }
     }
 

@@ -18,6 +18,7 @@ use super::kernel::Kernel;
 use super::nemesis::{self, RandomFaults};
 use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
 use super::LocalBoxFuture;
+use crate::history::names;
 use crate::history::{Event, EventType, History, Recorder};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -285,7 +286,7 @@ impl Driver {
             Action::Heal { id } => {
                 if let Some(links) = self.partitions.remove(&id) {
                     self.uncut(sim, links);
-                    self.record(now, "heal", vec![], json!({"id": id}));
+                    self.record(now, names::HEAL, vec![], json!({"id": id}));
                 }
             }
             Action::HealAll => {
@@ -294,7 +295,7 @@ impl Driver {
                     .flatten()
                     .collect();
                 self.uncut(sim, links);
-                self.record(now, "heal", vec![], json!({"id": "all"}));
+                self.record(now, names::HEAL, vec![], json!({"id": "all"}));
             }
             Action::ClockJump { .. } | Action::Skew { .. } | Action::Drift { .. } => {
                 let (node, change) = action.clock_change().expect("a clock action");
@@ -314,7 +315,7 @@ impl Driver {
             Action::DiskReady { node } => {
                 // Overlapping stalls: only the last one's end is the disk's recovery.
                 if self.nodes[&node].disk_stalled_until() <= now {
-                    self.record(now, "disk-ready", vec![node], json!(null));
+                    self.record(now, names::DISK_READY, vec![node], json!(null));
                 }
             }
             Action::Restart { node } => self.restart(sim, now, node),
@@ -330,7 +331,7 @@ impl Driver {
         s.pause.pause();
         self.record(
             now,
-            "pause",
+            names::PAUSE,
             vec![node.clone()],
             json!({"duration_ms": duration_ns as f64 / 1e6, "at": "anywhere"}),
         );
@@ -343,7 +344,7 @@ impl Driver {
         if s.pause.is_paused() {
             s.pause.resume();
             if !s.take_quiet_resume() {
-                self.record(now, "resume", vec![node], json!(null));
+                self.record(now, names::RESUME, vec![node], json!(null));
             }
         }
     }
@@ -371,7 +372,7 @@ impl Driver {
         self.partitions.insert(id, links);
         self.record(
             now,
-            "partition",
+            names::PARTITION,
             side,
             json!({"id": id, "oneway": oneway, "from": others}),
         );
@@ -392,7 +393,7 @@ impl Driver {
         close_crashed_op(&self.recorder, &node, now);
         self.record(
             now,
-            "crash",
+            names::CRASH,
             vec![node.clone()],
             json!({"down_ms": down_ns.map(|d| d as f64 / 1e6)}),
         );
@@ -406,7 +407,7 @@ impl Driver {
         self.nodes[&node].stall_disk(now + duration_ns);
         self.record(
             now,
-            "disk-stall",
+            names::DISK_STALL,
             vec![node.clone()],
             json!({"duration_ms": duration_ns as f64 / 1e6}),
         );
@@ -422,7 +423,7 @@ impl Driver {
         s.set_crashed(false);
         sim.bounce(node.as_str());
         self.kernel.set_down(&node, false);
-        self.record(now, "restart", vec![node], json!(null));
+        self.record(now, names::RESTART, vec![node], json!(null));
     }
 
     fn uncut(&mut self, sim: &mut turmoil::Sim<'_>, links: Vec<(String, String)>) {

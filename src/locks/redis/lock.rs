@@ -24,7 +24,7 @@ use super::endpoint::{Call, Endpoint};
 use super::model::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 use super::params::{Acquire, Convention, RedisParams, Renew, ScriptTexts, TokenSource, Unlock};
 use super::resp::Value;
-use crate::history::ErrorReply;
+use crate::history::{names, ErrorReply};
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::net::CallError;
 use crate::sim::{FaultPoint, NodeCtx};
@@ -369,8 +369,8 @@ enum Script {
 impl Script {
     fn name(self) -> &'static str {
         match self {
-            Script::Acquire => "acquire",
-            Script::Release => "release",
+            Script::Acquire => names::ACQUIRE,
+            Script::Release => names::RELEASE,
             Script::Extend => "extend",
         }
     }

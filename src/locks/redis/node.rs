@@ -9,6 +9,7 @@ use super::model::{Client, ClientId, RedisServer, RoleInfo, ServerConfig};
 use super::params::Persistence;
 use super::replication::{self, Stream};
 use super::resp::{decode_command, encode_commands, parse_i64, Value};
+use crate::history::names;
 use crate::history::EventType;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
@@ -639,7 +640,7 @@ pub(crate) fn record_expired(ctx: &NodeCtx, keys: &[Vec<u8>]) {
     for k in keys {
         tracing::debug!(key = %String::from_utf8_lossy(k), "expired");
         ctx.record(
-            ctx.event(EventType::Event, "expire")
+            ctx.event(EventType::Event, names::EXPIRE)
                 .key(String::from_utf8_lossy(k)),
         );
     }

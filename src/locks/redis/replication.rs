@@ -22,6 +22,7 @@ use super::node::{
     persist, read_aof, rewrite_aof, wait_for_aof, Node, RedisNodeState, Role, REDIS_PORT,
 };
 use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
+use crate::history::names;
 use crate::history::EventType;
 use crate::net::tcp::{connect, read_alive, Keepalive};
 use crate::sim::NodeCtx;
@@ -142,7 +143,7 @@ pub fn replicaof(ctx: &NodeCtx, node: &Node, args: &[Vec<u8>], lag: [u64; 2]) ->
             n.stream.restart_at(applied);
             drop(n);
             tracing::info!("promoted to primary at offset {applied}");
-            ctx.record(ctx.event(EventType::Event, "promote").value(applied));
+            ctx.record(ctx.event(EventType::Event, names::PROMOTE).value(applied));
         }
         return Value::ok();
     }
@@ -167,7 +168,11 @@ pub fn replicaof(ctx: &NodeCtx, node: &Node, args: &[Vec<u8>], lag: [u64; 2]) ->
         n.stream.changed.notify_waiters();
         drop(n);
         tracing::info!("now a replica of {host}");
-        let f = if was_primary { "demote" } else { "replicaof" };
+        let f = if was_primary {
+            names::DEMOTE
+        } else {
+            names::REPLICAOF
+        };
         ctx.record(ctx.event(EventType::Event, f).value(host));
     }
     start_replica(ctx, node, lag);

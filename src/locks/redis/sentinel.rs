@@ -24,6 +24,7 @@ use super::params::Replication;
 use super::resp::Commands;
 use super::resp::Value;
 use super::REDIS_PORT;
+use crate::history::names;
 use crate::history::EventType;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
@@ -164,7 +165,7 @@ fn command(ctx: &NodeCtx, st: &Shared, args: &[Vec<u8>]) -> Value {
                 drop(s);
                 tracing::info!("adopted config epoch {epoch}: primary {primary}");
                 ctx.record(
-                    ctx.event(EventType::Event, "config")
+                    ctx.event(EventType::Event, names::CONFIG)
                         .value(serde_json::json!({"epoch": epoch, "primary": primary})),
                 );
             }
@@ -490,7 +491,7 @@ async fn failover(
     }
     tracing::info!("failover epoch {epoch}: promoted {chosen} (offset {offset}) over {old}");
     ctx.record(
-        ctx.event(EventType::Event, "failover")
+        ctx.event(EventType::Event, names::FAILOVER)
             .value(serde_json::json!({
                 "epoch": epoch, "old": old, "new": chosen, "offset": offset,
             })),

@@ -3,6 +3,7 @@
 
 use super::core::{decide, elapsed_ns, quorum, tally, validity_ns, Decision, NodeReply, Stamp};
 use super::params::Redlock;
+use crate::history::names;
 use crate::history::EventType;
 use crate::locks::redis::model::{EXTEND_SCRIPT, UNLOCK_SCRIPT};
 use crate::locks::redis::{eval, redis_remote, Call, RedisRemote, REDIS_PORT};
@@ -132,14 +133,16 @@ impl RedlockClient {
                 "redlock: attempt on {lock}"
             );
             if t.yes >= quorum(n) {
-                ctx.record(ctx.event(EventType::Event, "majority").lock(lock).value(
-                    serde_json::json!({
-                        "nodes": nodes,
-                        "elapsed_ms": elapsed as f64 / 1e6,
-                        "validity_ms": validity as f64 / 1e6,
-                        "held": decision == Decision::Held,
-                    }),
-                ));
+                ctx.record(
+                    ctx.event(EventType::Event, names::MAJORITY)
+                        .lock(lock)
+                        .value(serde_json::json!({
+                            "nodes": nodes,
+                            "elapsed_ms": elapsed as f64 / 1e6,
+                            "validity_ms": validity as f64 / 1e6,
+                            "held": decision == Decision::Held,
+                        })),
+                );
             }
             if decision == Decision::Held {
                 // Validity runs from now; express it on the monotonic clock the workload

@@ -86,6 +86,7 @@ use super::db::{sort_lock_children, LOCK_NAME, LOCK_ROOT};
 use super::params::{OnSuspended, ZkParams, ZkToken};
 use super::proto::{Request, Response};
 use super::tree::{CreateMode, SessionId, Stat, ZkError};
+use crate::history::names;
 use crate::history::EventType;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
 use crate::sim::NodeCtx;
@@ -657,11 +658,11 @@ impl CuratorMutex {
         tracing::debug!(path = our, retry, "sequential path not found: trying again");
         let _ = self.delete_ours(ctx, our).await;
         ctx.record(
-            ctx.event(EventType::Info, "acquire")
+            ctx.event(EventType::Info, names::ACQUIRE)
                 .lock(lock)
                 .reason("our lock node vanished (its session expired); Curator tries again"),
         );
-        ctx.record(ctx.event(EventType::Invoke, "acquire").lock(lock));
+        ctx.record(ctx.event(EventType::Invoke, names::ACQUIRE).lock(lock));
         backoff(ctx, self.params().retry_base_ms, retry).await;
         self.guid = self.params().protected.then(|| uuid(ctx));
         self.our_path = None;
