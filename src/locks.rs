@@ -252,7 +252,7 @@ impl<A: Algorithm> AlgorithmConfig for A {
 #[derive(Debug)]
 pub enum ConfigError {
     /// It does not deserialise (the error carries the span in the scenario text).
-    Toml(crate::key_error::TomlError),
+    Toml(Box<crate::key_error::TomlError>),
     /// It deserialises but a value is not valid.
     Invalid(ParamError),
 }

@@ -94,12 +94,14 @@ impl TomlError {
 
 /// `T` from TOML text, through toml (whose messages and spans users read); on failure,
 /// also through [`from_table`], so that the error's field is known as a value.
-pub fn from_toml<T: de::DeserializeOwned>(text: &str) -> Result<T, TomlError> {
-    toml::from_str(text).map_err(|error| TomlError {
-        error,
-        fields: toml::from_str::<toml::Table>(text)
-            .ok()
-            .and_then(|t| from_table::<T>(t).err()),
+pub fn from_toml<T: de::DeserializeOwned>(text: &str) -> Result<T, Box<TomlError>> {
+    toml::from_str(text).map_err(|error| {
+        Box::new(TomlError {
+            error,
+            fields: toml::from_str::<toml::Table>(text)
+                .ok()
+                .and_then(|t| from_table::<T>(t).err()),
+        })
     })
 }
 
