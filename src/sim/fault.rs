@@ -7,7 +7,6 @@
 //! applies the resulting [`Action`].
 
 use super::clock::ClockChange;
-use crate::history::names;
 use crate::key_error::{KeyError, TableError};
 use serde::{Deserialize, Serialize};
 
@@ -149,24 +148,24 @@ impl Fault {
     /// Every kind with what it does, for `locksim list`.
     pub const KINDS: &'static [(&'static str, &'static str)] = &[
         (
-            names::PAUSE,
+            "pause",
             "stop-the-world freeze of nodes (duration_ms; at = anywhere | after-acquire | before-write | mid-acquire)",
         ),
         (
-            names::PARTITION,
+            "partition",
             "cut nodes off from the rest or from peers (duration_ms; oneway = true: outbound only)",
         ),
-        (names::HEAL, "repair every partition"),
-        (names::CLOCK_JUMP, "step nodes' wall clocks (delta_ms)"),
-        (names::SKEW, "set nodes' wall clock offset from true time (skew_ms)"),
-        (names::DRIFT, "set nodes' clock rate error (drift_ppm)"),
+        ("heal", "repair every partition"),
+        ("clock-jump", "step nodes' wall clocks (delta_ms)"),
+        ("skew", "set nodes' wall clock offset from true time (skew_ms)"),
+        ("drift", "set nodes' clock rate error (drift_ppm)"),
         (
-            names::CRASH,
+            "crash",
             "kill nodes; unsynced disk data is lost; restart after down_ms (at = as for pause)",
         ),
-        (names::RESTART, "restart crashed nodes"),
+        ("restart", "restart crashed nodes"),
         (
-            names::DISK_STALL,
+            "disk-stall",
             "nodes' fsyncs block until the stall ends while the process runs (duration_ms; servers with a disk)",
         ),
     ];
@@ -174,15 +173,15 @@ impl Fault {
     /// The kind's name, as in `kind = "..."`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Fault::Pause { .. } => names::PAUSE,
-            Fault::Partition { .. } => names::PARTITION,
-            Fault::Heal {} => names::HEAL,
-            Fault::ClockJump { .. } => names::CLOCK_JUMP,
-            Fault::Skew { .. } => names::SKEW,
-            Fault::Drift { .. } => names::DRIFT,
-            Fault::Crash { .. } => names::CRASH,
-            Fault::Restart { .. } => names::RESTART,
-            Fault::DiskStall { .. } => names::DISK_STALL,
+            Fault::Pause { .. } => "pause",
+            Fault::Partition { .. } => "partition",
+            Fault::Heal {} => "heal",
+            Fault::ClockJump { .. } => "clock-jump",
+            Fault::Skew { .. } => "skew",
+            Fault::Drift { .. } => "drift",
+            Fault::Crash { .. } => "crash",
+            Fault::Restart { .. } => "restart",
+            Fault::DiskStall { .. } => "disk-stall",
         }
     }
 
