@@ -58,6 +58,18 @@ impl EventValue for Apply {
     const F: &'static str = names::APPLY;
 }
 
+/// The part of an [`Apply`] value `raft-apply` reads: it needs the index only, so an
+/// event without a term or hash (a hand-written history) is still checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedIndex {
+    /// The entry's log index.
+    pub index: u64,
+}
+
+impl EventValue for AppliedIndex {
+    const F: &'static str = names::APPLY;
+}
+
 /// A Raft node's [`names::EXPIRE`] event: a lease revoke it applied removed a lock's
 /// owner key.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]

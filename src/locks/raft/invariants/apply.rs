@@ -4,7 +4,7 @@
 
 use super::{capped, is_raft, ms};
 use crate::check::{Check, CheckReport, Violation};
-use crate::history::values::Apply;
+use crate::history::values::AppliedIndex;
 use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
@@ -23,7 +23,7 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
         if !(is_raft(e) && e.f == names::APPLY) {
             continue;
         }
-        let Some(Apply { index, .. }) = Apply::of(e) else {
+        let Some(AppliedIndex { index }) = AppliedIndex::of(e) else {
             continue;
         };
         let (want, last) = next.entry(e.process.as_str()).or_insert((1, None));
@@ -82,5 +82,16 @@ mod tests {
         let v = check_apply(&bad);
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v[0].message.contains("index 3") && v[0].message.contains("index 2 was next"));
+    }
+
+    #[test]
+    fn an_apply_with_only_an_index_is_checked() {
+        let only_index = |t: u64, index: u64| {
+            Event::new("raft-0", EventType::Event, names::APPLY)
+                .at(t * MS)
+                .value(serde_json::json!({ "index": index }))
+        };
+        let v = check_apply(&indexed(vec![only_index(1, 1), only_index(2, 3)]));
+        assert_eq!(v.len(), 1, "{v:?}");
     }
 }
