@@ -8,7 +8,7 @@ use std::fmt;
 
 mod table;
 
-pub use table::{from_table, from_toml, TableError, TomlError};
+pub use table::{from_table, TableError};
 
 /// One step of a key path: a table key or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -252,7 +252,7 @@ impl<A: Algorithm> AlgorithmConfig for A {
 #[derive(Debug)]
 pub enum ConfigError {
     /// It does not deserialise (the error carries the span in the scenario text).
-    Toml(Box<crate::key_error::TomlError>),
+    Toml(toml::de::Error),
     /// It deserialises but a value is not valid.
     Invalid(ParamError),
 }
@@ -302,10 +302,10 @@ fn configure<A: Algorithm>(
     struct LockTable<P> {
         lock: Option<P>,
     }
-    let table: LockTable<A> = crate::key_error::from_toml(text).map_err(ConfigError::Toml)?;
+    let table: LockTable<A> = toml::from_str(text).map_err(ConfigError::Toml)?;
     let mut params = match table.lock {
         Some(p) => p,
-        None => crate::key_error::from_toml::<A>("").map_err(ConfigError::Toml)?,
+        None => toml::from_str::<A>("").map_err(ConfigError::Toml)?,
     };
     params.validate().map_err(ConfigError::Invalid)?;
     params.load_files(dir).map_err(ConfigError::Invalid)?;

@@ -61,50 +61,6 @@ pub fn from_table<T: de::DeserializeOwned>(table: toml::Table) -> Result<T, Tabl
     T::deserialize(ValueDe(toml::Value::Table(table)))
 }
 
-/// A file that does not deserialise through toml: toml's error (its message and span, as
-/// the user reads them) and, when the file is valid TOML, what serde said as a value.
-#[derive(Debug)]
-pub struct TomlError {
-    /// toml's error.
-    pub error: toml::de::Error,
-    /// The same failure through [`from_table`]: `None` for a TOML syntax error.
-    pub fields: Option<TableError>,
-}
-
-impl TomlError {
-    /// The unknown key and the keys expected in its place, when that is the error: taken
-    /// from serde's values, checked against the text toml's span points at (toml and
-    /// [`from_table`] may meet a file's errors in another order).
-    pub fn unknown_field<'a>(&'a self, text: &str) -> Option<(&'a str, &'static [&'static str])> {
-        let Some(TableError::UnknownField { field, expected }) = &self.fields else {
-            return None;
-        };
-        let at = self.error.span().and_then(|s| text.get(s))?;
-        (at.trim().trim_matches(['"', '\'']) == field).then_some((field.as_str(), *expected))
-    }
-
-    /// Whether serde refused a key by name (unknown or missing), rather than a value.
-    pub fn names_a_field(&self) -> bool {
-        matches!(
-            self.fields,
-            Some(TableError::UnknownField { .. } | TableError::MissingField(_))
-        )
-    }
-}
-
-/// `T` from TOML text, through toml (whose messages and spans users read); on failure,
-/// also through [`from_table`], so that the error's field is known as a value.
-pub fn from_toml<T: de::DeserializeOwned>(text: &str) -> Result<T, Box<TomlError>> {
-    toml::from_str(text).map_err(|error| {
-        Box::new(TomlError {
-            error,
-            fields: toml::from_str::<toml::Table>(text)
-                .ok()
-                .and_then(|t| from_table::<T>(t).err()),
-        })
-    })
-}
-
 /// A `toml::Value` as a deserializer whose error is [`TableError`].
 struct ValueDe(toml::Value);
 
