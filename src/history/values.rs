@@ -27,7 +27,10 @@ pub trait EventValue: Serialize + DeserializeOwned {
         if e.f != Self::F {
             return None;
         }
-        Self::deserialize(e.value.as_ref()?).ok()
+        // An object only: serde would also take a struct from an array (`[4]`), which the
+        // recorders never write.
+        let value = e.value.as_ref().filter(|v| v.is_object())?;
+        Self::deserialize(value).ok()
     }
 }
 
