@@ -219,7 +219,7 @@ fn quoted_short(name: &str) -> String {
 }
 
 /// Cut every `quoted` name longer than a line in a message down to its start and its
-/// length (see [`quoted_short`]).
+/// length (as `quoted_short` does).
 pub fn shorten(msg: &str) -> String {
     let parts: Vec<&str> = msg.split('`').collect();
     let mut out = String::with_capacity(msg.len().min(1024));
