@@ -6,8 +6,11 @@
 
 use std::fmt;
 
+mod probe;
 mod table;
+pub mod toml;
 
+pub use probe::{unknown_field, UnknownField};
 pub use table::{from_table, TableError};
 
 /// One step of a key path: a table key or an array index.

@@ -17,6 +17,7 @@ pub mod zk;
 pub use param::{ParamDoc, ParamError};
 
 use crate::check::{Check, STANDARD};
+use crate::key_error;
 use crate::real::RealCluster;
 use crate::sim::{FaultPoint, NodeCtx};
 use serde::de::DeserializeOwned;
@@ -251,8 +252,8 @@ impl<A: Algorithm> AlgorithmConfig for A {
 /// Why a `[lock]` table was not accepted.
 #[derive(Debug)]
 pub enum ConfigError {
-    /// It does not deserialise (the error carries the span in the scenario text).
-    Toml(toml::de::Error),
+    /// It does not deserialise: the key at fault and its place in the scenario text.
+    Toml(crate::key_error::KeyError),
     /// It deserialises but a value is not valid.
     Invalid(ParamError),
 }
@@ -302,10 +303,10 @@ fn configure<A: Algorithm>(
     struct LockTable<P> {
         lock: Option<P>,
     }
-    let table: LockTable<A> = toml::from_str(text).map_err(ConfigError::Toml)?;
+    let table: LockTable<A> = key_error::toml::from_str(text).map_err(ConfigError::Toml)?;
     let mut params = match table.lock {
         Some(p) => p,
-        None => toml::from_str::<A>("").map_err(ConfigError::Toml)?,
+        None => key_error::toml::from_str::<A>("").map_err(ConfigError::Toml)?,
     };
     params.validate().map_err(ConfigError::Invalid)?;
     params.load_files(dir).map_err(ConfigError::Invalid)?;

@@ -8,7 +8,7 @@
 //! format") for the full format; every envelope key is documented below.
 
 use crate::check::{self, Check};
-use crate::key_error::{self, KeyError, KeyPath, Place};
+use crate::key_error::{self, KeyError};
 use crate::locks::param::{self, Range};
 use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
 use crate::sim::nemesis::{
@@ -314,11 +314,11 @@ impl Scenario {
             error,
         };
         let family = pick_family(text, families).map_err(err)?;
-        let raw: RawScenario = toml::from_str(text).map_err(|e| err(toml_error(&e, text)))?;
+        let raw: RawScenario = key_error::toml::from_str(text).map_err(err)?;
         let dir = path.parent().unwrap_or(Path::new(""));
         let lock = (family.configure)(text, dir).map_err(|e| {
             err(match e {
-                ConfigError::Toml(e) => toml_error(&e, text),
+                ConfigError::Toml(e) => e,
                 ConfigError::Invalid(e) => e.under_key("lock"),
             })
         })?;
@@ -504,7 +504,7 @@ fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, Key
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let table: toml::Table = toml::from_str(text).map_err(|e| toml_error(&e, text))?;
+    let table: toml::Table = key_error::toml::from_str(text)?;
     let algorithm = match table.get("algorithm") {
         None => {
             return Err(KeyError::missing(
@@ -550,54 +550,10 @@ fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, Key
         })
 }
 
-/// toml's error on one line, at its line and column, under the key its line assigns
-/// (when toml's message does not name a field itself).
-fn toml_error(e: &toml::de::Error, text: &str) -> KeyError {
-    let mut msg = e.message().trim().replace('\n', " ");
-    if msg.is_empty() {
-        // toml says nothing when a value is missing, e.g. `clients =` at the end.
-        msg = "expected a value".into();
-    }
-    if let Some(hint) = crate::did_you_mean::hint_for_unknown_field(&msg) {
-        msg.push_str(&hint);
-    }
-    let msg = key_error::shorten(&msg);
-    let Some(span) = e.span() else {
-        return KeyError::here(msg);
-    };
-    let start = span.start.min(text.len());
-    let line_no = text[..start].matches('\n').count() + 1;
-    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-    let column = text[line_start..start].chars().count() + 1;
-    let place = Place::At {
-        line: line_no,
-        column,
-    };
-    let line = text[line_start..].lines().next().unwrap_or("");
-    // serde names unknown fields itself; for type errors, name the key from the source:
-    // the key the line assigns, under the table header above it.
-    let key = line
-        .split_once('=')
-        .map(|(k, _)| k.trim())
-        .filter(|k| !k.is_empty() && !k.starts_with('[') && !msg.contains("field `"));
-    let Some(key) = key else {
-        return KeyError::here(msg).placed(place);
-    };
-    let section = text[..line_start].lines().rev().find_map(|l| {
-        l.trim()
-            .strip_prefix('[')
-            .map(|s| s.trim_matches(['[', ']']))
-    });
-    let e = KeyError::at(KeyPath::key(key), msg).placed(place);
-    match section {
-        Some(sec) => e.under_key(sec),
-        None => e,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_error::Place;
 
     const MINIMAL: &str = r#"
 name = "t"
@@ -628,6 +584,45 @@ ttl_ms = 100
                 "{file}: {na:?}"
             );
         }
+    }
+
+    /// toml's errors name the key from where they point in the document, and the hint
+    /// comes from the type: inside inline tables, array elements and quoted keys, and in
+    /// a file with `[[faults.at]]` entries (kept as spanned tables).
+    #[test]
+    fn toml_errors_name_the_key_they_point_at() {
+        let cases = [
+            (
+                "network = { latency_ms = \"x\" }\n",
+                "key `network.latency_ms`: invalid type",
+            ),
+            (
+                "[workload]\nwork_ms = [\n  1,\n  \"x\",\n]\n",
+                "key `workload.work_ms[1]`: invalid type: string \"x\", expected u64 (line 7, column 3)",
+            ),
+            (
+                "[workload]\n\"clients\" = \"x\"\n",
+                "key `workload.clients`: invalid type",
+            ),
+            (
+                "[[faults.at]]\nat_ms = 5\nkind = \"crash\"\nnodes = [\"redis-0\"]\n[workload]\nthnk_ms = [1, 2]\n",
+                "unknown field `thnk_ms`, expected one of `clients`",
+            ),
+        ];
+        for (tail, want) in cases {
+            let text = format!("name = \"t\"\nalgorithm = \"redis\"\nduration_ms = 1000\n{tail}");
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(want), "{tail}: {e}");
+        }
+        let e = parse("name = \"t\"\nalgorithm = \"redis\"\nduration_ms = 1000\n[[faults.at]]\nat_ms = 5\nkind = \"crash\"\nnodes = [\"redis-0\"]\n[workload]\nthnk_ms = [1, 2]\n").unwrap_err().to_string();
+        assert!(
+            e.ends_with("(did you mean `think_ms`?) (line 9, column 1)"),
+            "{e}"
+        );
+        let e = parse(&format!("{MINIMAL}tll_ms = 5\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(did you mean `ttl_ms`?)"), "{e}");
     }
 
     #[test]
