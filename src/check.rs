@@ -13,6 +13,7 @@
 //! | `liveness` | once the last fault has healed, some client acquires within `liveness_ms` |
 //! | `lock-linearizable` | the lock service's acquire/release/expire history is linearizable against the fenced-lock spec |
 //! | `storage-linearizable` | the storage's history is linearizable against the fenced-register spec |
+//! | `reentrant` | a holder's second acquire succeeds at once and the lock stays held until its last release (only when the workload re-enters) |
 //!
 //! These are the [`STANDARD`] checks. Which ones apply to a run is the algorithm's
 //! decision ([`Algorithm::checks`](crate::locks::Algorithm::checks)): Redlock drops
@@ -31,6 +32,7 @@ mod fencing;
 mod linearizable;
 mod liveness;
 mod mutex;
+mod reentrant;
 mod report;
 mod token_order;
 
@@ -44,6 +46,8 @@ pub use liveness::check_liveness;
 pub use liveness::CHECK as LIVENESS;
 pub use mutex::CHECK as MUTEX;
 pub use mutex::{check_mutex, hold_intervals, Hold};
+pub use reentrant::CHECK as REENTRANT;
+pub use reentrant::{check_reentrant, outer_only, AT_ONCE_NS};
 pub use report::MAX_REPORTED;
 pub use token_order::check_token_order;
 pub use token_order::CHECK as TOKEN_ORDER;
@@ -175,9 +179,18 @@ pub fn standard_first<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a s
     standard.into_iter().flatten().chain(others).collect()
 }
 
-/// Run `checks` on `history`, in order.
+/// Run `checks` on `history`, in order. Re-entrant acquires and releases are
+/// [`REENTRANT`]'s alone: every other check reads the outer operations only
+/// ([`outer_only`]), the holds the program relies on.
 pub fn check_all(history: &[Event], params: CheckParams, checks: &[&Check]) -> Vec<CheckReport> {
-    checks.iter().map(|c| (c.run)(history, &params)).collect()
+    let outer = outer_only(history);
+    checks
+        .iter()
+        .map(|c| {
+            let events = if *c == &REENTRANT { history } else { &outer };
+            (c.run)(events, &params)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -123,6 +123,11 @@ pub struct Event {
     /// The recording node's wall clock at the event, in ms since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<i64>,
+    /// `true` on a re-entrant acquire or release (`workload.reentrant`): a second acquire
+    /// by the holder, and the inner release that pairs with it. Absent otherwise, so
+    /// histories without re-entry are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reentrant: Option<bool>,
 }
 
 impl Event {
@@ -146,6 +151,17 @@ impl Event {
     pub fn lock(mut self, lock: impl Into<String>) -> Event {
         self.lock = Some(lock.into());
         self
+    }
+
+    /// Builder: mark a re-entrant acquire or release (`inner`); unmarked when false.
+    pub fn reentrant(mut self, inner: bool) -> Event {
+        self.reentrant = inner.then_some(true);
+        self
+    }
+
+    /// Whether this is a re-entrant acquire or release.
+    pub fn is_reentrant(&self) -> bool {
+        self.reentrant == Some(true)
     }
 
     /// Builder: set `key`.

@@ -68,14 +68,59 @@ impl LockError {
     }
 }
 
+/// How long an acquire may wait for a lock someone else holds (the workload's `acquire`
+/// key). It is a parameter of the one acquire call, not a copy of a client: each family
+/// maps it to its real API's own blocking and non-blocking calls (Curator's
+/// `acquire(time)`, etcd's `Lock`/`TryLock`, Redisson's `tryLock(wait, lease)`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Block until granted or until this much local time has passed (`acquire = "wait"`
+    /// with `acquire_timeout_ms`, or `acquire = { try_for_ms = N }`).
+    For(Duration),
+    /// One non-blocking attempt (`acquire = "try"`): a held lock fails at once. The
+    /// duration bounds only the attempt's own requests, as the deadline of the caller's
+    /// context bounds etcd's `TryLock`.
+    No(Duration),
+}
+
+impl Wait {
+    /// The local monotonic deadline (ns) of an acquire that starts now.
+    pub fn deadline_ns(self, ctx: &NodeCtx) -> i64 {
+        let d = match self {
+            Wait::For(d) | Wait::No(d) => d,
+        };
+        ctx.mono_ns() + d.as_nanos() as i64
+    }
+
+    /// Whether this is a single non-blocking attempt.
+    pub fn once(self) -> bool {
+        matches!(self, Wait::No(_))
+    }
+
+    /// The reason of an acquire that ended without the lock: `busy: {why}` for a try,
+    /// `timed out; last attempt: {why}` for a wait that ran out.
+    pub fn gave_up(self, why: &str) -> String {
+        if self.once() {
+            format!("busy: {why}")
+        } else {
+            format!("timed out; last attempt: {why}")
+        }
+    }
+}
+
 /// A lock client: one per client node, used by the workload.
+///
+/// A second `acquire` while the client holds the lock (`reentrant = true` in the
+/// workload) does what the real client does on a second call from the same holder:
+/// Curator and Redisson count it, etcd's `Mutex` finds its own key, a `SET NX` finds the
+/// key taken.
 pub trait LockClient {
-    /// Try to acquire `lock` within `timeout` of local time.
+    /// Try to acquire `lock`, waiting as `wait` says.
     fn acquire<'a>(
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: Wait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>>;
 
     /// Release a grant. `Ok(true)` if the servers released *this* holder's lock,

@@ -21,9 +21,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod acquire;
 mod faults;
 mod validate;
 
+pub use acquire::AcquireMode;
 use faults::RawFaults;
 pub use faults::{
     ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec, MAX_RANDOM_FAULTS,
@@ -83,6 +85,15 @@ pub struct Workload {
     /// Per-request deadline to the storage, local ms [500].
     #[serde(default = "default_storage_timeout")]
     pub storage_timeout_ms: u64,
+    /// How an acquire waits for a held lock: `"wait"` (up to `acquire_timeout_ms`),
+    /// `"try"` (one non-blocking attempt) or `{ try_for_ms = N }` ["wait"].
+    #[serde(default)]
+    pub acquire: AcquireMode,
+    /// Each holder re-acquires the lock it holds, then releases twice (the inner release,
+    /// then the outer), to show which clients are re-entrant; the `reentrant` check
+    /// judges it [false].
+    #[serde(default)]
+    pub reentrant: bool,
 }
 
 fn default_clients() -> u32 {
@@ -382,7 +393,12 @@ impl Scenario {
 
     /// The checks run on every seed (the algorithm's), in report order.
     pub fn checks(&self) -> Vec<&'static Check> {
-        self.lock.checks()
+        let mut checks = self.lock.checks();
+        // Only a workload that re-enters has anything for `reentrant` to judge.
+        if self.workload.reentrant {
+            checks.push(&check::REENTRANT);
+        }
+        checks
     }
 
     /// Standard checks that can say nothing about this scenario, each with the reason:

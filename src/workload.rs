@@ -13,9 +13,18 @@
 //! `at = "before-write"` strikes there. No client code can close that window; only the
 //! resource can (Kleppmann, "How to do distributed locking", 2016). The points passed
 //! here are listed in [`Workload::FAULT_POINTS`], which the scenario validates against.
+//!
+//! With `reentrant = true` the holder re-acquires the lock it holds before reading and
+//! gives that inner grant back after the read, then works and writes under the outer
+//! grant and releases it: `acquire, acquire*, read, release*, work, write, release` (the
+//! starred events carry `"reentrant": true`). A client that is not re-entrant shows it:
+//! the inner acquire fails or waits (a `SET NX` finds its own key), or the inner release
+//! frees the lock under the outer holder (etcd), so that another client is granted while
+//! the outer holder still works. Without the option nothing of this runs, and the events
+//! and random draws are those of the plain loop.
 
 use crate::history::{names, EventType};
-use crate::locks::{Grant, LockClient, LockError};
+use crate::locks::{Grant, LockClient, LockError, Wait};
 use crate::resource::{StorageClient, StorageReply};
 use crate::scenario::Workload;
 use crate::sim::{FaultPoint, NodeCtx};
@@ -30,37 +39,15 @@ pub const COUNTER: &str = "counter";
 /// the node crashes).
 pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClient>) {
     let mut storage = StorageClient::new(Duration::from_millis(w.storage_timeout_ms));
-    let acquire_timeout = Duration::from_millis(w.acquire_timeout_ms);
+    let wait = w.acquire.wait(w.acquire_timeout_ms);
     // Stagger the start so clients do not move in lockstep.
     ctx.sleep_ms_in(*w.think_ms).await;
     loop {
-        ctx.record(ctx.event(EventType::Invoke, names::ACQUIRE).lock(LOCK));
-        let grant = match lock.acquire(&ctx, LOCK, acquire_timeout).await {
-            Ok(g) => {
-                tracing::debug!(token = ?g.token, "acquired {LOCK}");
-                let mut e = ctx
-                    .event(EventType::Ok, names::ACQUIRE)
-                    .lock(LOCK)
-                    .token(g.token);
-                e.valid_ms = g
-                    .valid_until_ns()
-                    .map(|v| ((v - ctx.mono_ns()).max(0) / 1_000_000) as u64);
-                ctx.record(e);
-                g
-            }
-            Err(err) => {
-                tracing::debug!(reason = err.reason(), "acquire failed");
-                let kind = match err {
-                    LockError::Failed(_) => EventType::Fail,
-                    LockError::Indeterminate(_) => EventType::Info,
-                };
-                ctx.record(
-                    ctx.event(kind, names::ACQUIRE)
-                        .lock(LOCK)
-                        .reason(err.reason()),
-                );
+        let grant = match acquire(&ctx, &mut *lock, wait, false).await {
+            Ok(g) => g,
+            Err(kind) => {
                 if kind == EventType::Info {
-                    release(&ctx, &mut *lock, None, "abandon").await;
+                    release(&ctx, &mut *lock, None, "abandon", false).await;
                 }
                 ctx.sleep_ms_in(*w.think_ms).await;
                 continue;
@@ -68,29 +55,56 @@ pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClien
         };
         ctx.fault_point(FaultPoint::AfterAcquire).await;
         let token = if w.fencing { grant.token } else { None };
-        let reason = critical_section(&ctx, w, &mut storage, &*lock, &grant, token).await;
-        release(&ctx, &mut *lock, Some(&grant), reason).await;
+        let reason = critical_section(&ctx, w, &mut storage, &mut *lock, &grant, token).await;
+        release(&ctx, &mut *lock, Some(&grant), reason, false).await;
         ctx.sleep_ms_in(*w.think_ms).await;
     }
 }
 
-/// Read, work, check validity, write. Returns the reason for the release that follows:
-/// `done`, `expired` (the lease ran out by the local clock: the write was skipped) or
-/// `read-failed`.
-async fn critical_section(
+/// One acquire, recorded (`inner`: a re-entrant one, marked so). On failure, the type
+/// of the recorded completion (`fail` or `info`).
+async fn acquire(
     ctx: &NodeCtx,
-    w: &Workload,
+    lock: &mut dyn LockClient,
+    wait: Wait,
+    inner: bool,
+) -> Result<Grant, EventType> {
+    let acquire = |kind| ctx.event(kind, names::ACQUIRE).lock(LOCK).reentrant(inner);
+    ctx.record(acquire(EventType::Invoke));
+    match lock.acquire(ctx, LOCK, wait).await {
+        Ok(g) => {
+            tracing::debug!(token = ?g.token, inner, "acquired {LOCK}");
+            let mut e = acquire(EventType::Ok).token(g.token);
+            e.valid_ms = g
+                .valid_until_ns()
+                .map(|v| ((v - ctx.mono_ns()).max(0) / 1_000_000) as u64);
+            ctx.record(e);
+            Ok(g)
+        }
+        Err(err) => {
+            tracing::debug!(reason = err.reason(), inner, "acquire failed");
+            let kind = match err {
+                LockError::Failed(_) => EventType::Fail,
+                LockError::Indeterminate(_) => EventType::Info,
+            };
+            ctx.record(acquire(kind).reason(err.reason()));
+            Err(kind)
+        }
+    }
+}
+
+/// The storage read; `None` when it failed (recorded either way).
+async fn read_counter(
+    ctx: &NodeCtx,
     storage: &mut StorageClient,
-    lock: &dyn LockClient,
-    grant: &Grant,
     token: Option<u64>,
-) -> &'static str {
+) -> Option<i64> {
     ctx.record(
         ctx.event(EventType::Invoke, names::READ)
             .key(COUNTER)
             .token(token),
     );
-    let value = match storage.read(ctx, COUNTER, token).await {
+    match storage.read(ctx, COUNTER, token).await {
         Ok(StorageReply::Ok(v)) => {
             ctx.record(
                 ctx.event(EventType::Ok, names::READ)
@@ -98,7 +112,7 @@ async fn critical_section(
                     .token(token)
                     .value(v),
             );
-            v
+            Some(v)
         }
         Ok(StorageReply::Rejected(e)) => {
             ctx.record(
@@ -107,7 +121,7 @@ async fn critical_section(
                     .token(token)
                     .reason(e),
             );
-            return "read-failed";
+            None
         }
         Err(e) => {
             // A read has no effect, so a lost reply is simply a failed read.
@@ -117,8 +131,45 @@ async fn critical_section(
                     .token(token)
                     .reason(e.to_string()),
             );
-            return "read-failed";
+            None
         }
+    }
+}
+
+/// The read, nested in a re-entrant acquire and its release when the workload re-enters
+/// (an inner acquire that did not succeed has nothing to release).
+async fn nested_read(
+    ctx: &NodeCtx,
+    w: &Workload,
+    storage: &mut StorageClient,
+    lock: &mut dyn LockClient,
+    token: Option<u64>,
+) -> Option<i64> {
+    if !w.reentrant {
+        return read_counter(ctx, storage, token).await;
+    }
+    let wait = w.acquire.wait(w.acquire_timeout_ms);
+    let inner = acquire(ctx, lock, wait, true).await.ok();
+    let value = read_counter(ctx, storage, token).await;
+    if let Some(g) = inner {
+        release(ctx, lock, Some(&g), "done", true).await;
+    }
+    value
+}
+
+/// Read, work, check validity, write. Returns the reason for the release that follows:
+/// `done`, `expired` (the lease ran out by the local clock: the write was skipped) or
+/// `read-failed`.
+async fn critical_section(
+    ctx: &NodeCtx,
+    w: &Workload,
+    storage: &mut StorageClient,
+    lock: &mut dyn LockClient,
+    grant: &Grant,
+    token: Option<u64>,
+) -> &'static str {
+    let Some(value) = nested_read(ctx, w, storage, lock, token).await else {
+        return "read-failed";
     };
     match lock.lost(ctx, grant) {
         // A client that learns it lost the lock stops working at once (the check below
@@ -182,13 +233,22 @@ async fn critical_section(
     "done"
 }
 
-async fn release(ctx: &NodeCtx, lock: &mut dyn LockClient, grant: Option<&Grant>, reason: &str) {
+/// One release (of `grant`, or `abandon` without one), recorded; `inner`: the release
+/// of a re-entrant acquire, marked so.
+async fn release(
+    ctx: &NodeCtx,
+    lock: &mut dyn LockClient,
+    grant: Option<&Grant>,
+    reason: &str,
+    inner: bool,
+) {
     let token = grant.and_then(|g| g.token);
     ctx.record(
         ctx.event(EventType::Invoke, names::RELEASE)
             .lock(LOCK)
             .token(token)
-            .reason(reason),
+            .reason(reason)
+            .reentrant(inner),
     );
     let result = match grant {
         Some(g) => lock.release(ctx, g).await,
@@ -216,5 +276,5 @@ async fn release(ctx: &NodeCtx, lock: &mut dyn LockClient, grant: Option<&Grant>
             .token(token)
             .reason(r),
     };
-    ctx.record(done);
+    ctx.record(done.reentrant(inner));
 }

@@ -4,7 +4,9 @@
 //! to locksim itself is this file's `impl Algorithm` in a folder of `src/locks/` plus one
 //! line in `ALGORITHMS`.
 
-use locksim::locks::{Algorithm, Family, Grant, LocalBoxFuture, LockClient, LockError, ParamDoc};
+use locksim::locks::{
+    Algorithm, Family, Grant, LocalBoxFuture, LockClient, LockError, ParamDoc, Wait,
+};
 use locksim::net::{encode_frame, serve, Frames, Remote};
 use locksim::sim::NodeCtx;
 use locksim::{check_run, run, Scenario, Verdict};
@@ -109,11 +111,11 @@ impl LockClient for ToyClient {
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: Wait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
         Box::pin(async move {
             self.me = format!("{}:{}", ctx.name(), ctx.rand_u64());
-            let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+            let deadline = wait.deadline_ns(ctx);
             loop {
                 let start = ctx.mono_ns();
                 let reply = self.say(ctx, format!("LOCK {}", self.me)).await?;

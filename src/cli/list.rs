@@ -44,6 +44,11 @@ pub fn list_command(sims: &Path) -> u8 {
     for c in STANDARD {
         println!("  {:<21} {}", c.name, c.about);
     }
+    let r = &crate::check::REENTRANT;
+    println!(
+        "  {:<21} {} (with [workload] reentrant = true)",
+        r.name, r.about
+    );
     list_scenarios(sims);
     0
 }

@@ -5,8 +5,8 @@
 
 use super::faults::{check_density, RawFaults, DEFAULT_INTERVAL_MS};
 use super::{
-    ClockSpec, CrashSpec, DiskStallSpec, Faults, Group, PartitionSpec, PauseSpec, RawSelector,
-    Scenario, Selector, Workload, MAX_DURATION_MS, MAX_EXPLICIT_FAULTS,
+    AcquireMode, ClockSpec, CrashSpec, DiskStallSpec, Faults, Group, PartitionSpec, PauseSpec,
+    RawSelector, Scenario, Selector, Workload, MAX_DURATION_MS, MAX_EXPLICIT_FAULTS,
 };
 use crate::key_error::{KeyError, Place};
 use crate::locks::param;
@@ -34,6 +34,10 @@ impl Scenario {
             .and_then(|()| param::positive("storage_timeout_ms", w.storage_timeout_ms))
             .and_then(|()| param::range("work_ms", &w.work_ms))
             .and_then(|()| param::range("think_ms", &w.think_ms))
+            .and_then(|()| match w.acquire {
+                AcquireMode::TryFor(ms) => param::positive("acquire.try_for_ms", ms),
+                AcquireMode::Wait | AcquireMode::Try => Ok(()),
+            })
             .map_err(|e| e.under_key("workload"))?;
         param::range("latency_ms", &self.network.latency_ms).map_err(|e| e.under_key("network"))?;
         if !(0.0..=1.0).contains(&self.network.loss) {
@@ -200,7 +204,9 @@ impl Scenario {
                 continue;
             }
             let known = crate::check::STANDARD.iter().any(|c| c.name == name);
-            let message = if known {
+            let message = if name == crate::check::REENTRANT.name {
+                "defined only when the workload re-enters (`workload.reentrant = true`)".into()
+            } else if known {
                 format!(
                     "not defined for {} (see `locksim list` for the checks each algorithm defines)",
                     self.algorithm()

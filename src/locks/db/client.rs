@@ -18,7 +18,7 @@
 use super::model::{Cond, Reply, Set, Statement, ER_DUP_ENTRY, ER_LOCK_WAIT_TIMEOUT};
 use super::params::{DbParams, Release, Scheme, Token};
 use super::session::Session;
-use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
+use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait};
 use crate::net::CallError;
 use crate::sim::NodeCtx;
 use std::cell::Cell;
@@ -287,12 +287,12 @@ impl DbLock {
         &mut self,
         ctx: &NodeCtx,
         lock: &str,
-        timeout: Duration,
+        wait: Wait,
     ) -> Result<Grant, LockError> {
         let owner = format!("{}:{:016x}", ctx.name(), ctx.rand_u64());
         self.last_owner = Some(owner.clone());
         self.txn = None;
-        let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        let deadline = wait.deadline_ns(ctx);
         loop {
             let attempt = match self.p.scheme {
                 Scheme::UniqueRow => self.try_unique_row(ctx, lock, &owner).await?,
@@ -303,8 +303,8 @@ impl DbLock {
                 Attempt::Granted(g) => return Ok(g),
                 Attempt::Busy(why) => why,
             };
-            if ctx.mono_ns() >= deadline {
-                return Err(LockError::Failed(format!("timed out; last attempt: {why}")));
+            if wait.once() || ctx.mono_ns() >= deadline {
+                return Err(LockError::Failed(wait.gave_up(&why)));
             }
             ctx.sleep_ms_in(*self.p.retry_delay_ms).await;
         }
@@ -378,9 +378,9 @@ impl LockClient for DbLock {
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: Wait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
-        Box::pin(self.acquire_impl(ctx, lock, timeout))
+        Box::pin(self.acquire_impl(ctx, lock, wait))
     }
 
     fn release<'a>(

@@ -23,6 +23,15 @@
 //! ([`LockClient::lost`]) and stops working when the session ends. Either way, a
 //! keepalive that learns the lease is gone cuts the grant's validity to that moment.
 //!
+//! `TryLock` (`acquire = "try"`): the same Txn; if another key was created first, delete
+//! ours and fail with `ErrLocked`, never waiting.
+//!
+//! Re-entry is not counted: a second `Lock` by the same session finds its own key (the
+//! Txn's `Else` branch) and returns at once with the same key and revision; the first
+//! `Unlock` deletes that key, releasing the lock under the outer holder, and a second
+//! `Unlock` fails on the client with `ErrLockReleased` (`myKey` was reset), sending
+//! nothing.
+//!
 //! `Unlock` = `Delete(myKey)`, sent as a Txn that also reads the lock's first key (see
 //! [`unlock`]). The fencing token is `myRev` (`token = "revision"`).
 //!
@@ -45,7 +54,7 @@ use super::kv::{
     Request, Response, ServiceError, TxnOp, TxnRequest, TxnResponse,
 };
 use super::params::{OnSessionLost, RaftParams, RaftToken};
-use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
+use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -141,6 +150,9 @@ pub struct EtcdMutex {
     session: Option<Session>,
     /// The key of the last acquire attempt, which `abandon` deletes.
     last_key: Option<String>,
+    /// etcd's `m.myKey` after a lock: the key an `Unlock` deletes. `None` once unlocked
+    /// (etcd sets it to `"\x00"`): a second `Unlock` is `ErrLockReleased`.
+    my_key: Option<String>,
     started: bool,
 }
 
@@ -154,6 +166,7 @@ impl EtcdMutex {
             params,
             session: None,
             last_key: None,
+            my_key: None,
             started: false,
         }
     }
@@ -217,14 +230,9 @@ impl EtcdMutex {
         }
     }
 
-    async fn lock(
-        &mut self,
-        ctx: &NodeCtx,
-        lock: &str,
-        timeout: Duration,
-    ) -> Result<Grant, LockError> {
+    async fn lock(&mut self, ctx: &NodeCtx, lock: &str, wait: Wait) -> Result<Grant, LockError> {
         self.start(ctx);
-        let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        let deadline = wait.deadline_ns(ctx);
         let pfx = prefix(lock);
         let (key, acquired) = loop {
             let lease = self
@@ -233,6 +241,7 @@ impl EtcdMutex {
                 .map_err(|e| LockError::Failed(format!("no session: {e}")))?;
             let key = my_key(lock, lease);
             self.last_key = Some(key.clone());
+            self.my_key = Some(key.clone());
             let txn = Request::Txn(try_acquire(&key, &pfx, lease));
             match self.client(ctx).propose(ctx, txn, deadline).await {
                 Ok(resp) => match after_txn(&resp) {
@@ -254,6 +263,7 @@ impl EtcdMutex {
         };
         let my_rev = match acquired {
             Acquired::Owner { my_rev } => return Ok(self.grant(lock, key, my_rev)),
+            Acquired::Wait { .. } if wait.once() => return Err(self.locked(ctx, &key).await),
             Acquired::Wait { my_rev } => my_rev,
         };
         // Our key is queued behind others: a pause here outlives the session (row 16).
@@ -277,6 +287,17 @@ impl EtcdMutex {
             }
         }
         Ok(self.grant(lock, key, my_rev))
+    }
+
+    /// `TryLock` found another key first: "Cannot lock, so delete the key" and fail with
+    /// `ErrLocked`; if the delete's outcome is unknown the key may still queue us.
+    async fn locked(&mut self, ctx: &NodeCtx, key: &str) -> LockError {
+        self.my_key = None;
+        let why = "busy: mutex: Locked by another session (ErrLocked)";
+        match self.delete(ctx, key).await {
+            Ok(_) => LockError::Failed(why.into()),
+            Err(e) => LockError::Indeterminate(format!("{why}; deleting our key: {}", e.reason())),
+        }
     }
 
     /// etcd's `waitDeletes` (see the module docs).
@@ -374,9 +395,9 @@ impl LockClient for EtcdMutex {
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: Wait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
-        Box::pin(self.lock(ctx, lock, timeout))
+        Box::pin(self.lock(ctx, lock, wait))
     }
 
     fn release<'a>(
@@ -387,6 +408,13 @@ impl LockClient for EtcdMutex {
         Box::pin(async move {
             self.start(ctx);
             self.last_key = None;
+            // `Unlock` after an `Unlock` (a re-entered lock's outer release): etcd's
+            // client answers `ErrLockReleased` and sends nothing.
+            if self.my_key.take().is_none() {
+                return Err(LockError::Failed(
+                    "lock has been released (ErrLockReleased)".into(),
+                ));
+            }
             self.delete(ctx, &grant.owner_value).await
         })
     }

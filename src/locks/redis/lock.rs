@@ -25,7 +25,7 @@ use super::model::{EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 use super::params::{Acquire, Convention, RedisParams, Renew, ScriptTexts, TokenSource, Unlock};
 use super::resp::Value;
 use crate::history::{names, ErrorReply};
-use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
+use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait};
 use crate::net::CallError;
 use crate::sim::{FaultPoint, NodeCtx};
 use std::cell::Cell;
@@ -43,6 +43,9 @@ pub struct RedisLock {
     watchdog: Option<tokio::task::JoinHandle<()>>,
     /// The user's scripts (`[lock] scripts`), shared with the watchdog task.
     scripts: Option<Rc<UserScripts>>,
+    /// The owner value of the grant held now and how many acquires it stands for (more
+    /// than one only after a re-entrant acquire: see [`RedisLock::reentrant_value`]).
+    held: Option<(String, u32)>,
 }
 
 /// The user's lock scripts and how to call them.
@@ -86,7 +89,23 @@ impl RedisLock {
             wait,
             last_value: None,
             watchdog: None,
+            held: None,
         }
+    }
+
+    /// The owner value a re-entrant acquire sends. Redisson's owner is
+    /// `<client id>:<thread id>`, the same for every acquire of the thread, so its script
+    /// finds its own field and counts up (`HINCRBY`); every other convention draws a
+    /// fresh value per acquire (redis-py's token), which finds the key taken.
+    fn reentrant_value(&self) -> Option<String> {
+        let redisson = self
+            .scripts
+            .as_ref()
+            .is_some_and(|us| us.convention == Convention::Redisson && us.text.acquire.is_some());
+        self.held
+            .as_ref()
+            .filter(|_| redisson)
+            .map(|(v, _)| v.clone())
     }
 
     fn lease_end(params: &RedisParams, start_mono_ns: i64) -> i64 {
@@ -230,7 +249,7 @@ impl RedisLock {
                 // a plain DEL: this grant is ours.
                 match self.scripts.clone() {
                     Some(us) => {
-                        let _ = self.script_unlock(ctx, &us, lock, value).await;
+                        let _ = self.script_unlock(ctx, &us, lock, value, value).await;
                     }
                     None => {
                         let (remote, release) = (&mut self.remote, Script::Release);
@@ -250,9 +269,32 @@ impl RedisLock {
     }
 
     async fn unlock(&mut self, ctx: &NodeCtx, lock: &str, value: &str) -> Result<bool, LockError> {
-        self.stop_watchdog();
+        // An inner release of a re-entered Redisson lock keeps the renewal going, as
+        // Redisson's `cancelExpirationRenewal` does while the thread's count is above 0.
+        let depth = match &self.held {
+            Some((v, n)) if v == value => *n,
+            _ => 1,
+        };
+        let nested = depth > 1;
+        match &mut self.held {
+            Some((_, n)) if nested => *n -= 1,
+            _ => self.held = None,
+        }
+        if !nested {
+            self.stop_watchdog();
+        }
         if let Some(us) = self.scripts.clone() {
-            return self.script_unlock(ctx, &us, lock, value).await;
+            // Redisson names the unlock latch by a request id fresh for each unlock call;
+            // the owner stands for it, unique per unlock unless the lock was re-entered.
+            let request = match nested {
+                true => format!("{value}:inner{depth}"),
+                false => value.to_string(),
+            };
+            return match self.script_unlock(ctx, &us, lock, value, &request).await {
+                // The count went down and the lock stays ours: the inner release's success.
+                Err(LockError::Failed(r)) if nested && r.starts_with("still held") => Ok(true),
+                r => r,
+            };
         }
         let r = match self.params.unlock {
             Unlock::CompareAndDelete => {
@@ -272,13 +314,15 @@ impl RedisLock {
         }
     }
 
-    /// Release with the user's script, called as its convention says.
+    /// Release with the user's script, called as its convention says (`request`: the id
+    /// of this unlock call, which names Redisson's unlock latch).
     async fn script_unlock(
         &mut self,
         ctx: &NodeCtx,
         us: &UserScripts,
         lock: &str,
         value: &str,
+        request: &str,
     ) -> Result<bool, LockError> {
         let ttl = self.params.ttl_ms.to_string();
         let script = &us.text.release;
@@ -286,7 +330,7 @@ impl RedisLock {
             Convention::Redisson => {
                 // Redisson's unlockInnerAsync.
                 let channel = format!("redisson_lock__channel:{{{lock}}}");
-                let latch = format!("redisson_unlock_latch:{{{lock}}}:{value}");
+                let latch = format!("redisson_unlock_latch:{{{lock}}}:{request}");
                 let keys = [lock, channel.as_str(), latch.as_str()];
                 let args = ["0", ttl.as_str(), value, "publish", ttl.as_str()];
                 lock_eval(&mut self.remote, ctx, Script::Release, script, &keys, &args).await
@@ -313,11 +357,15 @@ impl RedisLock {
         &mut self,
         ctx: &NodeCtx,
         lock: &str,
-        timeout: Duration,
+        wait: Wait,
     ) -> Result<Grant, LockError> {
-        let value = format!("{}:{:016x}", ctx.name(), ctx.rand_u64());
+        let reentrant = self.reentrant_value();
+        let value = match &reentrant {
+            Some(v) => v.clone(),
+            None => format!("{}:{:016x}", ctx.name(), ctx.rand_u64()),
+        };
         self.last_value = Some(value.clone());
-        let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        let deadline = wait.deadline_ns(ctx);
         loop {
             let start = ctx.mono_ns();
             let attempt = self.attempt(ctx, lock, &value).await;
@@ -330,8 +378,15 @@ impl RedisLock {
             let why = match attempt {
                 Ok(Attempt::Granted(token)) => {
                     let lease = Rc::new(Cell::new(Self::lease_end(&self.params, start)));
-                    if self.params.renew == Renew::Watchdog {
-                        self.start_watchdog(ctx, lock, &value, lease.clone());
+                    match &mut self.held {
+                        // Re-entered: one more count, and the watchdog already runs.
+                        Some((v, n)) if reentrant.as_ref() == Some(v) => *n += 1,
+                        _ => {
+                            self.held = Some((value.clone(), 1));
+                            if self.params.renew == Renew::Watchdog {
+                                self.start_watchdog(ctx, lock, &value, lease.clone());
+                            }
+                        }
                     }
                     return Ok(Grant {
                         lock: lock.to_string(),
@@ -350,8 +405,8 @@ impl RedisLock {
                 }
                 Err(e) => e.to_string(),
             };
-            if ctx.mono_ns() >= deadline {
-                return Err(LockError::Failed(format!("timed out; last attempt: {why}")));
+            if wait.once() || ctx.mono_ns() >= deadline {
+                return Err(LockError::Failed(wait.gave_up(&why)));
             }
             ctx.sleep_ms_in(*self.params.retry_delay_ms).await;
         }
@@ -430,9 +485,9 @@ impl LockClient for RedisLock {
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: Wait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
-        Box::pin(self.acquire_impl(ctx, lock, timeout))
+        Box::pin(self.acquire_impl(ctx, lock, wait))
     }
 
     fn release<'a>(

@@ -68,8 +68,10 @@ pub enum Convention {
     ///   re-entered), else an integer (the holder's remaining PTTL: busy);
     /// * release: `KEYS = [lock, channel, latch]`, `ARGV = ["0", ttl_ms, owner,
     ///   "publish", latch_ms]` (`channel` = `redisson_lock__channel:{lock}`, `latch` =
-    ///   `redisson_unlock_latch:{lock}:<owner>`); 1 released, 0 still held (a
-    ///   re-entrant count left), nil not the owner's;
+    ///   `redisson_unlock_latch:{lock}:<request>`, the request id being the owner, or
+    ///   `<owner>:inner<depth>` for an inner release of a re-entered lock: Redisson's is
+    ///   fresh per unlock call); 1 released, 0 still held (a re-entrant count left), nil
+    ///   not the owner's;
     /// * extend: `KEYS = [lock]`, `ARGV = [ttl_ms, owner]`; 1 renewed, 0 lost.
     #[default]
     Redisson,

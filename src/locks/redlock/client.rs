@@ -7,7 +7,7 @@ use crate::history::names;
 use crate::history::EventType;
 use crate::locks::redis::model::{EXTEND_SCRIPT, UNLOCK_SCRIPT};
 use crate::locks::redis::{eval, redis_remote, Call, RedisRemote, REDIS_PORT};
-use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
+use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait};
 use crate::sim::{join_all, FaultPoint, NodeCtx};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -102,17 +102,19 @@ impl RedlockClient {
         &mut self,
         ctx: &NodeCtx,
         lock: &str,
-        timeout: Duration,
+        wait: Wait,
     ) -> Result<Grant, LockError> {
         let p = self.params.clone();
         let n = self.remotes.len();
         let value = format!("{}:{:016x}", ctx.name(), ctx.rand_u64());
         self.last_value = Some(value.clone());
-        let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        let deadline = wait.deadline_ns(ctx);
+        // A try is one round (one attempt on every node).
+        let rounds = if wait.once() { 1 } else { p.retries };
         // Why the attempts failed; a request that may have set a key makes it unknown.
         let mut maybe_set = false;
         let mut last = String::new();
-        for attempt in 1..=p.retries {
+        for attempt in 1..=rounds {
             let start = Stamp::now(ctx);
             let replies = self.set_all(ctx, lock, &value).await;
             // Catalogue row 9: a pause here (replies in, validity not yet computed).
@@ -168,10 +170,15 @@ impl RedlockClient {
                 ),
             };
             self.unlock_all(ctx, lock, &value).await;
-            if attempt == p.retries || ctx.mono_ns() >= deadline {
+            if attempt == rounds || ctx.mono_ns() >= deadline {
                 break;
             }
             ctx.sleep_ms_in(*p.retry_delay_ms).await;
+        }
+        if wait.once() && !maybe_set {
+            return Err(LockError::Failed(format!(
+                "busy: no lock in one round; {last}"
+            )));
         }
         Err(if maybe_set {
             LockError::Indeterminate(format!("no lock; a SET may have applied; {last}"))
@@ -208,9 +215,9 @@ impl LockClient for RedlockClient {
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: Wait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
-        Box::pin(self.acquire_impl(ctx, lock, timeout))
+        Box::pin(self.acquire_impl(ctx, lock, wait))
     }
 
     fn release<'a>(
@@ -268,7 +275,10 @@ mod tests {
             let ctx = NodeCtx::new(Rc::new(NodeState::new("client-0", 1)), Recorder::new());
             let params: Redlock = toml::from_str("nodes = 3\nttl_ms = 500").unwrap();
             let mut rl = RedlockClient::new(params);
-            let g = rl.acquire(&ctx, "L", Duration::from_secs(1)).await.unwrap();
+            let g = rl
+                .acquire(&ctx, "L", Wait::For(Duration::from_secs(1)))
+                .await
+                .unwrap();
             let first = g.valid_until_ns().unwrap();
             ctx.sleep(Duration::from_millis(300)).await;
             assert!(rl.extend(&ctx, &g).await.unwrap());

@@ -88,7 +88,7 @@ use super::proto::{Request, Response};
 use super::tree::{CreateMode, SessionId, Stat, ZkError};
 use crate::history::names;
 use crate::history::EventType;
-use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError};
+use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait as AcquireWait};
 use crate::sim::NodeCtx;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -106,6 +106,10 @@ pub struct CuratorMutex {
     /// Sessions in which a create of the current acquire may have made a node we do
     /// not know (its reply was lost).
     maybe_sessions: RefCell<BTreeSet<SessionId>>,
+    /// Curator's `threadData` entry (`LockData`): the grant this client holds and its
+    /// `lockCount`. An acquire while it is set only counts up, with no request, and a
+    /// release only counts down until the last one.
+    held: Option<(Grant, u32)>,
 }
 
 /// What a delete of our node did.
@@ -202,6 +206,7 @@ impl CuratorMutex {
             guid: None,
             our_path: None,
             maybe_sessions: RefCell::new(BTreeSet::new()),
+            held: None,
         }
     }
 
@@ -561,14 +566,39 @@ impl CuratorMutex {
         })
     }
 
+    /// `internalLock`: re-entry counts up (`lockData.lockCount.incrementAndGet()`);
+    /// otherwise `attemptLock`, and a grant becomes the thread's `LockData`.
+    async fn internal_lock(
+        &mut self,
+        ctx: &NodeCtx,
+        lock: &str,
+        wait: AcquireWait,
+    ) -> Result<Grant, Failure> {
+        if let Some((grant, count)) = &mut self.held {
+            if grant.lock == lock {
+                *count += 1;
+                return Ok(grant.clone());
+            }
+        }
+        let grant = self.acquire_impl(ctx, lock, wait).await?;
+        self.held = Some((grant.clone(), 1));
+        Ok(grant)
+    }
+
+    /// `attemptLock` with `acquire(time, unit)`'s wait: a try (`AcquireWait::No`) is
+    /// `acquire(0, ms)`, which creates its node, looks once and deletes it if another
+    /// node sorts first.
     async fn acquire_impl(
         &mut self,
         ctx: &NodeCtx,
         lock: &str,
-        timeout: Duration,
+        wait: AcquireWait,
     ) -> Result<Grant, Failure> {
         self.client.start(ctx);
-        let deadline = ctx.mono_ns() + timeout.as_nanos() as i64;
+        let deadline = match wait {
+            AcquireWait::For(_) => wait.deadline_ns(ctx),
+            AcquireWait::No(_) => ctx.mono_ns(),
+        };
         let base = format!("{LOCK_ROOT}/{lock}");
         self.guid = self.params().protected.then(|| uuid(ctx));
         self.our_path = None;
@@ -631,11 +661,11 @@ impl CuratorMutex {
             }
             Wait::TimedOut => {
                 let d = self.delete_ours(ctx, &our).await;
-                Err(after_delete(
-                    self,
-                    d,
-                    "timed out waiting for the lock".into(),
-                ))
+                let why = match wait {
+                    AcquireWait::For(_) => "timed out waiting for the lock",
+                    AcquireWait::No(_) => "busy: another lock node sorts first (acquire(0))",
+                };
+                Err(after_delete(self, d, why.into()))
             }
             Wait::Vanished => Err(Failure::Unknown(
                 "our lock node vanished (its session expired)".into(),
@@ -671,6 +701,15 @@ impl CuratorMutex {
     }
 
     async fn release_impl(&mut self, ctx: &NodeCtx, grant: &Grant) -> Result<bool, LockError> {
+        // `release()`: count down; only the last release deletes the node (and the
+        // thread's `LockData` goes whatever the delete does).
+        if let Some((held, count)) = &mut self.held {
+            if held.owner_value == grant.owner_value && *count > 1 {
+                *count -= 1;
+                return Ok(true);
+            }
+        }
+        self.held = None;
         self.client.unhold();
         match self.delete_ours(ctx, &grant.owner_value).await {
             Deleted::ByUs => Ok(true),
@@ -747,10 +786,10 @@ impl LockClient for CuratorMutex {
         &'a mut self,
         ctx: &'a NodeCtx,
         lock: &'a str,
-        timeout: Duration,
+        wait: AcquireWait,
     ) -> LocalBoxFuture<'a, Result<Grant, LockError>> {
         Box::pin(async move {
-            match self.acquire_impl(ctx, lock, timeout).await {
+            match self.internal_lock(ctx, lock, wait).await {
                 Ok(g) => Ok(g),
                 Err(Failure::Definite(why)) => Err(LockError::Failed(why)),
                 Err(Failure::Unknown(why)) => Err(LockError::Indeterminate(why)),
