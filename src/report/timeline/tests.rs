@@ -22,6 +22,7 @@ fn nem(i: u64, f: &str, t_ms: u64, nodes: &[&str], value: Value) -> Event {
 fn mutex(events: Vec<u64>) -> Vec<CheckReport> {
     vec![CheckReport {
         name: "mutex",
+        kind: crate::check::CheckKind::Safety,
         verdict: Verdict::Violated,
         violations: vec![Violation::new("overlap", events)],
     }]
