@@ -2,8 +2,8 @@
 //! (and of shards run on different machines) add up exactly: a sweep's percentiles are
 //! the same whether it ran in one piece or was merged from shards.
 //!
-//! Bucket boundaries: values below 4 ns have a bucket each; above, every power of two
-//! is split into 4 equal buckets (each at most 25 % wide). A bucket is named by its
+//! Bucket boundaries: values below 8 ns have a bucket each; above, every power of two
+//! is split into 8 equal buckets (each at most 12.5 % wide). A bucket is named by its
 //! lowest value, in ns; a percentile is reported as its bucket's highest value (never
 //! above the exact maximum, which is kept too).
 
@@ -23,10 +23,10 @@ pub struct Histogram {
 
 /// The lowest value and the width of the bucket holding `v`.
 fn bucket(v: u64) -> (u64, u64) {
-    if v < 4 {
+    if v < 8 {
         return (v, 1);
     }
-    let shift = 63 - v.leading_zeros() - 2;
+    let shift = 63 - v.leading_zeros() - 3;
     ((v >> shift) << shift, 1 << shift)
 }
 
@@ -72,7 +72,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_are_at_most_a_quarter_wide_and_contain_their_values() {
+    fn buckets_are_at_most_an_eighth_wide_and_contain_their_values() {
         for v in [
             0u64,
             1,
@@ -88,7 +88,7 @@ mod tests {
         ] {
             let (low, width) = bucket(v);
             assert!(low <= v && v - low < width, "{v}: {low} {width}");
-            assert!(v < 4 || width <= low / 4, "{v}: {low} {width}");
+            assert!(v < 8 || width <= low / 8, "{v}: {low} {width}");
             assert_eq!(bucket(low), (low, width));
         }
     }
@@ -116,7 +116,7 @@ mod tests {
         assert_eq!(ab, all);
         assert_eq!(all.quantile(1.0), Some(100_000_000));
         let p50 = all.quantile(0.5).unwrap();
-        assert!((50_000_000..=50_000_000 * 5 / 4).contains(&p50), "{p50}");
+        assert!((50_000_000..=50_000_000 * 9 / 8).contains(&p50), "{p50}");
         assert_eq!(Histogram::default().quantile(0.5), None);
     }
 }
