@@ -766,6 +766,36 @@ mod tests {
         );
     }
 
+    /// A broken quality check is counted in its totals but makes no seed violating.
+    #[test]
+    fn quality_checks_do_not_make_a_seed_violating() {
+        use crate::check::{CheckReport, Violation, FAIR, MUTEX};
+        let broken = |c: &crate::check::Check| {
+            CheckReport::from_violations(c.name, vec![Violation::new("x", vec![1])]).of_kind(c.kind)
+        };
+        let scenario =
+            Scenario::load(std::path::Path::new("sims/redis-baseline-fenced.toml")).unwrap();
+        let mut o = SeedOutcome {
+            seed: 4,
+            history_hash: String::new(),
+            events: 0,
+            sim_s: 1.0,
+            checks: vec![broken(&FAIR)],
+            error: None,
+            acquire_errors: None,
+            metrics: None,
+        };
+        assert!(!o.any_violation() && o.violated("fair"));
+        let mut t = Tally::new(&scenario, SeedSet::range(0, 10));
+        t.add(&o);
+        o.checks.push(broken(&MUTEX));
+        assert!(o.any_violation());
+        let s = t.summary(0.0, false);
+        assert_eq!((s.violating_seeds, s.first_violation_seed), (0, None));
+        assert_eq!(s.checks["fair"].violations, 1);
+        assert_eq!(s.checks["fair"].kind, CheckKind::Quality);
+    }
+
     #[test]
     fn seed_sets_come_back_from_their_parts() {
         for set in [

@@ -295,7 +295,7 @@ pub(super) struct Examples {
 }
 
 /// The human summary: one line per check, harness errors, the first violation and how to
-/// replay it, and the speed. `ran_on` ends the first line (`on 2 threads`).
+/// replay it, the cost line (see [`crate::metrics`]), and the speed. `ran_on` ends the first line (`on 2 threads`).
 pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet: bool) -> String {
     let mut text = String::new();
     let n = summary.seeds;
@@ -312,10 +312,6 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
         text.push_str(&format!("harness error on seed {seed}: {error}\n"));
     }
     text.push_str(&first_violation(summary, examples.first_violation.as_ref()));
-    if !quiet && summary.metrics.run_ns > 0 {
-        text.push_str(&summary.metrics.line());
-        text.push('\n');
-    }
     if let Some(d) = &summary.acquire_errors {
         // Beside the violation it explains (a liveness failure, typically) when it is
         // that seed's; on its own line otherwise.
@@ -325,6 +321,11 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
             .is_some_and(|o| o.seed == d.seed);
         let indent = if beside { "  " } else { "" };
         text.push_str(&format!("{indent}{}\n", acquire_errors_line(d)));
+    }
+    // What the lock cost, after what went wrong (which stays beside its explanation).
+    if !quiet && summary.metrics.run_ns > 0 {
+        text.push_str(&summary.metrics.line());
+        text.push('\n');
     }
     if summary.interrupted {
         let total = summary.seed_set().map_or(n, |s| s.count());
