@@ -23,7 +23,7 @@ fn mutex(events: Vec<u64>) -> Vec<CheckReport> {
     vec![CheckReport {
         name: "mutex",
         kind: crate::check::CheckKind::Safety,
-        verdict: Verdict::Violated,
+        verdict: crate::check::Verdict::Violated,
         violations: vec![Violation::new("overlap", events)],
     }]
 }
