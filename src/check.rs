@@ -32,8 +32,8 @@
 //! do distributed locking", 2016); the Jepsen-style history conventions (`info` =
 //! indeterminate) are from Kingsbury's Knossos.
 //!
-//! Adding a check = one file defining a [`Check`] value + one line in [`STANDARD`] (or in
-//! the algorithm's own list).
+//! Adding a check = one file defining a [`Check`] value (with its [`CheckKind`]) + one
+//! line in [`STANDARD`], [`QUALITY`] or the algorithm's own list.
 
 mod counter;
 mod fair;

@@ -203,3 +203,37 @@ proptest! {
         }
     }
 }
+
+/// 4 clients wait from the start while client-0 acquires 20,000 times, then they are
+/// served: 80,000 inversions, max bypass 20,000; the check and the metrics stay fast.
+#[test]
+fn a_long_unfair_history_is_checked_quickly() {
+    let mut ev = Vec::new();
+    for p in 1..5 {
+        ev.push(acq(&format!("client-{p}"), Invoke, 0));
+    }
+    for i in 0..20_000u64 {
+        ev.push(acq("client-0", Invoke, 3 * i + 1));
+        ev.push(acq("client-0", Ok, 3 * i + 2));
+        ev.push(rel("client-0", 3 * i + 3));
+    }
+    for p in 1..5 {
+        ev.push(acq(&format!("client-{p}"), Ok, 60_000 + 2 * p));
+        ev.push(rel(&format!("client-{p}"), 60_001 + 2 * p));
+    }
+    let h = indexed(ev);
+    let start = std::time::Instant::now();
+    let v = check_fair(&h);
+    let m = crate::metrics::run_metrics(&h, 60_010 * MS);
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    assert_eq!(v.len(), crate::check::MAX_REPORTED);
+    assert!(
+        v[0].message
+            .starts_with("80000 FIFO inversions: 20000 grants overtook")
+            && v[0].message.contains("max bypass 20000: client-1's"),
+        "{}",
+        v[0].message
+    );
+    assert_eq!(m.grants, 20_004);
+    assert_eq!(m.latency_ms.contended.count, 20_004);
+}
