@@ -47,7 +47,7 @@ mod token_order;
 pub use counter::check_counter;
 pub use counter::CHECK as COUNTER;
 pub use fair::CHECK as FAIR;
-pub use fair::{check_fair, fifo_inversions, Inversion};
+pub use fair::{check_fair, fifo_inversions, max_bypass, Inversion};
 pub use fencing::check_fencing;
 pub use fencing::CHECK as FENCING;
 pub use linearizable::{explanation as linearizability_explanation, LIN_BUDGET};

@@ -6,6 +6,9 @@
 //!   process held the lock or was waiting for it) and *contended*; p50, p99 and max.
 //! - **grants per simulated second**: acquire `ok`s matched to an invoke, over the run's
 //!   true duration.
+//! - **fairness**: the number of FIFO inversions and the max bypass, as the `fair` check
+//!   defines them ([`crate::check::fifo_inversions`]), so that a sweep can say how unfair
+//!   a lock is, not only on how many seeds.
 //! - **unavailability**: the fraction of the run during which some lock had a client
 //!   waiting for it and nobody holding it (holds as `mutex` defines them:
 //!   [`hold_intervals`]). It includes the round trip of an uncontended acquire, the time
@@ -25,7 +28,7 @@ mod totals;
 pub use histogram::Histogram;
 pub use totals::{LatencySummary, MetricsTotals};
 
-use crate::check::hold_intervals;
+use crate::check::{fifo_inversions, hold_intervals, max_bypass};
 use crate::history::{acquire_attempts, Event};
 use serde::Serialize;
 
@@ -38,6 +41,10 @@ pub struct RunMetrics {
     pub grants_per_s: f64,
     /// Fraction of the run with a client waiting and no holder (0 to 1).
     pub unavailable: f64,
+    /// FIFO inversions (see the `fair` check).
+    pub fifo_inversions: u64,
+    /// Most grants that overtook one attempt.
+    pub max_bypass: u64,
     /// Acquire latencies, ms: every grant, then split by contention at the invoke.
     pub latency_ms: Latencies,
     /// The same latencies as histograms, for a sweep's totals (not written per seed).
@@ -70,6 +77,7 @@ pub const CONTENDED: usize = 1;
 /// The costs of the run that recorded `history` and ended at `end_ns`.
 pub fn run_metrics(history: &[Event], end_ns: u64) -> RunMetrics {
     let attempts = acquire_attempts(history);
+    let inversions = fifo_inversions(&attempts);
     let holds = hold_intervals(history, end_ns);
     let occ = occupancy::occupancy(&attempts, &holds, end_ns);
     let mut latencies: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
@@ -89,6 +97,8 @@ pub fn run_metrics(history: &[Event], end_ns: u64) -> RunMetrics {
         grants,
         grants_per_s: per_second(grants, end_ns),
         unavailable: fraction(occ.unavailable_ns, end_ns),
+        fifo_inversions: inversions.len() as u64,
+        max_bypass: max_bypass(&inversions).map_or(0, |(n, _)| n as u64),
         latency_ms: Latencies {
             all: LatencySummary::exact(&mut all),
             uncontended: LatencySummary::exact(&mut latencies[UNCONTENDED]),

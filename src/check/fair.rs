@@ -95,8 +95,9 @@ pub fn fifo_inversions(attempts: &[Attempt<'_>]) -> Vec<Inversion> {
     out
 }
 
-/// The largest bypass (grants overtaking one attempt) and that attempt, if any.
-fn max_bypass(inversions: &[Inversion]) -> Option<(usize, usize)> {
+/// The largest bypass (grants overtaking one attempt) and that attempt (its index in the
+/// attempts), if any.
+pub fn max_bypass(inversions: &[Inversion]) -> Option<(usize, usize)> {
     let mut per_waiter: BTreeMap<usize, usize> = BTreeMap::new();
     for inv in inversions {
         *per_waiter.entry(inv.waiter).or_default() += 1;

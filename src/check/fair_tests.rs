@@ -235,5 +235,6 @@ fn a_long_unfair_history_is_checked_quickly() {
         v[0].message
     );
     assert_eq!(m.grants, 20_004);
+    assert_eq!((m.fifo_inversions, m.max_bypass), (80_000, 20_000));
     assert_eq!(m.latency_ms.contended.count, 20_004);
 }

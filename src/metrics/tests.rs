@@ -33,6 +33,7 @@ fn latency_split_grants_and_unavailability() {
     ]);
     let m = run_metrics(&h, 100 * MS);
     assert_eq!(m.grants, 3);
+    assert_eq!((m.fifo_inversions, m.max_bypass), (0, 0));
     assert!((m.grants_per_s - 30.0).abs() < 1e-9);
     assert_eq!(m.unavailable_ns, 7 * MS);
     assert!((m.unavailable - 0.07).abs() < 1e-12);
