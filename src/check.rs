@@ -13,10 +13,20 @@
 //! | `liveness` | once the last fault has healed, some client acquires within `liveness_ms` |
 //! | `lock-linearizable` | the lock service's acquire/release/expire history is linearizable against the fenced-lock spec |
 //! | `storage-linearizable` | the storage's history is linearizable against the fenced-register spec |
-//! | `reentrant` | a holder's second acquire succeeds at once and the lock stays held until its last release (only when the workload re-enters) |
+//! | `fair` | no acquire is granted while a client that asked earlier is still waiting and is granted later (a [`CheckKind::Quality`] check) |
+//! | `reentrant` | a holder's second acquire succeeds at once and the lock stays held until its last release (a quality check, run only when the workload re-enters) |
 //!
-//! These are the [`STANDARD`] checks. Which ones apply to a run is the algorithm's
-//! decision ([`Algorithm::checks`](crate::locks::Algorithm::checks)): Redlock drops
+//! These are the [`STANDARD`] checks, then the [`QUALITY`] ones.
+//!
+//! # Kinds
+//!
+//! A check is of one [`CheckKind`]. Safety and liveness checks are what a lock promises:
+//! a seed that breaks one is a *violating seed*. A quality check measures a property
+//! people compare locks by but no racing lock (Redis `SET NX`, a database `INSERT`)
+//! promises, such as FIFO fairness: its verdict is counted and can be expected in
+//! `[expect]`, but it never makes a seed "violating", or every Redis run would be one.
+//!
+//! Which ones apply to a run is the algorithm's decision ([`Algorithm::checks`](crate::locks::Algorithm::checks)): Redlock drops
 //! `lock-linearizable`, and a family may add checks of its own.
 //!
 //! The last two use the linearizability engine in [`crate::linearizability`] (Wing & Gong
@@ -24,10 +34,11 @@
 //! do distributed locking", 2016); the Jepsen-style history conventions (`info` =
 //! indeterminate) are from Kingsbury's Knossos.
 //!
-//! Adding a check = one file defining a [`Check`] value + one line in [`STANDARD`] (or in
-//! the algorithm's own list).
+//! Adding a check = one file defining a [`Check`] value (with its [`CheckKind`]) + one
+//! line in [`STANDARD`], [`QUALITY`] or the algorithm's own list.
 
 mod counter;
+mod fair;
 mod fencing;
 mod linearizable;
 mod liveness;
@@ -38,6 +49,8 @@ mod token_order;
 
 pub use counter::check_counter;
 pub use counter::CHECK as COUNTER;
+pub use fair::CHECK as FAIR;
+pub use fair::{check_fair, fifo_inversions, max_bypass, Inversion};
 pub use fencing::check_fencing;
 pub use fencing::CHECK as FENCING;
 pub use linearizable::{explanation as linearizability_explanation, LIN_BUDGET};
@@ -88,11 +101,43 @@ pub enum Verdict {
     Unknown,
 }
 
+/// What kind of property a check is about: whether breaking it makes a seed violating.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckKind {
+    /// Nothing bad happens (`mutex`, `fencing`, ...): a break is a violation.
+    #[default]
+    Safety,
+    /// Something good eventually happens (`liveness`): a break is a violation.
+    Liveness,
+    /// A quality people compare locks by (`fair`): measured and reported, but a break is
+    /// not a violation of what the lock promises.
+    Quality,
+}
+
+impl CheckKind {
+    /// Whether a break of a check of this kind makes its seed a violating seed.
+    pub fn counts_as_violation(self) -> bool {
+        self != CheckKind::Quality
+    }
+
+    /// Whether this is [`CheckKind::Quality`] (serde's `skip_serializing_if`: only quality
+    /// checks say their kind, so the output for the others is what it always was).
+    pub fn is_not_quality(&self) -> bool {
+        self.counts_as_violation()
+    }
+}
+
 /// The result of one named check on one history.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckReport {
     /// The check's name (see the table in the module docs).
     pub name: &'static str,
+    /// The check's kind; written only for quality checks.
+    #[serde(skip_serializing_if = "CheckKind::is_not_quality")]
+    pub kind: CheckKind,
     /// Holds or violated.
     pub verdict: Verdict,
     /// Counterexamples (empty when the check holds).
@@ -109,9 +154,21 @@ impl CheckReport {
         };
         CheckReport {
             name,
+            kind: CheckKind::Safety,
             verdict,
             violations,
         }
+    }
+
+    /// Builder: set the kind (a check's `run` sets its own).
+    pub fn of_kind(mut self, kind: CheckKind) -> CheckReport {
+        self.kind = kind;
+        self
+    }
+
+    /// Whether this verdict makes its seed violating: violated, and not a quality check.
+    pub fn is_violation(&self) -> bool {
+        self.verdict == Verdict::Violated && self.kind.counts_as_violation()
     }
 }
 
@@ -135,6 +192,8 @@ pub struct Check {
     pub name: &'static str,
     /// One line on what it checks, for `locksim list`.
     pub about: &'static str,
+    /// Safety, liveness or quality: whether a break makes a seed violating.
+    pub kind: CheckKind,
     /// Check a history.
     pub run: fn(&[Event], &CheckParams) -> CheckReport,
 }
@@ -164,6 +223,9 @@ pub static STANDARD: &[&Check] = &[
     &STORAGE_LINEARIZABLE,
 ];
 
+/// The quality checks every algorithm gets after its own (see [`CheckKind::Quality`]).
+pub static QUALITY: &[&Check] = &[&FAIR];
+
 /// Check names in display order: the [`STANDARD`] checks first, in their order, then
 /// the others in the order given; each name once.
 pub fn standard_first<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
@@ -179,16 +241,16 @@ pub fn standard_first<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a s
     standard.into_iter().flatten().chain(others).collect()
 }
 
-/// Run `checks` on `history`, in order. Re-entrant acquires and releases are
-/// [`REENTRANT`]'s alone: every other check reads the outer operations only
-/// ([`outer_only`]), the holds the program relies on.
+/// Run `checks` on `history`, in order; each report carries its check's kind.
+/// Re-entrant acquires and releases are [`REENTRANT`]'s alone: every other check reads
+/// the outer operations only ([`outer_only`]), the holds the program relies on.
 pub fn check_all(history: &[Event], params: CheckParams, checks: &[&Check]) -> Vec<CheckReport> {
     let outer = outer_only(history);
     checks
         .iter()
         .map(|c| {
             let events = if *c == &REENTRANT { history } else { &outer };
-            (c.run)(events, &params)
+            (c.run)(events, &params).of_kind(c.kind)
         })
         .collect()
 }

@@ -31,11 +31,13 @@
 //! node's local time side by side.
 
 pub mod acquire_errors;
+pub mod attempts;
 pub mod edn;
 pub mod names;
 pub mod values;
 
 pub use acquire_errors::{acquire_errors, AcquireErrors};
+pub use attempts::{acquire_attempts, Attempt};
 pub use names::ERROR_REPLY;
 pub use values::EventValue;
 

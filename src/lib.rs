@@ -49,6 +49,7 @@ pub mod key_error;
 pub mod linearizability;
 pub mod live;
 pub mod locks;
+pub mod metrics;
 pub mod net;
 pub mod plural;
 pub mod real;

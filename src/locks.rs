@@ -16,7 +16,7 @@ pub mod zk;
 
 pub use param::{ParamDoc, ParamError};
 
-use crate::check::{Check, STANDARD};
+use crate::check::{Check, QUALITY, STANDARD};
 use crate::key_error;
 use crate::real::RealCluster;
 use crate::sim::{FaultPoint, NodeCtx};
@@ -241,7 +241,7 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn client(&self) -> Box<dyn LockClient>;
     /// See [`Algorithm::lease_ms`].
     fn lease_ms(&self) -> Option<u64>;
-    /// See [`Algorithm::checks`].
+    /// [`Algorithm::checks`], then the quality checks ([`QUALITY`]).
     fn checks(&self) -> Vec<&'static Check>;
     /// See [`Algorithm::fencing_token`].
     fn fencing_token(&self) -> Option<&'static str>;
@@ -274,8 +274,16 @@ impl<A: Algorithm> AlgorithmConfig for A {
     fn lease_ms(&self) -> Option<u64> {
         Algorithm::lease_ms(self)
     }
+    /// The algorithm's checks, then the [`QUALITY`] ones: every algorithm is measured by
+    /// them, whatever its own list says.
     fn checks(&self) -> Vec<&'static Check> {
-        Algorithm::checks(self)
+        let mut checks = Algorithm::checks(self);
+        for &q in QUALITY {
+            if !checks.contains(&q) {
+                checks.push(q);
+            }
+        }
+        checks
     }
     fn fencing_token(&self) -> Option<&'static str> {
         Algorithm::fencing_token(self)

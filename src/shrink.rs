@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 /// What to shrink and how hard.
 #[derive(Debug, Clone)]
 pub struct ShrinkOptions {
-    /// The check that must stay violated (default: the first violated one).
+    /// The check that must stay violated (default: the first violated safety or liveness
+    /// check; a quality check only by name).
     pub check: Option<String>,
     /// At most this many candidate runs.
     pub budget: usize,
@@ -256,8 +257,10 @@ pub fn shrink(
                 }
             ))
         }
-        None => match violated.first() {
-            Some(c) => c.to_string(),
+        // By default a violation of what the lock promises; a quality check (`fair`)
+        // only when asked for by name.
+        None => match reports.iter().find(|r| r.is_violation()) {
+            Some(c) => c.name.to_string(),
             None => return Err(format!("seed {seed} violates no check: nothing to shrink")),
         },
     };

@@ -7,8 +7,9 @@
 //! `--seeds 0..18446744073709551615` starts at once, uses constant memory, and can be
 //! interrupted with a partial summary.
 
-use crate::check::{CheckReport, Verdict};
+use crate::check::{CheckKind, CheckReport, Verdict};
 use crate::history::{self, AcquireErrors};
+use crate::metrics::{run_metrics, MetricsTotals, RunMetrics};
 use crate::scenario::{Expect, Scenario};
 use crate::sim::RunResult;
 use serde::{Deserialize, Serialize};
@@ -121,6 +122,10 @@ pub struct SeedOutcome {
     /// [`history::acquire_errors`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acquire_errors: Option<AcquireErrors>,
+    /// What the lock cost on this seed (see [`crate::metrics`]); none when the run
+    /// failed or was stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<RunMetrics>,
 }
 
 impl SeedOutcome {
@@ -131,9 +136,10 @@ impl SeedOutcome {
             .any(|c| c.name == name && c.verdict == Verdict::Violated)
     }
 
-    /// Whether any check was violated.
+    /// Whether any safety or liveness check was violated: what makes a seed violating.
+    /// A broken quality check (`fair`) does not: see [`CheckKind`].
     pub fn any_violation(&self) -> bool {
-        self.checks.iter().any(|c| c.verdict == Verdict::Violated)
+        self.checks.iter().any(CheckReport::is_violation)
     }
 }
 
@@ -159,10 +165,11 @@ pub fn run_seed_with(
     };
     match catch_unwind(AssertUnwindSafe(run)) {
         Ok(result) => {
-            let checks = if stopped.get() {
-                Vec::new()
+            let (checks, metrics) = if stopped.get() {
+                (Vec::new(), None)
             } else {
-                crate::check_run(scenario, &result)
+                let metrics = run_metrics(&result.history, result.end_ns);
+                (crate::check_run(scenario, &result), Some(metrics))
             };
             let outcome = SeedOutcome {
                 seed,
@@ -172,6 +179,7 @@ pub fn run_seed_with(
                 checks,
                 error: result.error.clone(),
                 acquire_errors: history::acquire_errors(&result.history),
+                metrics,
             };
             (Some(result), outcome)
         }
@@ -189,6 +197,7 @@ pub fn run_seed_with(
                 checks: Vec::new(),
                 error: Some(format!("harness panic: {msg}")),
                 acquire_errors: None,
+                metrics: None,
             };
             (None, outcome)
         }
@@ -371,6 +380,10 @@ pub struct CheckTotals {
     pub unknown: u64,
     /// The first (lowest-index) seed that did.
     pub first_seed: Option<u64>,
+    /// The check's kind; written only for quality checks, whose violations do not make
+    /// a seed violating (read back as safety when absent: both count).
+    #[serde(default, skip_serializing_if = "CheckKind::is_not_quality")]
+    pub kind: CheckKind,
     /// The scenario's expectation, if it states one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
@@ -419,9 +432,10 @@ pub struct Summary {
     pub shard: (u64, u64),
     /// Seeds run.
     pub seeds: u64,
-    /// Seeds with at least one violated check.
+    /// Seeds with at least one violated safety or liveness check (quality checks such as
+    /// `fair` are counted in `checks` only).
     pub violating_seeds: u64,
-    /// First seed with a violation.
+    /// First seed with such a violation.
     pub first_violation_seed: Option<u64>,
     /// Totals per check.
     pub checks: BTreeMap<String, CheckTotals>,
@@ -439,6 +453,9 @@ pub struct Summary {
     /// Seeds on which no acquire succeeded and acquires got error replies, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acquire_errors: Option<SeedsAcquireErrors>,
+    /// What the lock cost, over the seeds (see [`crate::metrics`]).
+    #[serde(default)]
+    pub metrics: MetricsTotals,
 }
 
 /// The seeds of a sweep on which no acquire succeeded and the acquires got error replies
@@ -501,6 +518,7 @@ impl Summary {
                 violations: 0,
                 unknown: 0,
                 first_seed: None,
+                kind: t.kind,
                 expect: t.expect,
                 met: true,
             });
@@ -525,6 +543,10 @@ impl Summary {
             .iter()
             .filter_map(|s| s.acquire_errors.clone())
             .reduce(|all, s| all.and(&s));
+        let mut metrics = MetricsTotals::default();
+        for s in shards {
+            metrics.merge(&s.metrics);
+        }
         Some(Summary {
             scenario: first.scenario.clone(),
             algorithm: first.algorithm.clone(),
@@ -541,6 +563,7 @@ impl Summary {
             sim_s: shards.iter().map(|s| s.sim_s).sum(),
             interrupted,
             acquire_errors,
+            metrics,
         })
     }
 }
@@ -564,6 +587,7 @@ pub struct Tally {
     error_count: u64,
     sim_s: f64,
     acquire_errors: Option<SeedsAcquireErrors>,
+    metrics: MetricsTotals,
 }
 
 impl Tally {
@@ -583,6 +607,7 @@ impl Tally {
                         violations: 0,
                         unknown: 0,
                         first_seed: None,
+                        kind: c.kind,
                         expect: scenario.expect.get(c.name).copied(),
                         met: true,
                     };
@@ -596,6 +621,7 @@ impl Tally {
             error_count: 0,
             sim_s: 0.0,
             acquire_errors: None,
+            metrics: MetricsTotals::default(),
         }
     }
 
@@ -603,6 +629,9 @@ impl Tally {
     pub fn add(&mut self, o: &SeedOutcome) {
         self.seeds += 1;
         self.sim_s += o.sim_s;
+        if let Some(m) = &o.metrics {
+            self.metrics.add(m);
+        }
         for (name, t) in &mut self.checks {
             for c in o.checks.iter().filter(|c| c.name == *name) {
                 match c.verdict {
@@ -674,6 +703,7 @@ impl Tally {
             sim_s: self.sim_s,
             interrupted,
             acquire_errors: self.acquire_errors.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -734,6 +764,36 @@ mod tests {
             ab_c.message,
             "every acquire (3) failed on the same error reply to the acquire script: ERR b"
         );
+    }
+
+    /// A broken quality check is counted in its totals but makes no seed violating.
+    #[test]
+    fn quality_checks_do_not_make_a_seed_violating() {
+        use crate::check::{CheckReport, Violation, FAIR, MUTEX};
+        let broken = |c: &crate::check::Check| {
+            CheckReport::from_violations(c.name, vec![Violation::new("x", vec![1])]).of_kind(c.kind)
+        };
+        let scenario =
+            Scenario::load(std::path::Path::new("sims/redis-baseline-fenced.toml")).unwrap();
+        let mut o = SeedOutcome {
+            seed: 4,
+            history_hash: String::new(),
+            events: 0,
+            sim_s: 1.0,
+            checks: vec![broken(&FAIR)],
+            error: None,
+            acquire_errors: None,
+            metrics: None,
+        };
+        assert!(!o.any_violation() && o.violated("fair"));
+        let mut t = Tally::new(&scenario, SeedSet::range(0, 10));
+        t.add(&o);
+        o.checks.push(broken(&MUTEX));
+        assert!(o.any_violation());
+        let s = t.summary(0.0, false);
+        assert_eq!((s.violating_seeds, s.first_violation_seed), (0, None));
+        assert_eq!(s.checks["fair"].violations, 1);
+        assert_eq!(s.checks["fair"].kind, CheckKind::Quality);
     }
 
     #[test]

@@ -547,3 +547,37 @@ fn merge_rejects_missing_repeated_mismatched_and_broken_shards_naming_the_file()
         }
     }
 }
+
+/// `fair` is a quality check: a racing Redis lock breaks it on every seed, `[expect]`
+/// can say so, but no seed is violating for it; the summary carries the costs.
+#[test]
+fn fairness_is_reported_but_never_makes_a_seed_violating() {
+    let text = format!(
+        "{GOOD}[workload]\nclients = 3\n[expect]\nmutex = \"holds\"\nfair = \"violated\"\n"
+    );
+    let path = scenario_file("fair.toml", &text);
+    let (code, out, err) = locksim(&["run", &path, "--seeds", "0..2", "--json", "-"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let s = summary_of(&out);
+    assert_eq!(s["violating_seeds"], 0, "{s}");
+    assert!(s["first_violation_seed"].is_null(), "{s}");
+    assert_eq!(s["checks"]["fair"]["kind"], "quality", "{s}");
+    assert_eq!(s["checks"]["fair"]["violations"], 2, "{s}");
+    assert!(s["checks"]["mutex"].get("kind").is_none(), "{s}");
+    assert!(s["metrics"]["grants"].as_u64().unwrap() > 0, "{s}");
+    let seed: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert!(
+        seed["metrics"]["latency_ms"]["all"]["p50"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        err.contains("  fair                 quality: broken in 2/2 seeds (first: seed 0)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nno violation in 2 seeds\n") && err.contains("\ncost: "),
+        "{err}"
+    );
+}

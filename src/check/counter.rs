@@ -171,6 +171,7 @@ pub fn check_counter(history: &[Event]) -> Vec<Violation> {
 pub static CHECK: super::Check = super::Check {
     name: "counter",
     about: "every write the storage accepted is the previous value + 1: no lost update",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| super::CheckReport::from_violations(CHECK.name, check_counter(h)),
 };
 

@@ -138,6 +138,7 @@ pub fn check_fencing(history: &[Event]) -> Vec<Violation> {
 pub static CHECK: super::Check = super::Check {
     name: "fencing",
     about: "the storage never accepts a write with a token lower than one it accepted; every accepted token was granted to its user",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| super::CheckReport::from_violations(CHECK.name, check_fencing(h)),
 };
 

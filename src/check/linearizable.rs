@@ -18,6 +18,7 @@ pub const LIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 pub static LOCK: Check = Check {
     name: "lock-linearizable",
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| linearizable(LOCK.name, h, "fenced-lock"),
 };
 
@@ -25,6 +26,7 @@ pub static LOCK: Check = Check {
 pub static STORAGE: Check = Check {
     name: "storage-linearizable",
     about: "the storage's log is linearizable against the fenced-register spec",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| {
         // The storage's own log of what it served is the object's history.
         let storage: Vec<Event> = h
@@ -91,6 +93,7 @@ fn linearizable(name: &'static str, events: &[Event], model: &str) -> CheckRepor
     };
     CheckReport {
         name,
+        kind: super::CheckKind::Safety,
         verdict,
         violations,
     }

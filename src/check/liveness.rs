@@ -124,6 +124,7 @@ pub fn check_liveness(history: &[Event], end_ns: u64, liveness_ns: u64) -> Vec<V
 pub static CHECK: super::Check = super::Check {
     name: "liveness",
     about: "once the last fault heals, some client acquires within liveness_ms",
+    kind: super::CheckKind::Liveness,
     run: |h, p| {
         super::CheckReport::from_violations(CHECK.name, check_liveness(h, p.end_ns, p.liveness_ns))
     },

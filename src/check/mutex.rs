@@ -258,6 +258,7 @@ pub fn check_mutex(history: &[Event], end_ns: u64) -> Vec<Violation> {
 pub static CHECK: super::Check = super::Check {
     name: "mutex",
     about: "no two processes' hold intervals [acquire ok, release invoke] overlap in true time",
+    kind: crate::check::CheckKind::Safety,
     run: |h, p| super::CheckReport::from_violations(CHECK.name, check_mutex(h, p.end_ns)),
 };
 

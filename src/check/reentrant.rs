@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 pub static CHECK: super::Check = super::Check {
     name: "reentrant",
     about: "a holder's second acquire of the lock it holds succeeds at once, and no one else is granted before its last release",
+    kind: super::CheckKind::Quality,
     run: check_reentrant,
 };
 

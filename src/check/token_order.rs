@@ -169,6 +169,7 @@ pub fn check_token_order(history: &[Event]) -> Vec<Violation> {
 pub static CHECK: super::Check = super::Check {
     name: "token-order",
     about: "tokens of successful acquires are unique and follow real-time order",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| super::CheckReport::from_violations(CHECK.name, check_token_order(h)),
 };
 

@@ -2,7 +2,7 @@
 //! checks, and the scenarios in a folder (`./sims` by default) — all from the lists the code runs on, so the
 //! listing cannot drift from what exists.
 
-use crate::check::STANDARD;
+use crate::check::{QUALITY, STANDARD};
 use crate::locks::ALGORITHMS;
 use crate::scenario::Scenario;
 use crate::sim::Fault;
@@ -41,7 +41,7 @@ pub fn list_command(sims: &Path) -> u8 {
         println!("  {kind:<11} {meaning}");
     }
     println!("\nchecks:");
-    for c in STANDARD {
+    for c in STANDARD.iter().chain(QUALITY) {
         println!("  {:<21} {}", c.name, c.about);
     }
     let r = &crate::check::REENTRANT;

@@ -125,6 +125,9 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
         met &= ok;
         let verdict = match r.verdict {
             Verdict::Holds => "holds".to_string(),
+            Verdict::Violated if !r.is_violation() => {
+                format!("quality: broken ({} violations)", r.violations.len())
+            }
             Verdict::Violated => format!("violated ({} violations)", r.violations.len()),
             Verdict::Unknown => "unknown".to_string(),
         };

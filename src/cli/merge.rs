@@ -4,7 +4,7 @@
 
 use super::run::{open_json, report, write_summary_line, Examples, FirstViolation};
 use super::EXIT_BAD_INPUT;
-use crate::check::Verdict;
+use crate::check::{CheckKind, Verdict};
 use crate::plural::plural;
 use crate::sweep::{SeedSet, Summary, MAX_ERRORS_LISTED};
 use serde::Deserialize;
@@ -92,6 +92,9 @@ struct Line {
 #[derive(Deserialize)]
 struct CheckLine {
     name: String,
+    /// Written for quality checks only; absent: safety or liveness (both count).
+    #[serde(default)]
+    kind: CheckKind,
     verdict: Verdict,
     #[serde(default)]
     violations: Vec<ViolationLine>,
@@ -163,7 +166,8 @@ fn read_shard(path: &Path) -> Result<Shard, String> {
 
 /// The seed's violation, if it violated some check.
 fn violation_of(seed: u64, checks: &[CheckLine]) -> Option<FirstViolation> {
-    let verdicts = checks.iter().map(|c| {
+    let counted = checks.iter().filter(|c| c.kind.counts_as_violation());
+    let verdicts = counted.map(|c| {
         let message = c.violations.first().map(|v| v.message.as_str());
         (c.name.as_str(), c.verdict, message)
     });

@@ -6,7 +6,9 @@ use super::EXIT_BAD_INPUT;
 use crate::check::{standard_first, Verdict};
 use crate::plural::plural;
 use crate::scenario::{Expect, Scenario};
-use crate::sweep::{self, Live, SeedOutcome, SeedSet, SeedsAcquireErrors, Summary, Tally};
+use crate::sweep::{
+    self, CheckTotals, Live, SeedOutcome, SeedSet, SeedsAcquireErrors, Summary, Tally,
+};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -252,7 +254,8 @@ pub(super) struct FirstViolation {
 
 impl FirstViolation {
     /// From one seed's verdicts, in order: (check name, verdict, that check's first
-    /// counterexample message).
+    /// counterexample message). Pass only the checks whose violations count (not the
+    /// quality ones).
     pub(super) fn new<'a>(
         seed: u64,
         verdicts: impl IntoIterator<Item = (&'a str, Verdict, Option<&'a str>)>,
@@ -273,7 +276,8 @@ impl FirstViolation {
 
     /// From a seed's outcome.
     fn of(o: &SeedOutcome) -> FirstViolation {
-        let verdicts = o.checks.iter().map(|c| {
+        let counted = o.checks.iter().filter(|c| c.kind.counts_as_violation());
+        let verdicts = counted.map(|c| {
             let message = c.violations.first().map(|v| v.message.as_str());
             (c.name, c.verdict, message)
         });
@@ -291,7 +295,7 @@ pub(super) struct Examples {
 }
 
 /// The human summary: one line per check, harness errors, the first violation and how to
-/// replay it, and the speed. `ran_on` ends the first line (`on 2 threads`).
+/// replay it, the cost line (see [`crate::metrics`]), and the speed. `ran_on` ends the first line (`on 2 threads`).
 pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet: bool) -> String {
     let mut text = String::new();
     let n = summary.seeds;
@@ -317,6 +321,11 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
             .is_some_and(|o| o.seed == d.seed);
         let indent = if beside { "  " } else { "" };
         text.push_str(&format!("{indent}{}\n", acquire_errors_line(d)));
+    }
+    // What the lock cost, after what went wrong (which stays beside its explanation).
+    if !quiet && summary.metrics.run_ns > 0 {
+        text.push_str(&summary.metrics.line());
+        text.push('\n');
     }
     if summary.interrupted {
         let total = summary.seed_set().map_or(n, |s| s.count());
@@ -383,7 +392,9 @@ fn check_table(summary: &Summary) -> String {
     let mut text = String::new();
     for name in standard_first(summary.checks.keys().map(String::as_str)) {
         let t = &summary.checks[name];
-        let verdict = if t.unknown > 0 && t.violations == 0 {
+        let verdict = if !t.kind.counts_as_violation() {
+            quality_verdict(t, n)
+        } else if t.unknown > 0 && t.violations == 0 {
             format!("unknown in {}/{n} seeds (budget)", t.unknown)
         } else if t.violations == 0 {
             "holds".to_string()
@@ -409,4 +420,17 @@ fn check_table(summary: &Summary) -> String {
         text.push_str(&format!("  {name:<20} {verdict:<45} {expect}\n"));
     }
     text
+}
+
+/// A quality check's line: "quality: broken in 9/10 seeds (first: seed 0)", never the
+/// word "violated", which is kept for what the lock promises.
+fn quality_verdict(t: &CheckTotals, n: u64) -> String {
+    if t.violations == 0 {
+        return "quality: holds".to_string();
+    }
+    let first = t.first_seed.map_or("?".to_string(), |s| s.to_string());
+    format!(
+        "quality: broken in {}/{n} seeds (first: seed {first})",
+        t.violations
+    )
 }

@@ -25,9 +25,15 @@ pub fn explain(history: &History, reports: &[CheckReport]) -> String {
             let _ = writeln!(out, "{:<13} holds", r.name);
             continue;
         }
+        // A quality check (`fair`) is not something the lock promised: not "violated".
+        let word = if r.kind.counts_as_violation() {
+            "VIOLATED"
+        } else {
+            "BROKEN, a quality not a safety check"
+        };
         let _ = writeln!(
             out,
-            "{:<13} VIOLATED ({} counterexample{})",
+            "{:<13} {word} ({} counterexample{})",
             r.name,
             r.violations.len(),
             if r.violations.len() == 1 { "" } else { "s" }

@@ -38,7 +38,7 @@
 //! references, no ids, so several can be inlined in one HTML page.
 
 use super::story::{describe, wall_clock};
-use crate::check::{hold_intervals, CheckReport, Hold, Verdict};
+use crate::check::{hold_intervals, CheckReport, Hold};
 use crate::history::{Event, EventType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -131,11 +131,11 @@ impl Canvas<'_> {
 }
 
 /// The name of the first violated check in `reports` ("" if none): the focus of a
-/// single timeline.
+/// single timeline. Quality checks (`fair`) are not violations and are not drawn.
 pub fn first_violated(reports: &[CheckReport]) -> &'static str {
     reports
         .iter()
-        .find(|r| r.verdict == Verdict::Violated)
+        .find(|r| r.is_violation())
         .map_or("", |r| r.name)
 }
 
@@ -145,7 +145,7 @@ fn violations<'r>(
     reports: &'r [CheckReport],
     focus: &str,
 ) -> (Option<&'r crate::check::Violation>, BTreeSet<u64>) {
-    let violated = || reports.iter().filter(|r| r.verdict == Verdict::Violated);
+    let violated = || reports.iter().filter(|r| r.is_violation());
     let first = violated()
         .find(|r| r.name == focus)
         .and_then(|r| r.violations.first());

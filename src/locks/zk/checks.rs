@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 pub static LOCK_LINEARIZABLE: Check = Check {
     name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec (one expire per zxid)",
+    kind: crate::check::CheckKind::Safety,
     run: check,
 };
 

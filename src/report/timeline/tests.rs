@@ -22,7 +22,8 @@ fn nem(i: u64, f: &str, t_ms: u64, nodes: &[&str], value: Value) -> Event {
 fn mutex(events: Vec<u64>) -> Vec<CheckReport> {
     vec![CheckReport {
         name: "mutex",
-        verdict: Verdict::Violated,
+        kind: crate::check::CheckKind::Safety,
+        verdict: crate::check::Verdict::Violated,
         violations: vec![Violation::new("overlap", events)],
     }]
 }

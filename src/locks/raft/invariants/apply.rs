@@ -50,6 +50,7 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
 pub static APPLY: Check = Check {
     name: "raft-apply",
     about: "each Raft node applies indices 1, 2, 3, ... in order (again from 1 after a restart)",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| CheckReport::from_violations(APPLY.name, check_apply(h)),
 };
 

@@ -42,6 +42,7 @@ pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
 pub static ELECTION_SAFETY: Check = Check {
     name: "raft-election-safety",
     about: "at most one Raft node becomes leader in each term",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| CheckReport::from_violations(ELECTION_SAFETY.name, check_election_safety(h)),
 };
 

@@ -31,6 +31,7 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
 pub static LOCK_LINEARIZABLE: Check = Check {
     name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
+    kind: crate::check::CheckKind::Safety,
     run: lock_linearizable,
 };
 

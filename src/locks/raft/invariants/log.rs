@@ -48,6 +48,7 @@ pub fn check_log(history: &[Event]) -> Vec<Violation> {
 pub static LOG: Check = Check {
     name: "raft-log",
     about: "a committed Raft entry is never changed or lost: every apply of an index carries the same entry",
+    kind: crate::check::CheckKind::Safety,
     run: |h, _| CheckReport::from_violations(LOG.name, check_log(h)),
 };
 

@@ -1,0 +1,132 @@
+//! What a lock costs, per run, in simulated (true) time, read from the history only: what
+//! people choosing a lock compare besides its safety.
+//!
+//! - **acquire latency**: invoke → `ok` of every granted attempt (see
+//!   [`crate::history::attempts`]), split into *uncontended* (at the invoke, no other
+//!   process held the lock or was waiting for it) and *contended*; p50, p99 and max.
+//! - **grants per simulated second**: acquire `ok`s matched to an invoke, over the run's
+//!   true duration.
+//! - **fairness**: the number of FIFO inversions and the max bypass, as the `fair` check
+//!   defines them ([`crate::check::fifo_inversions`]), so that a sweep can say how unfair
+//!   a lock is, not only on how many seeds.
+//! - **unavailability**: the fraction of the run during which some lock had a client
+//!   waiting for it and nobody holding it (holds as `mutex` defines them:
+//!   [`hold_intervals`]). It includes the round trip of an uncontended acquire, the time
+//!   a lease takes to expire after its holder died, and elections.
+//!
+//! Messages per grant are not measured: turmoil does not count the segments it
+//! delivers, and counting them in the harness's links would cost every run for a number
+//! only this report reads.
+//!
+//! A sweep adds runs' metrics up exactly ([`MetricsTotals`]): integer sums and fixed-bucket
+//! histograms, so one run over a range and the merge of its shards agree to the byte.
+
+mod histogram;
+mod occupancy;
+mod totals;
+
+pub use histogram::Histogram;
+pub use totals::{LatencySummary, MetricsTotals};
+
+use crate::check::{fifo_inversions, hold_intervals, max_bypass};
+use crate::history::{acquire_attempts, Event};
+use serde::Serialize;
+
+/// One run's costs, for its line of `run --json` (`"metrics"`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunMetrics {
+    /// Granted acquires.
+    pub grants: u64,
+    /// Grants per simulated second.
+    pub grants_per_s: f64,
+    /// Fraction of the run with a client waiting and no holder (0 to 1).
+    pub unavailable: f64,
+    /// FIFO inversions (see the `fair` check).
+    pub fifo_inversions: u64,
+    /// Most grants that overtook one attempt.
+    pub max_bypass: u64,
+    /// Acquire latencies, ms: every grant, then split by contention at the invoke.
+    pub latency_ms: Latencies,
+    /// The same latencies as histograms, for a sweep's totals (not written per seed).
+    #[serde(skip)]
+    pub histograms: [Histogram; 2],
+    /// True time with a client waiting and no holder, ns.
+    #[serde(skip)]
+    pub unavailable_ns: u64,
+    /// The run's true duration, ns.
+    #[serde(skip)]
+    pub run_ns: u64,
+}
+
+/// Latency percentiles of all grants, the uncontended and the contended ones.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Latencies {
+    /// Every grant.
+    pub all: LatencySummary,
+    /// Grants whose invoke found the lock free and nobody else waiting.
+    pub uncontended: LatencySummary,
+    /// The others.
+    pub contended: LatencySummary,
+}
+
+/// Index of the uncontended histogram in [`RunMetrics::histograms`].
+pub const UNCONTENDED: usize = 0;
+/// Index of the contended histogram in [`RunMetrics::histograms`].
+pub const CONTENDED: usize = 1;
+
+/// The costs of the run that recorded `history` and ended at `end_ns`.
+pub fn run_metrics(history: &[Event], end_ns: u64) -> RunMetrics {
+    let attempts = acquire_attempts(history);
+    let inversions = fifo_inversions(&attempts);
+    let holds = hold_intervals(history, end_ns);
+    let occ = occupancy::occupancy(&attempts, &holds, end_ns);
+    let mut latencies: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    let mut histograms = [Histogram::default(), Histogram::default()];
+    for (a, contended) in attempts.iter().zip(&occ.contended) {
+        let Some(end) = a.end.filter(|_| a.granted()) else {
+            continue;
+        };
+        let which = if *contended { CONTENDED } else { UNCONTENDED };
+        let ns = end.ns.saturating_sub(a.invoke_ns);
+        latencies[which].push(ns);
+        histograms[which].add(ns);
+    }
+    let mut all: Vec<u64> = latencies.concat();
+    let grants = all.len() as u64;
+    RunMetrics {
+        grants,
+        grants_per_s: per_second(grants, end_ns),
+        unavailable: fraction(occ.unavailable_ns, end_ns),
+        fifo_inversions: inversions.len() as u64,
+        max_bypass: max_bypass(&inversions).map_or(0, |(n, _)| n as u64),
+        latency_ms: Latencies {
+            all: LatencySummary::exact(&mut all),
+            uncontended: LatencySummary::exact(&mut latencies[UNCONTENDED]),
+            contended: LatencySummary::exact(&mut latencies[CONTENDED]),
+        },
+        histograms,
+        unavailable_ns: occ.unavailable_ns,
+        run_ns: end_ns,
+    }
+}
+
+/// `n` per second of `ns` (0 for an empty run).
+pub(crate) fn per_second(n: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        n as f64 * 1e9 / ns as f64
+    }
+}
+
+/// `part / whole` (0 for an empty whole).
+pub(crate) fn fraction(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests;
