@@ -3,6 +3,7 @@
 //! file, its cells' seeds run on one machine or sharded over many ([`partial`]), written
 //! as Markdown, JSON and one self-contained HTML page.
 
+mod choosing;
 mod evidence;
 mod findings;
 mod guarantees;

@@ -9,6 +9,8 @@ use super::evidence::upper_bound_95;
 use super::matrix::Matrix;
 use super::partial::{CellCounts, Partial};
 use super::timeline::timeline_svg;
+use crate::check::CheckKind;
+use crate::metrics::{Latencies, MetricsTotals};
 use crate::scenario::Scenario;
 use crate::sweep::run_seed;
 use serde::Serialize;
@@ -55,11 +57,41 @@ pub struct CellResult {
     pub checks: BTreeMap<String, CheckCell>,
     /// Checks that cannot say anything about this cell, with the reason.
     pub not_applicable: BTreeMap<String, String>,
+    /// Results per quality check (`fair`, `reentrant`): how the lock queues and re-enters,
+    /// not what it promises.
+    pub quality: BTreeMap<String, CheckCell>,
+    /// What the lock cost, over all seeds, in simulated time.
+    pub cost: Cost,
     /// Seeds whose run failed inside the harness.
     pub harness_errors: u64,
     /// The first such seed's error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+}
+
+/// What a cell's lock cost over all its seeds, in simulated time (see [`crate::metrics`]):
+/// functions of the links the matrix describes, not of the machine that ran it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    /// Granted acquires.
+    pub grants: u64,
+    /// Grants per simulated second.
+    pub grants_per_s: f64,
+    /// Fraction of the time with a client waiting for the lock and nobody holding it.
+    pub unavailable: f64,
+    /// Acquire latency (invoke to grant) percentiles, ms: all, uncontended, contended.
+    pub latency_ms: Latencies,
+}
+
+impl Cost {
+    fn of(m: &MetricsTotals) -> Cost {
+        Cost {
+            grants: m.grants,
+            grants_per_s: m.grants_per_s,
+            unavailable: m.unavailable,
+            latency_ms: m.latency_ms.clone(),
+        }
+    }
 }
 
 /// One counterexample picture: the first violation of one check of a cell.
@@ -105,6 +137,8 @@ pub struct Guarantees {
     pub duration_ms: u64,
     /// The checks, in report order.
     pub checks: Vec<CheckInfo>,
+    /// The quality checks (`fair`, `reentrant`), in report order.
+    pub quality_checks: Vec<CheckInfo>,
     /// Rows: (name, algorithm, why).
     pub rows: Vec<RowInfo>,
     /// Columns: (name, what they inject).
@@ -135,6 +169,9 @@ pub struct ColumnInfo {
     pub name: String,
     /// What it injects.
     pub about: String,
+    /// Whether its clients re-acquire the lock they hold (`workload.reentrant`): the
+    /// column where the `reentrant` check is exercised.
+    pub reentrant: bool,
 }
 
 /// Build the results of a complete partial (shard 1 of 1), writing the cells' scenario
@@ -177,7 +214,8 @@ pub fn build(
         ),
         seeds: p.seeds,
         duration_ms: m.duration_ms,
-        checks: check_infos(&scenarios),
+        checks: check_infos(&scenarios, CheckKind::counts_as_violation),
+        quality_checks: check_infos(&scenarios, |k| !k.counts_as_violation()),
         rows: m.rows.iter().map(RowInfo::of).collect(),
         columns: m
             .columns
@@ -185,6 +223,7 @@ pub fn build(
             .map(|c| ColumnInfo {
                 name: c.name.clone(),
                 about: c.about.clone(),
+                reentrant: c.workload.get("reentrant") == Some(&toml::Value::Boolean(true)),
             })
             .collect(),
         cells: cells.into_iter().map(|(_, c)| c).collect(),
@@ -192,15 +231,15 @@ pub fn build(
     })
 }
 
-/// Every check some cell runs: the standard ones in report order, then the families'
-/// own in order of appearance.
-fn check_infos(scenarios: &[(String, Scenario)]) -> Vec<CheckInfo> {
+/// Every check of the kinds `wanted` some cell runs: the standard ones in report order,
+/// then the families' own in order of appearance.
+fn check_infos(scenarios: &[(String, Scenario)], wanted: fn(CheckKind) -> bool) -> Vec<CheckInfo> {
     let mut v: Vec<CheckInfo> = Vec::new();
     let all = crate::check::STANDARD
         .iter()
         .copied()
         .chain(scenarios.iter().flat_map(|(_, s)| s.checks()));
-    for c in all.filter(|c| c.kind.counts_as_violation()) {
+    for c in all.filter(|c| wanted(c.kind)) {
         if !v.iter().any(|i| i.name == c.name) {
             v.push(CheckInfo {
                 name: c.name.to_string(),
@@ -262,10 +301,27 @@ fn cell_result(
         );
     }
     for (name, why) in na {
-        if !counts.checks.contains_key(name) {
+        if !counts.checks.contains_key(name) && !counts.quality.contains_key(name) {
             not_applicable.insert(name.to_string(), why);
         }
     }
+    let quality = counts
+        .quality
+        .iter()
+        .map(|(name, c)| {
+            let clean = c.violations == 0 && c.unknown == 0;
+            let cell = CheckCell {
+                violations: c.violations,
+                unknown: c.unknown,
+                first_seed: c.first_seed,
+                upper_bound_95: clean.then(|| upper_bound_95(counts.seeds)),
+                replay: c.first_seed.map(|s| replay(&counts.cell, s)),
+                // Quality breaks are not drawn: a racing lock breaks `fair` on most seeds.
+                timeline: None,
+            };
+            (name.clone(), cell)
+        })
+        .collect();
     Ok(CellResult {
         name: counts.cell.clone(),
         row: m.rows[cell.row].name.clone(),
@@ -275,6 +331,8 @@ fn cell_result(
         seeds: counts.seeds,
         checks,
         not_applicable,
+        quality,
+        cost: Cost::of(&counts.metrics),
         harness_errors: counts.harness_errors,
         first_error: counts
             .first_error

@@ -5,6 +5,7 @@
 //! then why each algorithm holds or breaks, in words and in the measured numbers, and
 //! one timeline per violated check at its first violating seed.
 
+use super::choosing;
 use super::evidence::bound_text;
 use super::findings::measured;
 use super::guarantees::{CellResult, Guarantees, Timeline};
@@ -74,6 +75,7 @@ pub fn html(g: &Guarantees) -> String {
     for check in g.check_names() {
         check_table(&mut s, g, &check);
     }
+    choosing_section(&mut s, g);
     why(&mut s, g);
     let _ = write!(
         s,
@@ -105,6 +107,10 @@ fn contents(s: &mut String, g: &Guarantees) {
             esc(&check)
         );
     }
+    let _ = write!(
+        s,
+        "<li><a href=\"#choosing\">Choosing a lock: fairness, reentrancy and cost</a></li>"
+    );
     let _ = write!(
         s,
         "<li><a href=\"#why\">Why each algorithm holds or breaks</a></li>\
@@ -283,6 +289,47 @@ fn check_table(s: &mut String, g: &Guarantees, check: &str) {
         }
     }
     s.push_str("</tbody></table>");
+}
+
+/// Choosing a lock: the same tables and sentences as the Markdown's.
+fn choosing_section(s: &mut String, g: &Guarantees) {
+    let _ = write!(
+        s,
+        "<h2 id=\"choosing\">Choosing a lock: fairness, reentrancy and cost</h2><p>{}</p><ul>",
+        inline(choosing::INTRO)
+    );
+    for f in choosing::findings(g) {
+        let _ = write!(s, "<li>{}</li>", inline(&f));
+    }
+    s.push_str("</ul>");
+    for t in choosing::tables(g) {
+        let _ = write!(
+            s,
+            "<h3 id=\"{}\">{}</h3><p>{}</p><table><thead><tr>",
+            esc(&t.id),
+            esc(&t.heading),
+            inline(&t.about)
+        );
+        for (i, h) in t.header.iter().enumerate() {
+            let class = if i == 0 { " class=\"name\"" } else { "" };
+            let _ = write!(s, "<th{class}>{}</th>", inline(h));
+        }
+        s.push_str("</tr></thead><tbody>");
+        for line in &t.rows {
+            s.push_str("<tr>");
+            for (i, c) in line.iter().enumerate() {
+                let class = if i == 0 { "name" } else { c.class };
+                let text = esc(&c.text);
+                let body = match &c.href {
+                    Some(h) => format!("<a href=\"{}\">{text}</a>", esc(h)),
+                    None => text,
+                };
+                let _ = write!(s, "<td class=\"{class}\">{body}</td>");
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</tbody></table>");
+    }
 }
 
 /// Why each algorithm holds or breaks: the matrix file's words, then the numbers'.

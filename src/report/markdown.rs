@@ -1,6 +1,7 @@
 //! `guarantees.md`: the matrix as GitHub-readable tables, one per check, every cell
 //! linked to its scenario file.
 
+use super::choosing;
 use super::evidence::bound_text;
 use super::findings::measured;
 use super::guarantees::{CellResult, Guarantees};
@@ -68,6 +69,7 @@ pub fn markdown(g: &Guarantees) -> String {
     for check in g.check_names() {
         check_table(&mut s, g, &check);
     }
+    choosing_section(&mut s, g);
     let _ = writeln!(s, "## Why each algorithm holds or breaks\n");
     for r in &g.rows {
         let params: Vec<String> = r.lock.iter().map(|(k, v)| format!("{k} = {v}")).collect();
@@ -91,6 +93,33 @@ pub fn markdown(g: &Guarantees) -> String {
         );
     }
     s
+}
+
+/// Choosing a lock: fairness, reentrancy and cost per fault class, then what the numbers
+/// say, in generated sentences.
+fn choosing_section(s: &mut String, g: &Guarantees) {
+    let _ = writeln!(s, "## Choosing a lock: fairness, reentrancy and cost\n");
+    let _ = writeln!(s, "{}\n", choosing::INTRO);
+    for f in choosing::findings(g) {
+        let _ = writeln!(s, "- {f}");
+    }
+    let _ = writeln!(s);
+    for t in choosing::tables(g) {
+        let _ = writeln!(s, "### {}\n\n{}\n", t.heading, t.about);
+        let _ = writeln!(s, "| {} |", t.header.join(" | "));
+        let _ = writeln!(s, "|{}", "---|".repeat(t.header.len()));
+        for line in &t.rows {
+            let cells: Vec<String> = line
+                .iter()
+                .map(|c| match &c.href {
+                    Some(h) => format!("[{}]({h})", c.text),
+                    None => c.text.clone(),
+                })
+                .collect();
+            let _ = writeln!(s, "| {} |", cells.join(" | "));
+        }
+        let _ = writeln!(s);
+    }
 }
 
 /// Kleppmann's question first: under pauses no lease lock keeps mutual exclusion, but

@@ -56,6 +56,10 @@ pub struct Column {
     /// The scenario's `[faults]` table (empty: no faults).
     #[serde(default)]
     pub faults: toml::Table,
+    /// `[workload]` keys this column sets on top of the matrix's and the row's (e.g.
+    /// `reentrant = true`: a column that measures re-entry, not a fault).
+    #[serde(default)]
+    pub workload: toml::Table,
 }
 
 /// The whole matrix.
@@ -221,6 +225,7 @@ impl Matrix {
         t.insert("lock".into(), toml::Value::Table(row.lock.clone()));
         let mut w = self.workload.clone();
         w.extend(row.workload.clone());
+        w.extend(column.workload.clone());
         w.insert("fencing".into(), cell.fencing.into());
         t.insert("workload".into(), toml::Value::Table(w));
         if !self.network.is_empty() {

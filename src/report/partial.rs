@@ -6,6 +6,7 @@
 
 use super::matrix::Matrix;
 use crate::check::Verdict;
+use crate::metrics::MetricsTotals;
 use crate::scenario::Scenario;
 use crate::sweep::{sweep, SeedOutcome, SeedSet};
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The `format` a partial file carries; merge refuses any other.
-pub const PARTIAL_FORMAT: &str = "locksim-report-partial/1";
+pub const PARTIAL_FORMAT: &str = "locksim-report-partial/2";
 
 /// One check's verdicts over some seeds of one cell.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,8 +58,13 @@ pub struct CellCounts {
     pub cell: String,
     /// Seeds run.
     pub seeds: u64,
-    /// Per check defined for the algorithm.
+    /// Per safety and liveness check defined for the algorithm.
     pub checks: BTreeMap<String, Counts>,
+    /// Per quality check (`fair`, `reentrant`): what people compare locks by, reported
+    /// apart from what the lock promises.
+    pub quality: BTreeMap<String, Counts>,
+    /// What the lock cost over these seeds (sums and histograms: shards add up exactly).
+    pub metrics: MetricsTotals,
     /// Seeds whose run failed inside the harness.
     pub harness_errors: u64,
     /// The lowest such seed and its error.
@@ -68,28 +74,42 @@ pub struct CellCounts {
 impl CellCounts {
     /// Count a sweep's outcomes.
     fn from_outcomes(cell: String, scenario: &Scenario, outcomes: &[SeedOutcome]) -> CellCounts {
-        // The guarantees report is about what locks promise: quality checks (`fair`)
-        // are left out of it.
-        let mut checks: BTreeMap<String, Counts> = scenario
-            .checks()
-            .iter()
-            .filter(|c| c.kind.counts_as_violation())
-            .map(|c| (c.name.to_string(), Counts::default()))
-            .collect();
+        // What locks promise (safety, liveness) and what people compare them by
+        // (quality) are counted apart: the report tables them apart.
+        let (mut checks, mut quality) = (BTreeMap::new(), BTreeMap::new());
+        for c in scenario.checks() {
+            let counts = if c.kind.counts_as_violation() {
+                &mut checks
+            } else {
+                &mut quality
+            };
+            counts.insert(c.name.to_string(), Counts::default());
+        }
+        let mut metrics = MetricsTotals::default();
         let mut errors = outcomes.iter().filter(|o| o.error.is_some());
         let first_error = errors.clone().min_by_key(|o| o.seed);
         for o in outcomes {
-            for c in o.checks.iter().filter(|c| c.kind.counts_as_violation()) {
-                checks
+            for c in &o.checks {
+                let counts = if c.kind.counts_as_violation() {
+                    &mut checks
+                } else {
+                    &mut quality
+                };
+                counts
                     .entry(c.name.to_string())
                     .or_default()
                     .add(o.seed, c.verdict);
+            }
+            if let Some(m) = &o.metrics {
+                metrics.add(m);
             }
         }
         CellCounts {
             cell,
             seeds: outcomes.len() as u64,
             checks,
+            quality,
+            metrics,
             first_error: first_error.map(|o| (o.seed, o.error.clone().unwrap_or_default())),
             harness_errors: errors.by_ref().count() as u64,
         }
@@ -286,10 +306,11 @@ pub fn merge(parts: &[(PathBuf, Partial)]) -> Result<Partial, String> {
 /// The shard has the same cells, in the same order, with the checks of the first.
 fn check_cells(file: &Path, p: &Partial, first: &Partial) -> Result<(), String> {
     let same = p.cells.len() == first.cells.len()
-        && p.cells
-            .iter()
-            .zip(&first.cells)
-            .all(|(a, b)| a.cell == b.cell && a.checks.keys().eq(b.checks.keys()));
+        && p.cells.iter().zip(&first.cells).all(|(a, b)| {
+            a.cell == b.cell
+                && a.checks.keys().eq(b.checks.keys())
+                && a.quality.keys().eq(b.quality.keys())
+        });
     if same {
         Ok(())
     } else {
@@ -309,6 +330,10 @@ fn merge_cell<'a>(first: &CellCounts, rest: impl Iterator<Item = &'a CellCounts>
         for (name, counts) in &c.checks {
             total.checks.entry(name.clone()).or_default().merge(counts);
         }
+        for (name, counts) in &c.quality {
+            total.quality.entry(name.clone()).or_default().merge(counts);
+        }
+        total.metrics.merge(&c.metrics);
         total.first_error = match (total.first_error.take(), c.first_error.clone()) {
             (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
             (a, b) => a.or(b),
@@ -331,6 +356,8 @@ mod tests {
             cell: "a--b--fenced".into(),
             seeds: 10,
             checks: [("mutex".to_string(), counts)].into_iter().collect(),
+            quality: [("fair".to_string(), counts)].into_iter().collect(),
+            metrics: MetricsTotals::default(),
             harness_errors: 0,
             first_error: None,
         };
@@ -359,6 +386,7 @@ mod tests {
         assert_eq!(c.seeds, 30);
         assert_eq!(c.checks["mutex"].violations, 3);
         assert_eq!(c.checks["mutex"].first_seed, Some(2));
+        assert_eq!(c.quality["fair"].violations, 3);
     }
 
     #[test]

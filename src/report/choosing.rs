@@ -1,0 +1,354 @@
+//! "Choosing a lock": beside the safety tables, what people choosing a lock compare —
+//! whether it queues waiters fairly, whether it re-enters, what an acquire costs and how
+//! often the lock is unobtainable — per fault class, and sentences generated from those
+//! numbers (never written by hand, so they cannot disagree with the cells).
+//!
+//! Costs are in simulated time: functions of the links the matrix describes (its
+//! `[network]`), not of the machine that ran it. Every figure is from the cells with
+//! fencing off (fencing changes what the storage accepts, not what the lock costs).
+
+use super::evidence::bound_text;
+use super::guarantees::{CellResult, Guarantees};
+use crate::check::FAIR;
+
+/// The reentrancy check's name (the check is a quality check like `fair`).
+const REENTRANT: &str = "reentrant";
+
+/// One cell of a table: its text, where it links, and how it reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The text.
+    pub text: String,
+    /// The link, when there is one (a cell's scenario file).
+    pub href: Option<String>,
+    /// `ok`, `bad`, `unk` or `na` followed by ` quality` for a quality check's verdict
+    /// (it links to the cell's scenario, not to a timeline), or `""` for a number.
+    pub class: &'static str,
+}
+
+/// One table: a heading, the words under it, a header line and one line per algorithm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Its anchor and heading.
+    pub id: String,
+    /// The heading.
+    pub heading: String,
+    /// What it shows (Markdown inline: backticks only).
+    pub about: String,
+    /// The header line.
+    pub header: Vec<String>,
+    /// The lines; the first cell names the algorithm.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+/// The section's words before its tables.
+pub const INTRO: &str = "Safety is half of what people compare when they choose a lock. \
+The other half: whether waiters are served in the order they asked (`fair`), whether a \
+holder may take the lock again (`reentrant`), how long an acquire takes, how many grants a \
+second the lock sustains, and how much of the time the lock was unobtainable while a client \
+wanted it. Times are simulated: they are functions of the matrix's links, not of a \
+machine, and the same seeds give the same numbers everywhere. Figures are from the cells \
+with fencing off; latencies are p50 and p99 of acquire invoke to grant, `uncontended` when \
+the lock was free and nobody waited at the invoke.";
+
+/// The cost table of each fault class, then the reentrancy table when a column
+/// exercises it.
+pub fn tables(g: &Guarantees) -> Vec<Table> {
+    let mut v: Vec<Table> = g
+        .columns
+        .iter()
+        .filter(|c| !c.reentrant)
+        .map(|c| cost_table(g, &c.name))
+        .collect();
+    v.extend(reentrancy_table(g));
+    v
+}
+
+/// The fencing setting costs are read from: off when the matrix ran it.
+fn setting(g: &Guarantees) -> bool {
+    let settings = g.fencing_settings();
+    !settings.contains(&false) && settings.contains(&true)
+}
+
+/// The cell of `row` in `column` that costs are read from.
+fn cost_cell<'g>(g: &'g Guarantees, row: &str, column: &str) -> Option<&'g CellResult> {
+    g.cell(row, column, setting(g))
+}
+
+fn cost_table(g: &Guarantees, column: &str) -> Table {
+    let header = [
+        "algorithm",
+        "fair",
+        "uncontended p50",
+        "contended p50",
+        "contended p99",
+        "grants/s",
+        "unavailable",
+    ];
+    let rows = g
+        .rows
+        .iter()
+        .filter_map(|r| cost_cell(g, &r.name, column).map(|c| (r, c)))
+        .map(|(r, cell)| {
+            let l = &cell.cost.latency_ms;
+            vec![
+                plain(r.name.clone()),
+                quality_cell(cell, FAIR.name),
+                plain(ms(l.uncontended.p50)),
+                plain(ms(l.contended.p50)),
+                plain(ms(l.contended.p99)),
+                plain(format!("{:.2}", cell.cost.grants_per_s)),
+                plain(percent(cell.cost.unavailable)),
+            ]
+        })
+        .collect();
+    Table {
+        id: format!("cost-{column}"),
+        heading: format!("Fairness and cost under {column}"),
+        about: format!("Fault class `{column}`. `fair`: whether a waiter was ever overtaken by one that asked later (✗ k/N: on k of N seeds)."),
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    }
+}
+
+/// Who re-enters: the `reentrant` check in the columns whose clients re-acquire.
+fn reentrancy_table(g: &Guarantees) -> Option<Table> {
+    let columns: Vec<&str> = g
+        .columns
+        .iter()
+        .filter(|c| c.reentrant)
+        .map(|c| c.name.as_str())
+        .collect();
+    if columns.is_empty() {
+        return None;
+    }
+    let rows = g
+        .rows
+        .iter()
+        .map(|r| {
+            let mut line = vec![plain(r.name.clone())];
+            line.extend(columns.iter().map(|col| match cost_cell(g, &r.name, col) {
+                Some(cell) => quality_cell(cell, REENTRANT),
+                None => plain(String::new()),
+            }));
+            line
+        })
+        .collect();
+    Some(Table {
+        id: "reentrancy".into(),
+        heading: "Reentrancy".into(),
+        about: "A holder acquires the lock it holds, then releases twice. `reentrant` holds when the second acquire succeeds at once and nobody else holds the lock before the last release.".into(),
+        header: std::iter::once("algorithm".to_string())
+            .chain(columns.iter().map(|c| format!("`reentrant` ({c})")))
+            .collect(),
+        rows,
+    })
+}
+
+fn plain(text: String) -> Cell {
+    Cell {
+        text,
+        href: None,
+        class: "",
+    }
+}
+
+/// A quality check's verdict in a cell, linked to the cell's scenario.
+fn quality_cell(cell: &CellResult, check: &str) -> Cell {
+    let Some(c) = cell.quality.get(check) else {
+        return Cell {
+            text: "–".into(),
+            href: None,
+            class: "na quality",
+        };
+    };
+    let (text, class) = if c.violations > 0 {
+        (format!("✗ {}/{}", c.violations, cell.seeds), "bad quality")
+    } else if c.unknown > 0 {
+        (format!("? {}/{}", c.unknown, cell.seeds), "unk quality")
+    } else {
+        (
+            format!("✓ 0/{} {}", cell.seeds, bound_text(cell.seeds)),
+            "ok quality",
+        )
+    };
+    Cell {
+        text,
+        href: Some(cell.scenario.clone()),
+        class,
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{v:.1} ms"))
+}
+
+fn percent(f: f64) -> String {
+    format!("{:.1} %", f * 100.0)
+}
+
+/// The findings: sentences computed from the cells, each naming the cells it rests on.
+pub fn findings(g: &Guarantees) -> Vec<String> {
+    let Some(base) = g.columns.iter().find(|c| !c.reentrant) else {
+        return Vec::new();
+    };
+    let base = base.name.as_str();
+    let mut v = Vec::new();
+    v.extend(fairness(g, base));
+    v.extend(fairness_under_faults(g, base));
+    v.extend(latency(g, base));
+    v.extend(availability(g, base));
+    v.extend(reentrancy(g));
+    v
+}
+
+/// Rows whose quality check `check` held (or broke) on every seed of `column`.
+fn split_by(g: &Guarantees, column: &str, check: &str) -> (Vec<String>, Vec<String>) {
+    let (mut held, mut broke) = (Vec::new(), Vec::new());
+    for r in &g.rows {
+        let Some(cell) = cost_cell(g, &r.name, column) else {
+            continue;
+        };
+        match cell.quality.get(check) {
+            Some(c) if c.violations > 0 => {
+                broke.push(format!("{} ({}/{})", r.name, c.violations, cell.seeds))
+            }
+            Some(c) if c.unknown == 0 => held.push(r.name.clone()),
+            _ => {}
+        }
+    }
+    (held, broke)
+}
+
+fn fairness(g: &Guarantees, base: &str) -> Option<String> {
+    let (held, broke) = split_by(g, base, FAIR.name);
+    let parts = [
+        (!held.is_empty()).then(|| {
+            format!(
+                "grants followed request order on every seed for {}",
+                held.join(", ")
+            )
+        }),
+        (!broke.is_empty()).then(|| {
+            format!(
+                "a waiter was overtaken by a later one for {}",
+                broke.join(", ")
+            )
+        }),
+    ];
+    let parts: Vec<String> = parts.into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| format!("Under `{base}`, {}.", parts.join("; ")))
+}
+
+/// Which faults break the order of the rows that queue without them.
+fn fairness_under_faults(g: &Guarantees, base: &str) -> Option<String> {
+    let (queued, _) = split_by(g, base, FAIR.name);
+    let mut hits = Vec::new();
+    for row in &queued {
+        for col in g.columns.iter().filter(|c| c.name != base && !c.reentrant) {
+            let Some(cell) = cost_cell(g, row, &col.name) else {
+                continue;
+            };
+            if let Some(c) = cell.quality.get(FAIR.name).filter(|c| c.violations > 0) {
+                hits.push(format!(
+                    "{row} under {} ({}/{})",
+                    col.name, c.violations, cell.seeds
+                ));
+            }
+        }
+    }
+    (!queued.is_empty()).then(|| {
+        if hits.is_empty() {
+            format!("No fault class broke the order of {}.", queued.join(", "))
+        } else {
+            format!(
+                "Faults break the queue of the locks that keep it under `{base}`: {}.",
+                hits.join(", ")
+            )
+        }
+    })
+}
+
+/// The fastest and slowest row by a latency figure of the base column.
+fn latency(g: &Guarantees, base: &str) -> Vec<String> {
+    let figures: [(&str, fn(&CellResult) -> Option<f64>); 2] = [
+        ("uncontended acquire p50", |c| {
+            c.cost.latency_ms.uncontended.p50
+        }),
+        ("contended acquire p99", |c| c.cost.latency_ms.contended.p99),
+    ];
+    let mut v: Vec<String> = figures
+        .iter()
+        .filter_map(|(what, f)| {
+            let ranked = ranked(g, base, |c| f(c))?;
+            let ((lo, lo_v), (hi, hi_v)) = (ranked.first()?, ranked.last()?);
+            Some(format!(
+                "Under `{base}`, {what}: lowest {lo} ({lo_v:.1} ms), highest {hi} ({hi_v:.1} ms)."
+            ))
+        })
+        .collect();
+    if let Some(r) = ranked(g, base, |c| Some(c.cost.grants_per_s)) {
+        if let (Some((lo, lo_v)), Some((hi, hi_v))) = (r.first(), r.last()) {
+            v.push(format!(
+                "Under `{base}`, grants per simulated second: most {hi} ({hi_v:.2}), fewest {lo} ({lo_v:.2})."
+            ));
+        }
+    }
+    v
+}
+
+/// For each fault class, the rows least and most often unobtainable.
+fn availability(g: &Guarantees, base: &str) -> Vec<String> {
+    g.columns
+        .iter()
+        .filter(|c| !c.reentrant)
+        .filter_map(|col| {
+            let r = ranked(g, &col.name, |c| Some(c.cost.unavailable))?;
+            let ((lo, lo_v), (hi, hi_v)) = (r.first()?, r.last()?);
+            let when = if col.name == base {
+                format!("Under `{base}`")
+            } else {
+                format!("Under `{}` faults", col.name)
+            };
+            Some(format!(
+                "{when}, the lock was unobtainable while a client wanted it {} of the time for {hi}, {} for {lo}.",
+                percent(*hi_v),
+                percent(*lo_v)
+            ))
+        })
+        .collect()
+}
+
+fn reentrancy(g: &Guarantees) -> Vec<String> {
+    g.columns
+        .iter()
+        .filter(|c| c.reentrant)
+        .filter_map(|col| {
+            let (held, broke) = split_by(g, &col.name, REENTRANT);
+            let parts = [
+                (!held.is_empty()).then(|| format!("reentrant: {}", held.join(", "))),
+                (!broke.is_empty()).then(|| format!("not reentrant: {}", broke.join(", "))),
+            ];
+            let parts: Vec<String> = parts.into_iter().flatten().collect();
+            (!parts.is_empty()).then(|| format!("Re-entry (`{}`): {}.", col.name, parts.join("; ")))
+        })
+        .collect()
+}
+
+/// Rows with a figure in `column`, ascending (ties in row order).
+fn ranked(
+    g: &Guarantees,
+    column: &str,
+    figure: impl Fn(&CellResult) -> Option<f64>,
+) -> Option<Vec<(String, f64)>> {
+    let mut v: Vec<(String, f64)> = g
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let cell = cost_cell(g, &r.name, column)?;
+            Some((r.name.clone(), figure(cell)?))
+        })
+        .collect();
+    v.sort_by(|a, b| a.1.total_cmp(&b.1));
+    (v.len() >= 2).then_some(v)
+}
