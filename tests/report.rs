@@ -31,6 +31,10 @@ about = "nothing"
 name = "pause"
 about = "pauses before the write"
 faults = { interval_ms = [200, 400], pause = { nodes = "clients", duration_ms = [600, 900], at = "before-write" } }
+[[column]]
+name = "reentrant"
+about = "holders re-acquire"
+workload = { reentrant = true }
 "#;
 
 /// Run `locksim report` in `dir` with `args`; its exit status and stderr.
@@ -88,7 +92,7 @@ fn a_small_matrix_writes_well_formed_reports() {
         serde_json::from_str(&std::fs::read_to_string(out.join("guarantees.json")).unwrap())
             .unwrap();
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2 * 2 * 2, "rows x columns x fencing");
+    assert_eq!(cells.len(), 2 * 3 * 2, "rows x columns x fencing");
     let redlock = cells.iter().find(|c| c["row"] == "redlock").unwrap();
     assert!(redlock["checks"].get("lock-linearizable").is_none());
     for check in ["lock-linearizable", "token-order", "fencing"] {
@@ -143,7 +147,7 @@ fn a_small_matrix_writes_well_formed_reports() {
             "{md}"
         );
     }
-    assert!(md.contains("| algorithm | fair | uncontended p50 | contended p50 | contended p99 | grants/s | unavailable |"), "{md}");
+    assert!(md.contains("| algorithm | fair | inversions per 100 grants | max bypass | uncontended p50 | contended p50 | contended p99 | grants/s | unavailable |"), "{md}");
     assert!(
         md.contains(
             "Under `none`, a waiter was overtaken by a later one for redis (3/3), redlock (3/3)."
@@ -152,6 +156,16 @@ fn a_small_matrix_writes_well_formed_reports() {
     );
     assert!(
         md.contains("Under `pause` faults, the lock was unobtainable while a client wanted it "),
+        "{md}"
+    );
+    // Re-entry is a column of its own: a plain `SET NX` and Redlock find their own key.
+    assert!(md.contains("### Reentrancy"), "{md}");
+    assert!(
+        !md.contains("### Fairness and cost under reentrant"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Re-entry (`reentrant`): not reentrant: redis (3/3), redlock (3/3)."),
         "{md}"
     );
     let none = cells

@@ -9,10 +9,10 @@
 
 use super::evidence::bound_text;
 use super::guarantees::{CellResult, Guarantees};
-use crate::check::FAIR;
+use crate::check::{FAIR, REENTRANT as REENTRANT_CHECK};
 
-/// The reentrancy check's name (the check is a quality check like `fair`).
-const REENTRANT: &str = "reentrant";
+/// The reentrancy check's name.
+const REENTRANT: &str = REENTRANT_CHECK.name;
 
 /// One cell of a table: its text, where it links, and how it reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +79,8 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
     let header = [
         "algorithm",
         "fair",
+        "inversions per 100 grants",
+        "max bypass",
         "uncontended p50",
         "contended p50",
         "contended p99",
@@ -94,6 +96,8 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
             vec![
                 plain(r.name.clone()),
                 quality_cell(cell, FAIR.name),
+                plain(per_100(cell.cost.fifo_inversions, cell.cost.grants)),
+                plain(cell.cost.max_bypass.to_string()),
                 plain(ms(l.uncontended.p50)),
                 plain(ms(l.contended.p50)),
                 plain(ms(l.contended.p99)),
@@ -105,7 +109,7 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
     Table {
         id: format!("cost-{column}"),
         heading: format!("Fairness and cost under {column}"),
-        about: format!("Fault class `{column}`. `fair`: whether a waiter was ever overtaken by one that asked later (✗ k/N: on k of N seeds)."),
+        about: format!("Fault class `{column}`. `fair`: whether a waiter was ever overtaken by one that asked later (✗ k/N: on k of N seeds); how often (FIFO inversions per 100 grants) and by how many at once (max bypass: the most waiters one grant overtook)."),
         header: header.iter().map(|h| h.to_string()).collect(),
         rows,
     }
@@ -179,6 +183,15 @@ fn quality_cell(cell: &CellResult, check: &str) -> Cell {
     }
 }
 
+/// `n` per 100 of `of`, one decimal (`–` when there were none).
+fn per_100(n: u64, of: u64) -> String {
+    if of == 0 {
+        "–".into()
+    } else {
+        format!("{:.1}", n as f64 * 100.0 / of as f64)
+    }
+}
+
 fn ms(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{v:.1} ms"))
 }
@@ -196,6 +209,7 @@ pub fn findings(g: &Guarantees) -> Vec<String> {
     let mut v = Vec::new();
     v.extend(fairness(g, base));
     v.extend(fairness_under_faults(g, base));
+    v.extend(inversion_rates(g));
     v.extend(latency(g, base));
     v.extend(availability(g, base));
     v.extend(reentrancy(g));
@@ -269,9 +283,32 @@ fn fairness_under_faults(g: &Guarantees, base: &str) -> Option<String> {
     })
 }
 
+/// Per fault class, the rows overtaking waiters least and most often: a lock that queues
+/// may still invert requests that reach its queue in another order than they were made.
+fn inversion_rates(g: &Guarantees) -> Vec<String> {
+    g.columns
+        .iter()
+        .filter(|c| !c.reentrant)
+        .filter_map(|col| {
+            let r = ranked(g, &col.name, |c| {
+                (c.cost.grants > 0)
+                    .then(|| c.cost.fifo_inversions as f64 * 100.0 / c.cost.grants as f64)
+            })?;
+            let ((lo, lo_v), (hi, hi_v)) = (r.first()?, r.last()?);
+            Some(format!(
+                "Under `{}`, FIFO inversions per 100 grants: fewest {lo} ({lo_v:.1}), most {hi} ({hi_v:.1}).",
+                col.name
+            ))
+        })
+        .collect()
+}
+
+/// A number read from a cell.
+type Figure = fn(&CellResult) -> Option<f64>;
+
 /// The fastest and slowest row by a latency figure of the base column.
 fn latency(g: &Guarantees, base: &str) -> Vec<String> {
-    let figures: [(&str, fn(&CellResult) -> Option<f64>); 2] = [
+    let figures: [(&str, Figure); 2] = [
         ("uncontended acquire p50", |c| {
             c.cost.latency_ms.uncontended.p50
         }),
@@ -280,7 +317,7 @@ fn latency(g: &Guarantees, base: &str) -> Vec<String> {
     let mut v: Vec<String> = figures
         .iter()
         .filter_map(|(what, f)| {
-            let ranked = ranked(g, base, |c| f(c))?;
+            let ranked = ranked(g, base, f)?;
             let ((lo, lo_v), (hi, hi_v)) = (ranked.first()?, ranked.last()?);
             Some(format!(
                 "Under `{base}`, {what}: lowest {lo} ({lo_v:.1} ms), highest {hi} ({hi_v:.1} ms)."

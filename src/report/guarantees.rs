@@ -81,6 +81,10 @@ pub struct Cost {
     pub unavailable: f64,
     /// Acquire latency (invoke to grant) percentiles, ms: all, uncontended, contended.
     pub latency_ms: Latencies,
+    /// FIFO inversions (a grant overtaking a waiter that asked earlier), all seeds.
+    pub fifo_inversions: u64,
+    /// The most waiters one grant overtook, on any seed.
+    pub max_bypass: u64,
 }
 
 impl Cost {
@@ -90,6 +94,8 @@ impl Cost {
             grants_per_s: m.grants_per_s,
             unavailable: m.unavailable,
             latency_ms: m.latency_ms.clone(),
+            fifo_inversions: m.fifo_inversions,
+            max_bypass: m.max_bypass,
         }
     }
 }

@@ -19,6 +19,10 @@
 //! [[column]]
 //! name = "pause"
 //! faults = { pause = { nodes = "clients", duration_ms = [500, 3000] } }
+//!
+//! [[column]]
+//! name = "reentrant"              # a column may set workload keys instead of faults
+//! workload = { reentrant = true }
 //! ```
 
 use crate::scenario::Scenario;
