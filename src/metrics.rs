@@ -32,6 +32,15 @@ use crate::check::{fifo_inversions, hold_intervals, max_bypass};
 use crate::history::{acquire_attempts, Event};
 use serde::Serialize;
 
+/// Every figure a run reports, with what it means (for `locksim list`).
+pub const METRICS: &[(&str, &str)] = &[
+    ("latency_ms", "acquire invoke to grant, p50, p99 and max: all grants, uncontended (the lock free and nobody waiting at the invoke) and contended"),
+    ("grants_per_s", "granted acquires per simulated second"),
+    ("unavailable", "fraction of the run with a client waiting for the lock and nobody holding it"),
+    ("fifo_inversions", "pairs of a grant and a waiter it overtook: one that asked earlier, still waited, and was granted later (as `fair` counts them)"),
+    ("max_bypass", "the most grants that overtook one waiting acquire"),
+];
+
 /// One run's costs, for its line of `run --json` (`"metrics"`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RunMetrics {

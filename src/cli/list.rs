@@ -49,6 +49,10 @@ pub fn list_command(sims: &Path) -> u8 {
         "  {:<21} {} (with [workload] reentrant = true)",
         r.name, r.about
     );
+    println!("\ncost metrics (per run, in simulated time; `run --json` \"metrics\", the summary and the report):");
+    for (name, meaning) in crate::metrics::METRICS {
+        println!("  {name:<21} {meaning}");
+    }
     list_scenarios(sims);
     0
 }
