@@ -147,7 +147,7 @@ fn a_small_matrix_writes_well_formed_reports() {
             "{md}"
         );
     }
-    assert!(md.contains("| algorithm | fair | inversions per 100 grants | max bypass | uncontended p50 | contended p50 | contended p99 | grants/s | unavailable |"), "{md}");
+    assert!(md.contains("| algorithm | fair | inversions per 100 grants | max bypass | uncontended p50 (grants) | contended p50 | contended p99 | grants/s | unavailable |"), "{md}");
     assert!(
         md.contains(
             "Under `none`, a waiter was overtaken by a later one for redis (3/3), redlock (3/3)."
