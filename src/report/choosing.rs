@@ -101,7 +101,11 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
                 quality_cell(cell, FAIR.name),
                 plain(per_100(cell.cost.fifo_inversions, cell.cost.grants)),
                 plain(cell.cost.max_bypass.to_string()),
-                plain(format!("{} ({})", ms(l.uncontended.p50), l.uncontended.count)),
+                plain(format!(
+                    "{} ({})",
+                    ms(l.uncontended.p50),
+                    l.uncontended.count
+                )),
                 plain(ms(l.contended.p50)),
                 plain(ms(l.contended.p99)),
                 plain(format!("{:.2}", cell.cost.grants_per_s)),
