@@ -267,6 +267,27 @@ pub(crate) mod tests {
         events
     }
 
+    /// A millisecond in ns.
+    pub(crate) const MS: u64 = 1_000_000;
+
+    /// `p`'s acquire event of kind `kind` on lock `L` at `t_ms`.
+    pub(crate) fn acq(p: &str, kind: crate::history::EventType, t_ms: u64) -> Event {
+        Event::new(p, kind, crate::history::names::ACQUIRE)
+            .at(t_ms * MS)
+            .lock("L")
+    }
+
+    /// `p`'s release invoke on lock `L` at `t_ms`.
+    pub(crate) fn rel(p: &str, t_ms: u64) -> Event {
+        Event::new(
+            p,
+            crate::history::EventType::Invoke,
+            crate::history::names::RELEASE,
+        )
+        .at(t_ms * MS)
+        .lock("L")
+    }
+
     #[test]
     fn standard_checks_first_then_the_others_once() {
         let names = [

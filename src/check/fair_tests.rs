@@ -1,20 +1,8 @@
 use super::*;
-use crate::check::tests::indexed;
+use crate::check::tests::{acq, indexed, rel, MS};
 use crate::history::names;
 use crate::history::EventType::{self, Event as Ev, Fail, Info, Invoke, Ok};
 use proptest::prelude::*;
-
-const MS: u64 = 1_000_000;
-
-fn acq(p: &str, kind: EventType, t_ms: u64) -> Event {
-    Event::new(p, kind, names::ACQUIRE).at(t_ms * MS).lock("L")
-}
-
-fn rel(p: &str, t_ms: u64) -> Event {
-    Event::new(p, Invoke, names::RELEASE)
-        .at(t_ms * MS)
-        .lock("L")
-}
 
 /// Three clients queue at 1, 2, 3 ms and are served in that order.
 #[test]

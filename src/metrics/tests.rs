@@ -1,19 +1,6 @@
 use super::*;
-use crate::check::tests::indexed;
-use crate::history::names;
-use crate::history::EventType::{self, Invoke, Ok};
-
-const MS: u64 = 1_000_000;
-
-fn acq(p: &str, kind: EventType, t_ms: u64) -> Event {
-    Event::new(p, kind, names::ACQUIRE).at(t_ms * MS).lock("L")
-}
-
-fn rel(p: &str, t_ms: u64) -> Event {
-    Event::new(p, Invoke, names::RELEASE)
-        .at(t_ms * MS)
-        .lock("L")
-}
+use crate::check::tests::{acq, indexed, rel, MS};
+use crate::history::EventType::{Invoke, Ok};
 
 /// client-0 acquires a free lock in 2 ms; client-1 asks while it holds, waits 8 ms;
 /// client-2 asks while client-1 waits. The lock is wanted but free from 0 to 2 ms, from
