@@ -355,6 +355,7 @@ async fn drive(
             end_ns,
             error,
             schedule,
+            traffic: None,
         },
         skipped: d.skipped,
         system: cluster.system(),

@@ -14,9 +14,11 @@
 //!   [`hold_intervals`]). It includes the round trip of an uncontended acquire, the time
 //!   a lease takes to expire after its holder died, and elections.
 //!
-//! Messages per grant are not measured: turmoil does not count the segments it
-//! delivers, and counting them in the harness's links would cost every run for a number
-//! only this report reads.
+//! - **traffic per grant**: bytes and TCP data segments the hosts sent each other
+//!   (clients to servers and back, and server to server: replication, Raft, Sentinel),
+//!   over the grants. It is counted at the transport ([`crate::sim::Traffic`]), not read
+//!   from the history, and includes what flows with nobody acquiring (heartbeats, lease
+//!   renewals): the network's whole bill for the lock, divided by what it delivered.
 //!
 //! A sweep adds runs' metrics up exactly ([`MetricsTotals`]): integer sums and fixed-bucket
 //! histograms, so one run over a range and the merge of its shards agree to the byte.
@@ -30,6 +32,7 @@ pub use totals::{LatencySummary, MetricsTotals};
 
 use crate::check::{fifo_inversions, hold_intervals, max_bypass};
 use crate::history::{acquire_attempts, Event};
+use crate::sim::Traffic;
 use serde::Serialize;
 
 /// Every figure a run reports, with what it means (for `locksim list`).
@@ -39,6 +42,8 @@ pub const METRICS: &[(&str, &str)] = &[
     ("unavailable", "fraction of the run with a client waiting for the lock and nobody holding it"),
     ("fifo_inversions", "pairs of a grant and a waiter it overtook: one that asked earlier, still waited, and was granted later (as `fair` counts them)"),
     ("max_bypass", "the most grants that overtook one waiting acquire"),
+    ("bytes_per_grant", "TCP data bytes the hosts sent each other (client to server, server to server) over granted acquires"),
+    ("segments_per_grant", "TCP data segments (one per write) the hosts sent each other over granted acquires"),
 ];
 
 /// One run's costs, for its line of `run --json` (`"metrics"`).
@@ -56,6 +61,8 @@ pub struct RunMetrics {
     pub max_bypass: u64,
     /// Acquire latencies, ms: every grant, then split by contention at the invoke.
     pub latency_ms: Latencies,
+    /// What the hosts sent each other, and per grant.
+    pub traffic: TrafficCost,
     /// The same latencies as histograms, for a sweep's totals (not written per seed).
     #[serde(skip)]
     pub histograms: [Histogram; 2],
@@ -78,13 +85,39 @@ pub struct Latencies {
     pub contended: LatencySummary,
 }
 
+/// Traffic between hosts, in all and per grant (`null` with no grant).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct TrafficCost {
+    /// Bytes of TCP data.
+    pub bytes: u64,
+    /// TCP data segments.
+    pub segments: u64,
+    /// Bytes per granted acquire.
+    pub bytes_per_grant: Option<f64>,
+    /// Segments per granted acquire.
+    pub segments_per_grant: Option<f64>,
+}
+
+impl TrafficCost {
+    /// `traffic` over `grants` grants.
+    pub fn of(traffic: Traffic, grants: u64) -> TrafficCost {
+        let per_grant = |n: u64| (grants > 0).then(|| n as f64 / grants as f64);
+        TrafficCost {
+            bytes: traffic.bytes,
+            segments: traffic.segments,
+            bytes_per_grant: per_grant(traffic.bytes),
+            segments_per_grant: per_grant(traffic.segments),
+        }
+    }
+}
+
 /// Index of the uncontended histogram in [`RunMetrics::histograms`].
 pub const UNCONTENDED: usize = 0;
 /// Index of the contended histogram in [`RunMetrics::histograms`].
 pub const CONTENDED: usize = 1;
 
-/// The costs of the run that recorded `history` and ended at `end_ns`.
-pub fn run_metrics(history: &[Event], end_ns: u64) -> RunMetrics {
+/// The costs of the run that recorded `history`, ended at `end_ns` and sent `traffic`.
+pub fn run_metrics(history: &[Event], end_ns: u64, traffic: Traffic) -> RunMetrics {
     let attempts = acquire_attempts(history);
     let inversions = fifo_inversions(&attempts);
     let holds = hold_intervals(history, end_ns);
@@ -113,6 +146,7 @@ pub fn run_metrics(history: &[Event], end_ns: u64) -> RunMetrics {
             uncontended: LatencySummary::exact(&mut latencies[UNCONTENDED]),
             contended: LatencySummary::exact(&mut latencies[CONTENDED]),
         },
+        traffic: TrafficCost::of(traffic, grants),
         histograms,
         unavailable_ns: occ.unavailable_ns,
         run_ns: end_ns,

@@ -23,6 +23,7 @@ mod connector;
 mod frame;
 pub mod grpc;
 mod live;
+mod meter;
 pub mod peer;
 mod remote;
 mod server;

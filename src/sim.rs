@@ -23,7 +23,7 @@ pub use clock::{Clock, ClockChange, EPOCH_NS};
 pub use disk::Disk;
 pub use fault::{actions, Action, Fault, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS};
 pub use join::join_all;
-pub use kernel::{Kernel, Listening, Open};
+pub use kernel::{Kernel, Listening, Open, Traffic};
 pub use nemesis::RandomFaults;
 pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeRequest, NodeState};
 pub use pause::{Pausable, PauseSwitch};

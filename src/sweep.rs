@@ -168,7 +168,11 @@ pub fn run_seed_with(
             let (checks, metrics) = if stopped.get() {
                 (Vec::new(), None)
             } else {
-                let metrics = run_metrics(&result.history, result.end_ns);
+                let metrics = run_metrics(
+                    &result.history,
+                    result.end_ns,
+                    result.traffic.unwrap_or_default(),
+                );
                 (crate::check_run(scenario, &result), Some(metrics))
             };
             let outcome = SeedOutcome {

@@ -211,7 +211,7 @@ fn a_long_unfair_history_is_checked_quickly() {
     }
     let h = indexed(ev);
     let v = check_fair(&h);
-    let m = crate::metrics::run_metrics(&h, 60_010 * MS);
+    let m = crate::metrics::run_metrics(&h, 60_010 * MS, Default::default());
     assert_eq!(v.len(), crate::check::MAX_REPORTED);
     assert!(
         v[0].message

@@ -18,7 +18,7 @@ fn latency_split_grants_and_unavailability() {
         acq("client-2", Ok, 23),
         rel("client-2", 30),
     ]);
-    let m = run_metrics(&h, 100 * MS);
+    let m = run_metrics(&h, 100 * MS, Default::default());
     assert_eq!(m.grants, 3);
     assert_eq!((m.fifo_inversions, m.max_bypass), (0, 0));
     assert!((m.grants_per_s - 30.0).abs() < 1e-9);
@@ -53,7 +53,7 @@ fn totals_merge_exactly() {
                 rel("client-0", 3 + 2 * k),
                 acq("client-1", Ok, 4 + 3 * k),
             ]);
-            run_metrics(&h, (50 + k) * MS)
+            run_metrics(&h, (50 + k) * MS, Default::default())
         })
         .collect();
     let mut whole = MetricsTotals::default();

@@ -208,8 +208,8 @@ impl Connector for Tcp {
 
 /// A listening socket: turmoil's in a simulation, real loopback in a live run.
 pub enum Listener {
-    /// turmoil's, with the kernel's mark that the port is bound.
-    Sim(turmoil::net::TcpListener, Option<crate::sim::Listening>),
+    /// turmoil's.
+    Sim(tcp::SimListener),
     /// 127.0.0.1 at the node's port in the live run's address book.
     Live(tokio::net::TcpListener),
 }
@@ -218,10 +218,7 @@ impl Listener {
     /// The next connection.
     pub async fn accept(&self) -> io::Result<NetStream> {
         match self {
-            Listener::Sim(l, _) => {
-                let (stream, _) = l.accept().await?;
-                Ok(NetStream::Sim(SimStream::accepted(stream)))
-            }
+            Listener::Sim(l) => Ok(NetStream::Sim(l.accept().await?.0)),
             Listener::Live(l) => {
                 let (stream, _) = l.accept().await?;
                 stream.set_nodelay(true)?;
@@ -235,8 +232,7 @@ impl Listener {
 /// node's own loopback port from the address book (`port` is the simulated one).
 pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<Listener> {
     let Some(net) = ctx.live() else {
-        let (l, mark) = tcp::listen(ctx, port).await?;
-        return Ok(Listener::Sim(l, mark));
+        return Ok(Listener::Sim(tcp::listen(ctx, port).await?));
     };
     let Some(real) = net.port_of(ctx.name(), port) else {
         return Err(io::Error::new(

@@ -3,7 +3,7 @@
 //! Redis's event loop.
 
 use super::conn::Decoder;
-use super::tcp::{listen, read_alive, Keepalive};
+use super::tcp::{listen, read_alive, Keepalive, SimStream};
 use crate::sim::NodeCtx;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -18,7 +18,7 @@ where
     if ctx.live().is_some() {
         return serve_live(ctx, port, decoder, handler).await;
     }
-    let (listener, _listening) = listen(&ctx, port)
+    let listener = listen(&ctx, port)
         .await
         .expect("bind on a fresh simulated host cannot fail");
     loop {
@@ -30,7 +30,7 @@ where
     }
 }
 
-async fn connection<D, H>(ctx: NodeCtx, mut stream: turmoil::net::TcpStream, decoder: D, handler: H)
+async fn connection<D, H>(ctx: NodeCtx, mut stream: SimStream, decoder: D, handler: H)
 where
     D: Decoder,
     H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>),

@@ -17,6 +17,7 @@
 //!   with `already connected`. Real servers are saved by TCP keepalive (Redis turns it
 //!   on, `tcp-keepalive 300`); [`read_alive`] is that keepalive for server-side reads.
 
+pub use super::meter::Metered;
 use crate::sim::{Elapsed, Listening, NodeCtx, Open};
 use std::io;
 use std::net::SocketAddr;
@@ -36,27 +37,50 @@ pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
 /// Unanswered probes before the connection is dropped (Redis: 3).
 pub const KEEPALIVE_PROBES: u32 = 3;
 
-/// A connected client stream and its [`Open`] mark, which tells the peer's keepalive
-/// probes the connection is open here; both go together.
+/// A simulated connection, its writes counted ([`Metered`]); on the connecting side
+/// with its [`Open`] mark, which tells the peer's keepalive probes the connection is open
+/// here (both go together).
 pub struct SimStream {
-    stream: turmoil::net::TcpStream,
+    stream: Metered<turmoil::net::TcpStream>,
     _open: Option<Open>,
 }
 
 impl SimStream {
-    /// A stream a listener accepted (the connecting side holds the [`Open`] mark).
-    pub fn accepted(stream: turmoil::net::TcpStream) -> SimStream {
-        SimStream {
-            stream,
-            _open: None,
-        }
+    fn new(
+        ctx: &NodeCtx,
+        stream: turmoil::net::TcpStream,
+        open: Option<Open>,
+    ) -> io::Result<SimStream> {
+        let (local, peer) = (stream.local_addr()?, stream.peer_addr()?);
+        Ok(SimStream {
+            stream: Metered::new(ctx, stream, local, peer),
+            _open: open,
+        })
     }
 
-    /// The turmoil stream and its mark (keep the mark as long as both halves).
-    pub fn into_parts(self) -> (turmoil::net::TcpStream, Option<Open>) {
-        (self.stream, self._open)
+    /// This end's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.get_ref().local_addr()
+    }
+
+    /// The other end's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.get_ref().peer_addr()
+    }
+
+    /// The two halves, the writer still counted, and the mark (keep it as long as both
+    /// halves).
+    pub fn into_split(self) -> (ReadHalf, WriteHalf, Option<Open>) {
+        let count = self.stream.with(());
+        let (rd, wr) = self.stream.into_inner().into_split();
+        (rd, count.with(wr), self._open)
     }
 }
+
+/// The read half of a split [`SimStream`].
+pub type ReadHalf = turmoil::net::tcp::OwnedReadHalf;
+/// The write half of a split [`SimStream`], still counted.
+pub type WriteHalf = Metered<turmoil::net::tcp::OwnedWriteHalf>;
 
 impl AsyncRead for SimStream {
     fn poll_read(
@@ -139,10 +163,7 @@ async fn connect_now(ctx: NodeCtx, host: String, port: u16) -> io::Result<SimStr
         Some(k) => Some(k.open(stream.local_addr()?, stream.peer_addr()?)),
         None => None,
     };
-    Ok(SimStream {
-        stream,
-        _open: open,
-    })
+    SimStream::new(&ctx, stream, open)
 }
 
 /// turmoil's error for a refused connect: its message is the resolved peer address.
@@ -151,15 +172,30 @@ fn refused(host: &str, port: u16) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionRefused, addr.to_string())
 }
 
-/// Bind a listener on `port` of this node, marked in the run's kernel view as long as
-/// the returned guard lives: keep both together (a crash drops both).
-pub async fn listen(
-    ctx: &NodeCtx,
-    port: u16,
-) -> io::Result<(turmoil::net::TcpListener, Option<Listening>)> {
+/// A listener bound on a port of a node, marked in the run's kernel view as bound for as
+/// long as it lives (a crash drops it).
+pub struct SimListener {
+    listener: turmoil::net::TcpListener,
+    _mark: Option<Listening>,
+    ctx: NodeCtx,
+}
+
+impl SimListener {
+    /// The next connection, and the peer's address.
+    pub async fn accept(&self) -> io::Result<(SimStream, SocketAddr)> {
+        let (stream, peer) = self.listener.accept().await?;
+        Ok((SimStream::new(&self.ctx, stream, None)?, peer))
+    }
+}
+
+/// Bind a listener on `port` of this node.
+pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<SimListener> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
-    let mark = ctx.kernel().map(|k| k.listen(ctx.name(), port));
-    Ok((listener, mark))
+    Ok(SimListener {
+        listener,
+        _mark: ctx.kernel().map(|k| k.listen(ctx.name(), port)),
+        ctx: ctx.clone(),
+    })
 }
 
 /// The keepalive state of one accepted connection.
@@ -180,7 +216,7 @@ impl Keepalive {
     }
 
     /// Keepalive for an accepted stream.
-    pub fn of(stream: &turmoil::net::TcpStream) -> io::Result<Keepalive> {
+    pub fn of(stream: &SimStream) -> io::Result<Keepalive> {
         Ok(Keepalive::new(stream.local_addr()?, stream.peer_addr()?))
     }
 

@@ -15,8 +15,12 @@
 //! This is the state the connection layer uses to fail a connect without handing
 //! turmoil a SYN it would drop, and to answer a keepalive probe the way the peer's
 //! kernel would.
+//!
+//! It also counts what the hosts send each other ([`Traffic`]), for the cost a lock puts
+//! on the network (`crate::metrics`).
 
-use std::cell::RefCell;
+use serde::Serialize;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -32,6 +36,20 @@ pub struct Kernel {
     listening: RefCell<BTreeSet<(String, u16)>>,
     /// Hosts whose software is down (crashed, not restarted yet).
     down: RefCell<BTreeSet<String>>,
+    /// Data sent from one host to another so far.
+    traffic: Cell<Traffic>,
+}
+
+/// TCP data one run's hosts sent each other: every write on a simulated connection
+/// between two hosts, which turmoil sends as one segment carrying the whole buffer.
+/// Handshakes, FINs and keepalive probes carry no data and are not counted; neither is
+/// a host's traffic with itself (it never crosses a link).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Traffic {
+    /// Bytes of data.
+    pub bytes: u64,
+    /// Data segments (writes).
+    pub segments: u64,
 }
 
 impl Kernel {
@@ -95,6 +113,20 @@ impl Kernel {
             net: self.clone(),
             key: (local, remote),
         }
+    }
+
+    /// A host sent `bytes` bytes of data, as one segment, to another.
+    pub fn sent(&self, bytes: usize) {
+        let t = self.traffic.get();
+        self.traffic.set(Traffic {
+            bytes: t.bytes + bytes as u64,
+            segments: t.segments + 1,
+        });
+    }
+
+    /// Everything sent between hosts so far.
+    pub fn traffic(&self) -> Traffic {
+        self.traffic.get()
     }
 
     /// Whether the connecting end `(local, remote)` still has its socket.

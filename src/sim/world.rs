@@ -14,7 +14,7 @@
 //! schedule order, maps are `BTreeMap`s. A run is a pure function of (world, seed).
 
 use super::fault::{self, Action, Schedule};
-use super::kernel::Kernel;
+use super::kernel::{Kernel, Traffic};
 use super::nemesis::{self, RandomFaults};
 use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
 use super::LocalBoxFuture;
@@ -125,6 +125,9 @@ pub struct RunResult {
     /// The fault schedule the run applied (explicit entries, then random draws): run it
     /// as a [`FaultPlan::Fixed`] plan and the history is the same.
     pub schedule: Schedule,
+    /// What the hosts sent each other (a simulated run only: a live run's bytes cross
+    /// real sockets, uncounted).
+    pub traffic: Option<Traffic>,
 }
 
 /// Run `world` with `seed`.
@@ -223,6 +226,7 @@ pub fn run(world: World, seed: u64) -> RunResult {
         end_ns: sim.elapsed().as_nanos() as u64,
         error,
         schedule,
+        traffic: Some(driver.kernel.traffic()),
     }
 }
 

@@ -102,7 +102,7 @@ pub async fn db_main(ctx: NodeCtx, params: DbParams) {
             }
         });
     }
-    let (listener, _listening) = crate::net::tcp::listen(&ctx, DB_PORT)
+    let listener = crate::net::tcp::listen(&ctx, DB_PORT)
         .await
         .expect("bind on a fresh simulated host cannot fail");
     loop {
@@ -198,7 +198,7 @@ fn serve_buffered(
     }
 }
 
-async fn connection(ctx: NodeCtx, node: Node, mut stream: turmoil::net::TcpStream) {
+async fn connection(ctx: NodeCtx, node: Node, mut stream: crate::net::SimStream) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let conn = {
         let mut n = node.borrow_mut();

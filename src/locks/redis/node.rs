@@ -152,7 +152,7 @@ pub async fn run_node_with(
     if ctx.live().is_some() {
         return serve_live(&ctx, &node, lag_ms).await;
     }
-    let (listener, _listening) = crate::net::tcp::listen(&ctx, REDIS_PORT)
+    let listener = crate::net::tcp::listen(&ctx, REDIS_PORT)
         .await
         .expect("bind on a fresh simulated host cannot fail");
     loop {
@@ -449,7 +449,7 @@ fn deliver(node: &Node, deliveries: Vec<(ClientId, Value)>) {
 async fn connection(
     ctx: NodeCtx,
     node: Node,
-    mut stream: turmoil::net::TcpStream,
+    mut stream: crate::net::SimStream,
     peer: String,
     lag: [u64; 2],
 ) {

@@ -209,13 +209,8 @@ pub async fn wait(ctx: &NodeCtx, node: &Node, target: u64, n: i64, timeout_ms: u
 
 /// Primary side of a `PSYNC`: send a snapshot, then stream writes until the link breaks
 /// or this node stops being primary.
-pub async fn feed_replica(
-    ctx: &NodeCtx,
-    node: &Node,
-    stream: turmoil::net::TcpStream,
-    peer: String,
-) {
-    let (mut rd, mut wr) = stream.into_split();
+pub async fn feed_replica(ctx: &NodeCtx, node: &Node, stream: crate::net::SimStream, peer: String) {
+    let (mut rd, mut wr, _) = stream.into_split();
     if node.borrow().role != Role::Primary {
         let mut out = Vec::new();
         Value::err("NOMASTERLINK Can't SYNC while not connected with my master").encode(&mut out);
@@ -335,14 +330,13 @@ async fn replica_link(ctx: NodeCtx, node: Node, lag: [u64; 2]) {
     while current(&node) {
         // `_open` lives as long as both halves of the stream: this iteration.
         let attempt = connect(&ctx, &primary, REDIS_PORT, Duration::from_millis(200));
-        let (stream, _open) = match attempt.await {
-            Ok(Ok(s)) => s.into_parts(),
+        let (mut rd, mut wr, _open) = match attempt.await {
+            Ok(Ok(s)) => s.into_split(),
             _ => {
                 ctx.sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
-        let (mut rd, mut wr) = stream.into_split();
         let mut psync = Vec::new();
         encode_command(&[b"PSYNC", b"?", b"-1"], &mut psync);
         if wr.write_all(&psync).await.is_err() {
@@ -428,7 +422,7 @@ fn apply(
     Some((n.applied, n.persistence_policy()))
 }
 
-async fn send_ack(wr: &mut turmoil::net::tcp::OwnedWriteHalf, offset: u64) -> std::io::Result<()> {
+async fn send_ack(wr: &mut crate::net::tcp::WriteHalf, offset: u64) -> std::io::Result<()> {
     let mut out = Vec::new();
     let off = offset.to_string();
     encode_command(&[b"REPLCONF", b"ACK", off.as_bytes()], &mut out);
@@ -438,7 +432,7 @@ async fn send_ack(wr: &mut turmoil::net::tcp::OwnedWriteHalf, offset: u64) -> st
 /// Read one RESP value within the replication timeout.
 async fn read_value(
     ctx: &NodeCtx,
-    rd: &mut turmoil::net::tcp::OwnedReadHalf,
+    rd: &mut crate::net::tcp::ReadHalf,
     buf: &mut Vec<u8>,
 ) -> Option<Value> {
     let mut chunk = [0u8; 4096];
