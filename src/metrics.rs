@@ -171,5 +171,16 @@ pub(crate) fn fraction(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// A byte count for people: `812 B`, `2.1 KiB`, `3.4 MiB`.
+pub fn bytes(n: f64) -> String {
+    if n < 1024.0 {
+        format!("{n:.0} B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", n / 1024.0)
+    } else {
+        format!("{:.1} MiB", n / (1024.0 * 1024.0))
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -18,8 +18,14 @@ fn latency_split_grants_and_unavailability() {
         acq("client-2", Ok, 23),
         rel("client-2", 30),
     ]);
-    let m = run_metrics(&h, 100 * MS, Default::default());
+    let sent = Traffic {
+        bytes: 900,
+        segments: 12,
+    };
+    let m = run_metrics(&h, 100 * MS, sent);
     assert_eq!(m.grants, 3);
+    assert_eq!(m.traffic.bytes_per_grant, Some(300.0));
+    assert_eq!(m.traffic.segments_per_grant, Some(4.0));
     assert_eq!((m.fifo_inversions, m.max_bypass), (0, 0));
     assert!((m.grants_per_s - 30.0).abs() < 1e-9);
     assert_eq!(m.unavailable_ns, 7 * MS);
@@ -39,6 +45,16 @@ fn latency_split_grants_and_unavailability() {
         "{}",
         t.line()
     );
+    assert!(
+        t.line().ends_with("; 300 B in 4.0 segments per grant"),
+        "{}",
+        t.line()
+    );
+    let idle = run_metrics(&[], 100 * MS, sent);
+    assert_eq!(
+        (idle.traffic.bytes, idle.traffic.bytes_per_grant),
+        (900, None)
+    );
 }
 
 /// Totals added seed by seed equal totals merged from two halves, in any order.
@@ -53,7 +69,11 @@ fn totals_merge_exactly() {
                 rel("client-0", 3 + 2 * k),
                 acq("client-1", Ok, 4 + 3 * k),
             ]);
-            run_metrics(&h, (50 + k) * MS, Default::default())
+            let sent = Traffic {
+                bytes: 1000 + 37 * k,
+                segments: 10 + k,
+            };
+            run_metrics(&h, (50 + k) * MS, sent)
         })
         .collect();
     let mut whole = MetricsTotals::default();
@@ -65,6 +85,8 @@ fn totals_merge_exactly() {
     ba.merge(&b);
     ba.merge(&a);
     assert_eq!(ba, whole);
+    assert_eq!(whole.traffic.bytes, 6000 + 37 * 15);
+    assert_eq!(whole.traffic.segments_per_grant, Some(75.0 / 12.0));
     let text = serde_json::to_string(&whole).unwrap();
     let back: MetricsTotals = serde_json::from_str(&text).unwrap();
     assert_eq!(serde_json::to_string(&back).unwrap(), text);

@@ -5,6 +5,7 @@
 //! change, never added up themselves: `locksim merge` of shards then writes the same bytes
 //! as one run over the whole range.
 
+use super::bytes;
 use super::{
     fraction, per_second, Histogram, Latencies, RunMetrics, TrafficCost, CONTENDED, UNCONTENDED,
 };
@@ -165,16 +166,5 @@ impl MetricsTotals {
             self.fifo_inversions,
             self.max_bypass
         )
-    }
-}
-
-/// A byte count for people: `812 B`, `2.1 KiB`, `3.4 MiB`.
-pub fn bytes(n: f64) -> String {
-    if n < 1024.0 {
-        format!("{n:.0} B")
-    } else if n < 1024.0 * 1024.0 {
-        format!("{:.1} KiB", n / 1024.0)
-    } else {
-        format!("{:.1} MiB", n / (1024.0 * 1024.0))
     }
 }

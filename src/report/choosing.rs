@@ -10,6 +10,7 @@
 use super::evidence::bound_text;
 use super::guarantees::{CellResult, Guarantees};
 use crate::check::{FAIR, REENTRANT as REENTRANT_CHECK};
+use crate::metrics::{bytes, TrafficCost};
 
 /// The reentrancy check's name.
 const REENTRANT: &str = REENTRANT_CHECK.name;
@@ -45,8 +46,9 @@ pub struct Table {
 pub const INTRO: &str = "Safety is half of what people compare when they choose a lock. \
 The other half: whether waiters are served in the order they asked (`fair`), whether a \
 holder may take the lock again (`reentrant`), how long an acquire takes, how many grants a \
-second the lock sustains, and how much of the time the lock was unobtainable while a client \
-wanted it. Times are simulated: they are functions of the matrix's links, not of a \
+second the lock sustains, how much of the time the lock was unobtainable while a client \
+wanted it, and what the hosts sent each other per grant (TCP data bytes and segments, one \
+segment per write: requests, replies, refused retries, replication and heartbeats). Times are simulated: they are functions of the matrix's links, not of a \
 machine, and the same seeds give the same numbers everywhere. Figures are from the cells \
 with fencing off; latencies are p50 and p99 of acquire invoke to grant, `uncontended` when \
 the lock was free and nobody waited at the invoke. With clients that contend all run long, \
@@ -89,6 +91,7 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
         "contended p99",
         "grants/s",
         "unavailable",
+        "sent per grant",
     ];
     let rows = g
         .rows
@@ -110,6 +113,7 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
                 plain(ms(l.contended.p99)),
                 plain(format!("{:.2}", cell.cost.grants_per_s)),
                 plain(percent(cell.cost.unavailable)),
+                plain(sent(&cell.cost.traffic)),
             ]
         })
         .collect();
@@ -201,6 +205,14 @@ fn per_100(n: u64, of: u64) -> String {
 
 fn ms(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{v:.1} ms"))
+}
+
+/// Bytes and segments per grant: `2.1 KiB / 18.0 seg`.
+fn sent(t: &TrafficCost) -> String {
+    match (t.bytes_per_grant, t.segments_per_grant) {
+        (Some(b), Some(s)) => format!("{} / {s:.1} seg", bytes(b)),
+        _ => "–".into(),
+    }
 }
 
 fn percent(f: f64) -> String {
@@ -338,7 +350,20 @@ fn latency(g: &Guarantees, base: &str) -> Vec<String> {
             ));
         }
     }
+    v.extend(traffic(g, base));
     v
+}
+
+/// The rows sending the least and the most per grant in the base column.
+fn traffic(g: &Guarantees, base: &str) -> Option<String> {
+    let r = ranked(g, base, |c| c.cost.traffic.bytes_per_grant)?;
+    let ((lo, lo_v), (hi, hi_v)) = (r.first()?, r.last()?);
+    Some(format!(
+        "Under `{base}`, the hosts sent each other the least per grant for {lo} ({}), the most for {hi} ({}, {:.1}×): client requests and replies, retries of refused acquires, and server-to-server replication and heartbeats.",
+        bytes(*lo_v),
+        bytes(*hi_v),
+        hi_v / lo_v.max(1.0)
+    ))
 }
 
 /// For each fault class, the rows least and most often unobtainable.

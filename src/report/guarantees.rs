@@ -10,7 +10,7 @@ use super::matrix::Matrix;
 use super::partial::{CellCounts, Partial};
 use super::timeline::timeline_svg;
 use crate::check::CheckKind;
-use crate::metrics::{Latencies, MetricsTotals};
+use crate::metrics::{Latencies, MetricsTotals, TrafficCost};
 use crate::scenario::Scenario;
 use crate::sweep::run_seed;
 use serde::Serialize;
@@ -85,6 +85,8 @@ pub struct Cost {
     pub fifo_inversions: u64,
     /// The most waiters one grant overtook, on any seed.
     pub max_bypass: u64,
+    /// TCP data the hosts sent each other, in all and per grant.
+    pub traffic: TrafficCost,
 }
 
 impl Cost {
@@ -96,6 +98,7 @@ impl Cost {
             latency_ms: m.latency_ms.clone(),
             fifo_inversions: m.fifo_inversions,
             max_bypass: m.max_bypass,
+            traffic: m.traffic.clone(),
         }
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The `format` a partial file carries; merge refuses any other.
-pub const PARTIAL_FORMAT: &str = "locksim-report-partial/2";
+pub const PARTIAL_FORMAT: &str = "locksim-report-partial/3";
 
 /// One check's verdicts over some seeds of one cell.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
