@@ -1,5 +1,5 @@
-//! What a lock costs, per run, in simulated (true) time, read from the history only: what
-//! people choosing a lock compare besides its safety.
+//! What a lock costs, per run, in simulated (true) time: what people choosing a lock
+//! compare besides its safety. Everything but the traffic is read from the history.
 //!
 //! - **acquire latency**: invoke → `ok` of every granted attempt (see
 //!   [`crate::history::attempts`]), split into *uncontended* (at the invoke, no other

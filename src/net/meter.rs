@@ -40,7 +40,7 @@ impl<S> Metered<S> {
         &self.inner
     }
 
-    /// The stream and the count, apart.
+    /// The stream, no longer counted (count its parts with [`Self::with`] first).
     pub fn into_inner(self) -> S {
         self.inner
     }
