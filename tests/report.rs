@@ -147,7 +147,12 @@ fn a_small_matrix_writes_well_formed_reports() {
             "{md}"
         );
     }
-    assert!(md.contains("| algorithm | fair | inversions per 100 grants | max bypass | uncontended p50 (grants) | contended p50 | contended p99 | grants/s | unavailable |"), "{md}");
+    assert!(md.contains("| algorithm | fair | inversions per 100 grants | max bypass | uncontended p50 (grants) | contended p50 | contended p99 | grants/s | unavailable | sent per grant |\n"), "{md}");
+    // Redlock asks five servers for what one Redis grants.
+    assert!(
+        md.contains("Under `none`, the hosts sent each other the least per grant for redis ("),
+        "{md}"
+    );
     assert!(
         md.contains(
             "Under `none`, a waiter was overtaken by a later one for redis (3/3), redlock (3/3)."
@@ -178,6 +183,12 @@ fn a_small_matrix_writes_well_formed_reports() {
         "{none}"
     );
     assert!(none["quality"]["fair"]["violations"].is_u64(), "{none}");
+    let traffic = &none["cost"]["traffic"];
+    assert!(traffic["bytes"].as_u64().unwrap() > 0, "{none}");
+    assert!(
+        traffic["segments_per_grant"].as_f64().unwrap() >= 2.0,
+        "a grant takes a request and a reply at least: {none}"
+    );
     assert!(
         none["checks"].get("fair").is_none(),
         "quality checks are tabled apart"

@@ -313,7 +313,7 @@ fn inversion_rates(g: &Guarantees) -> Vec<String> {
                 (c.cost.grants > 0)
                     .then(|| c.cost.fifo_inversions as f64 * 100.0 / c.cost.grants as f64)
             })?;
-            let ((lo, lo_v), (hi, hi_v)) = (r.first()?, r.last()?);
+            let ((lo, lo_v), (hi, hi_v)) = extremes(&r)?;
             Some(format!(
                 "Under `{}`, FIFO inversions per 100 grants: fewest {lo} ({lo_v:.1}), most {hi} ({hi_v:.1}).",
                 col.name
@@ -337,14 +337,14 @@ fn latency(g: &Guarantees, base: &str) -> Vec<String> {
         .iter()
         .filter_map(|(what, f)| {
             let ranked = ranked(g, base, f)?;
-            let ((lo, lo_v), (hi, hi_v)) = (ranked.first()?, ranked.last()?);
+            let ((lo, lo_v), (hi, hi_v)) = extremes(&ranked)?;
             Some(format!(
                 "Under `{base}`, {what}: lowest {lo} ({lo_v:.1} ms), highest {hi} ({hi_v:.1} ms)."
             ))
         })
         .collect();
     if let Some(r) = ranked(g, base, |c| Some(c.cost.grants_per_s)) {
-        if let (Some((lo, lo_v)), Some((hi, hi_v))) = (r.first(), r.last()) {
+        if let Some(((lo, lo_v), (hi, hi_v))) = extremes(&r) {
             v.push(format!(
                 "Under `{base}`, grants per simulated second: most {hi} ({hi_v:.2}), fewest {lo} ({lo_v:.2})."
             ));
@@ -357,7 +357,7 @@ fn latency(g: &Guarantees, base: &str) -> Vec<String> {
 /// The rows sending the least and the most per grant in the base column.
 fn traffic(g: &Guarantees, base: &str) -> Option<String> {
     let r = ranked(g, base, |c| c.cost.traffic.bytes_per_grant)?;
-    let ((lo, lo_v), (hi, hi_v)) = (r.first()?, r.last()?);
+    let ((lo, lo_v), (hi, hi_v)) = extremes(&r)?;
     Some(format!(
         "Under `{base}`, the hosts sent each other the least per grant for {lo} ({}), the most for {hi} ({}, {:.1}×): client requests and replies, retries of refused acquires, and server-to-server replication and heartbeats.",
         bytes(*lo_v),
@@ -373,7 +373,7 @@ fn availability(g: &Guarantees, base: &str) -> Vec<String> {
         .filter(|c| !c.reentrant)
         .filter_map(|col| {
             let r = ranked(g, &col.name, |c| Some(c.cost.unavailable))?;
-            let ((lo, lo_v), (hi, hi_v)) = (r.first()?, r.last()?);
+            let ((lo, lo_v), (hi, hi_v)) = extremes(&r)?;
             let when = if col.name == base {
                 format!("Under `{base}`")
             } else {
@@ -404,6 +404,15 @@ fn reentrancy(g: &Guarantees) -> Vec<String> {
         .collect()
 }
 
+/// The lowest and the highest of rows ranked ascending; each is the first row, in the
+/// matrix's order, with its value (of rows that tie, the one the matrix lists first).
+fn extremes(ranked: &[(String, f64)]) -> Option<(&(String, f64), &(String, f64))> {
+    let lo = ranked.first()?;
+    let top = ranked.last()?.1;
+    let hi = ranked.iter().find(|(_, v)| *v == top)?;
+    Some((lo, hi))
+}
+
 /// Rows with a figure in `column`, ascending (ties in row order).
 fn ranked(
     g: &Guarantees,
@@ -420,4 +429,20 @@ fn ranked(
         .collect();
     v.sort_by(|a, b| a.1.total_cmp(&b.1));
     (v.len() >= 2).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extremes;
+
+    #[test]
+    fn ties_name_the_row_listed_first() {
+        let ranked: Vec<(String, f64)> = [("a", 1.0), ("b", 1.0), ("c", 3.0), ("d", 3.0)]
+            .iter()
+            .map(|(r, v)| (r.to_string(), *v))
+            .collect();
+        let (lo, hi) = extremes(&ranked).unwrap();
+        assert_eq!((lo.0.as_str(), hi.0.as_str()), ("a", "c"));
+        assert!(extremes(&[]).is_none());
+    }
 }
