@@ -404,9 +404,12 @@ fn reentrancy(g: &Guarantees) -> Vec<String> {
         .collect()
 }
 
+/// A row's name and its figure.
+type Ranked = (String, f64);
+
 /// The lowest and the highest of rows ranked ascending; each is the first row, in the
 /// matrix's order, with its value (of rows that tie, the one the matrix lists first).
-fn extremes(ranked: &[(String, f64)]) -> Option<(&(String, f64), &(String, f64))> {
+fn extremes(ranked: &[Ranked]) -> Option<(&Ranked, &Ranked)> {
     let lo = ranked.first()?;
     let top = ranked.last()?.1;
     let hi = ranked.iter().find(|(_, v)| *v == top)?;
