@@ -27,22 +27,26 @@ impl<S> Metered<S> {
         Metered { inner, kernel }
     }
 
-    /// The same count for another part of the stream (its write half).
-    pub fn with<T>(&self, inner: T) -> Metered<T> {
-        Metered {
-            inner,
-            kernel: self.kernel.clone(),
-        }
-    }
-
     /// The stream itself.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
+}
 
-    /// The stream, no longer counted (count its parts with [`Self::with`] first).
-    pub fn into_inner(self) -> S {
-        self.inner
+impl Metered<turmoil::net::TcpStream> {
+    /// The read half, and the write half still counted.
+    pub fn into_split(
+        self,
+    ) -> (
+        turmoil::net::tcp::OwnedReadHalf,
+        Metered<turmoil::net::tcp::OwnedWriteHalf>,
+    ) {
+        let (rd, wr) = self.inner.into_split();
+        let wr = Metered {
+            inner: wr,
+            kernel: self.kernel,
+        };
+        (rd, wr)
     }
 }
 

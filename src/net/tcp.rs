@@ -71,9 +71,8 @@ impl SimStream {
     /// The two halves, the writer still counted, and the mark (keep it as long as both
     /// halves).
     pub fn into_split(self) -> (ReadHalf, WriteHalf, Option<Open>) {
-        let count = self.stream.with(());
-        let (rd, wr) = self.stream.into_inner().into_split();
-        (rd, count.with(wr), self._open)
+        let (rd, wr) = self.stream.into_split();
+        (rd, wr, self._open)
     }
 }
 
