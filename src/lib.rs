@@ -42,6 +42,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod consensus;
 pub mod deploy;
 pub mod did_you_mean;
 pub mod history;
