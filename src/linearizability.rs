@@ -223,9 +223,9 @@ pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
 pub use jepsen_log::raw_ops_from_jepsen_log;
 pub use jsonl::{raw_ops_from_jsonl, raw_ops_from_jsonl_reader};
-pub use model::{Effect, Model, Operation, INDETERMINATE};
+pub use model::{Effect, Model};
 pub use mutex::{Mutex, MutexOp};
-pub use ops::{events_to_edn, raw_ops_from_events, InputError, RawOp};
+pub use ops::{events_to_edn, raw_ops_from_events, InputError, Operation, RawOp, INDETERMINATE};
 pub use register::{Register, RegisterOp};
 pub use search::{
     CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
