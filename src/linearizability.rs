@@ -213,7 +213,8 @@ mod window_tests;
 
 pub use cli::{
     check_events, check_file, check_file_opts, check_raw, check_raw_opts, memo_limit_from_mib,
-    raw_ops_from_file, timeout_from_secs, CheckOutcome, MAX_MEMO_LIMIT_MIB, MODEL_NAMES,
+    raw_ops_from_file, timeout_from_secs, BudgetError, CheckOutcome, MAX_MEMO_LIMIT_MIB,
+    MODEL_NAMES,
 };
 pub use edn_input::raw_ops_from_edn;
 pub use explain::{
