@@ -1,10 +1,12 @@
 //! Deployment: turns a [`Scenario`] into the hosts of a simulated [`World`] — which nodes
 //! exist and what each runs. The algorithm's servers first (in the order it declares),
-//! then the storage, then the clients; the harness below knows none of them.
+//! then the storage, then the clients; the harness below knows none of them. And one
+//! run of a scenario with its checks ([`run`], [`run_with_schedule`], [`check_run`]).
 
+use crate::check::{check_all, CheckParams, CheckReport};
 use crate::resource::{self, StorageState};
 use crate::scenario::Scenario;
-use crate::sim::{FaultPlan, Host, Network, World};
+use crate::sim::{self, FaultPlan, Host, Network, RunResult, Schedule, World};
 use crate::workload;
 use std::rc::Rc;
 
@@ -40,4 +42,27 @@ pub fn world(scenario: &Scenario, faults: FaultPlan) -> World {
         faults,
         progress: None,
     }
+}
+
+/// Run `scenario` with `seed`: its explicit faults plus random ones drawn from the seed.
+pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
+    sim::run(world(scenario, scenario.fault_plan()), seed)
+}
+
+/// Run `scenario` with `seed` but exactly the faults in `schedule` (none drawn): a run's
+/// [`RunResult::schedule`] replays it; a shrinker runs cut-down schedules.
+pub fn run_with_schedule(scenario: &Scenario, seed: u64, schedule: Schedule) -> RunResult {
+    sim::run(world(scenario, FaultPlan::Fixed(schedule)), seed)
+}
+
+/// Run the scenario's checks (its algorithm's) on one seed's result.
+pub fn check_run(scenario: &Scenario, result: &RunResult) -> Vec<CheckReport> {
+    check_all(
+        &result.history,
+        CheckParams {
+            end_ns: result.end_ns,
+            liveness_ns: scenario.liveness_ms * 1_000_000,
+        },
+        &scenario.checks(),
+    )
 }

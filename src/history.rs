@@ -344,17 +344,38 @@ pub fn to_jsonl(history: &[Event]) -> String {
 }
 
 /// Parse a JSONL history. Errors name the 1-based line and what was wrong.
-pub fn from_jsonl(text: &str) -> Result<History, String> {
+pub fn from_jsonl(text: &str) -> Result<History, JsonlError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let e: Event =
-            serde_json::from_str(line).map_err(|err| format!("line {}: {}", i + 1, err))?;
+            serde_json::from_str(line).map_err(|error| JsonlError { line: i + 1, error })?;
         out.push(e);
     }
     Ok(out)
+}
+
+/// A line of a JSONL history that is not an event.
+#[derive(Debug)]
+pub struct JsonlError {
+    /// 1-based line.
+    pub line: usize,
+    /// What JSON found wrong.
+    pub error: serde_json::Error,
+}
+
+impl std::fmt::Display for JsonlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.error)
+    }
+}
+
+impl std::error::Error for JsonlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
 }
 
 /// A stable 64-bit FNV-1a hash of a history's JSONL bytes (for determinism checks).
@@ -421,10 +442,11 @@ mod tests {
 
     #[test]
     fn jsonl_errors_name_the_line() {
-        let err = from_jsonl("\n{\"index\":0}\n").unwrap_err();
+        let err = from_jsonl("\n{\"index\":0}\n").unwrap_err().to_string();
         assert!(err.starts_with("line 2:"), "{err}");
         let err = from_jsonl(r#"{"index":0,"time_ns":1,"process":"p","type":"bogus","f":"x"}"#)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 1"), "{err}");
     }
 }

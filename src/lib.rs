@@ -21,27 +21,37 @@
 //!
 //! # Layers
 //!
-//! Dependencies point down this list only:
+//! Dependencies point down this list only (`scripts/layers` checks it; test code may
+//! reach any layer):
 //!
 //! - [`cli`]: the `locksim` subcommands;
-//! - [`report`], [`shrink`]: the guarantees matrix, counterexample pictures, minimal
-//!   fault schedules;
+//! - [`live`]: a scenario against real processes, faults applied to them;
+//! - [`serve`]: one simulated node as a real process on loopback TCP;
+//! - [`report`]: the guarantees matrix and counterexample pictures;
+//! - [`shrink`]: minimal fault schedules;
 //! - [`sweep`]: many seeds, summarised against a scenario's expectations;
-//! - [`deploy`]: which hosts a scenario has and what each runs;
+//! - [`metrics`]: what a run cost and how fair it was (latencies, traffic, waits);
+//! - [`deploy`]: which hosts a scenario has and what each runs; one run and its checks;
 //! - [`workload`]: what clients do (acquire, read, work, write, release);
 //! - [`resource`]: the protected (fenced or unfenced) storage;
 //! - [`scenario`]: the TOML envelope; `[lock]` is handed to the algorithm;
 //! - [`locks`]: the algorithms, one folder each, behind [`locks::Algorithm`];
+//! - [`real`]: real servers a family can run against (processes, proxies, ports);
+//! - [`consensus`]: Raft (raft-rs) as the replicated families share it;
 //! - [`net`]: the transport all algorithms share;
-//! - [`sim`]: the harness (clocks, pauses, disks, faults, the world);
-//! - [`check`], [`linearizability`], [`history`] (with its Jepsen EDN reader): histories
-//!   and the checks over them.
+//! - [`sim`]: the harness (clocks, pauses, disks, faults, the world, the node context);
+//! - [`check`]: the checks over a history;
+//! - [`linearizability`]: the linearizability checker and its models;
+//! - [`history`]: events, the recorder, the Jepsen EDN reader;
+//! - [`key_error`], [`user_file`], [`did_you_mean`], [`plural`]: error paths in TOML
+//!   keys, reading user files, suggestions, plural words.
 //!
 //! [turmoil]: https://docs.rs/turmoil
 #![warn(missing_docs)]
 
 pub mod check;
 pub mod cli;
+pub mod consensus;
 pub mod deploy;
 pub mod did_you_mean;
 pub mod history;
@@ -64,32 +74,7 @@ pub mod user_file;
 pub mod workload;
 
 pub use check::{check_all, Check, CheckParams, CheckReport, Verdict, Violation};
+pub use deploy::{check_run, run, run_with_schedule};
 pub use history::{Event, EventType, History, Recorder};
 pub use scenario::{Expect, Scenario, ScenarioError};
 pub use sim::{Fault, FaultPoint, RunResult, Schedule, TimedFault};
-
-/// Run `scenario` with `seed`: its explicit faults plus random ones drawn from the seed.
-pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
-    sim::run(deploy::world(scenario, scenario.fault_plan()), seed)
-}
-
-/// Run `scenario` with `seed` but exactly the faults in `schedule` (none drawn): a run's
-/// [`RunResult::schedule`] replays it; a shrinker runs cut-down schedules.
-pub fn run_with_schedule(scenario: &Scenario, seed: u64, schedule: Schedule) -> RunResult {
-    sim::run(
-        deploy::world(scenario, sim::FaultPlan::Fixed(schedule)),
-        seed,
-    )
-}
-
-/// Run the scenario's checks (its algorithm's) on one seed's result.
-pub fn check_run(scenario: &Scenario, result: &RunResult) -> Vec<CheckReport> {
-    check_all(
-        &result.history,
-        CheckParams {
-            end_ns: result.end_ns,
-            liveness_ns: scenario.liveness_ms * 1_000_000,
-        },
-        &scenario.checks(),
-    )
-}

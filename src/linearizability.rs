@@ -213,7 +213,8 @@ mod window_tests;
 
 pub use cli::{
     check_events, check_file, check_file_opts, check_raw, check_raw_opts, memo_limit_from_mib,
-    raw_ops_from_file, timeout_from_secs, CheckOutcome, MAX_MEMO_LIMIT_MIB, MODEL_NAMES,
+    raw_ops_from_file, timeout_from_secs, BudgetError, CheckOutcome, MAX_MEMO_LIMIT_MIB,
+    MODEL_NAMES,
 };
 pub use edn_input::raw_ops_from_edn;
 pub use explain::{
@@ -223,9 +224,9 @@ pub use fenced_lock::{FencedLock, LockOp, LockState};
 pub use fenced_register::{FencedRegister, FencedRegisterOp, FencedRegisterState};
 pub use jepsen_log::raw_ops_from_jepsen_log;
 pub use jsonl::{raw_ops_from_jsonl, raw_ops_from_jsonl_reader};
-pub use model::{Effect, Model, Operation, INDETERMINATE};
+pub use model::{Effect, Model};
 pub use mutex::{Mutex, MutexOp};
-pub use ops::{events_to_edn, raw_ops_from_events, InputError, RawOp};
+pub use ops::{events_to_edn, raw_ops_from_events, InputError, Operation, RawOp, INDETERMINATE};
 pub use register::{Register, RegisterOp};
 pub use search::{
     CheckOptions, SearchStats, Stop, DEFAULT_MEMO_LIMIT, DEFAULT_TIMEOUT, MAX_TIMEOUT,

@@ -36,7 +36,9 @@ pub use grpc::{
     serve_grpc, serve_grpc_connection, ChannelError, Deadlines, GrpcChannel, GrpcRouter, HyperIo,
     NodeExecutor,
 };
-pub use live::{listen, monotonic_ns, Listener, LiveNet, LiveStream, NetStream, Tcp};
+pub use live::{listen, Listener, LiveStream, NetStream, Tcp};
+// The address book lives with the node context; callers of live mode find it here too.
+pub use crate::sim::{monotonic_ns, LiveNet};
 pub use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};
 pub use server::serve;

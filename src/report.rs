@@ -4,6 +4,7 @@
 //! as Markdown, JSON and one self-contained HTML page.
 
 mod choosing;
+mod error;
 mod evidence;
 mod findings;
 mod guarantees;
@@ -14,6 +15,7 @@ pub mod partial;
 mod story;
 mod timeline;
 
+pub use error::{Difference, ReportError};
 pub use evidence::{bound_text, percent, upper_bound_95};
 pub use guarantees::{
     anchor, build, CellResult, CheckCell, CheckInfo, ColumnInfo, Guarantees, RowInfo, Timeline,
@@ -38,13 +40,13 @@ pub fn source_stamp() -> String {
 }
 
 /// Write `guarantees.md`, `guarantees.json` and `index.html` into `out`.
-pub fn write_reports(g: &Guarantees, out: &Path) -> Result<(), String> {
+pub fn write_reports(g: &Guarantees, out: &Path) -> Result<(), ReportError> {
     let write = |name: &str, text: String| {
         let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))
+        std::fs::write(&p, text).map_err(|e| ReportError::Write(p, e))
     };
     write("guarantees.md", markdown(g))?;
-    let json = serde_json::to_string_pretty(g).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(g).map_err(ReportError::Encode)?;
     write("guarantees.json", json + "\n")?;
     write("index.html", html(g))
 }

@@ -18,7 +18,75 @@
 use crate::check::{check_all, CheckParams, Verdict};
 use crate::scenario::Scenario;
 use crate::sim::{Fault, Schedule, TimedFault};
+use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// Why a seed's schedule cannot be shrunk, or its scenario not written.
+#[derive(Debug)]
+pub enum ShrinkError {
+    /// The run failed in the harness (no verdict to keep).
+    Harness {
+        /// The seed.
+        seed: u64,
+        /// The harness's error.
+        error: String,
+    },
+    /// The seed does not violate the check asked for.
+    NotViolated {
+        /// The seed.
+        seed: u64,
+        /// The check asked for.
+        check: String,
+        /// The checks it violates.
+        violated: Vec<String>,
+    },
+    /// The seed violates no check.
+    NoViolation(u64),
+    /// A violated check the scenario does not define.
+    UnknownCheck(String),
+    /// The original scenario's text is not TOML.
+    Read(toml::de::Error),
+    /// The shrunk scenario cannot be written as TOML.
+    Write(toml::ser::Error),
+}
+
+impl fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShrinkError::Harness { seed, error } => {
+                write!(f, "seed {seed}: the run failed in the harness: {error}")
+            }
+            ShrinkError::NotViolated {
+                seed,
+                check,
+                violated,
+            } => {
+                write!(f, "seed {seed} does not violate `{check}`; it violates: ")?;
+                if violated.is_empty() {
+                    write!(f, "nothing")
+                } else {
+                    write!(f, "{}", violated.join(", "))
+                }
+            }
+            ShrinkError::NoViolation(seed) => {
+                write!(f, "seed {seed} violates no check: nothing to shrink")
+            }
+            ShrinkError::UnknownCheck(name) => write!(f, "unknown check `{name}`"),
+            ShrinkError::Read(e) => write!(f, "{e}"),
+            ShrinkError::Write(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ShrinkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ShrinkError::Read(e) => Some(e),
+            ShrinkError::Write(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// What to shrink and how hard.
 #[derive(Debug, Clone)]
@@ -234,10 +302,13 @@ pub fn shrink(
     seed: u64,
     opts: &ShrinkOptions,
     on_candidate: &mut dyn FnMut(usize, usize),
-) -> Result<Shrunk, String> {
+) -> Result<Shrunk, ShrinkError> {
     let run = crate::run(scenario, seed);
     if let Some(e) = &run.error {
-        return Err(format!("seed {seed}: the run failed in the harness: {e}"));
+        return Err(ShrinkError::Harness {
+            seed,
+            error: e.clone(),
+        });
     }
     let reports = crate::check_run(scenario, &run);
     let violated: Vec<&str> = reports
@@ -248,27 +319,24 @@ pub fn shrink(
     let name = match &opts.check {
         Some(c) if violated.contains(&c.as_str()) => c.clone(),
         Some(c) => {
-            return Err(format!(
-                "seed {seed} does not violate `{c}`; it violates: {}",
-                if violated.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    violated.join(", ")
-                }
-            ))
+            return Err(ShrinkError::NotViolated {
+                seed,
+                check: c.clone(),
+                violated: violated.iter().map(|v| v.to_string()).collect(),
+            })
         }
         // By default a violation of what the lock promises; a quality check (`fair`)
         // only when asked for by name.
         None => match reports.iter().find(|r| r.is_violation()) {
             Some(c) => c.name.to_string(),
-            None => return Err(format!("seed {seed} violates no check: nothing to shrink")),
+            None => return Err(ShrinkError::NoViolation(seed)),
         },
     };
     let check = scenario
         .checks()
         .into_iter()
         .find(|c| c.name == name)
-        .ok_or_else(|| format!("unknown check `{name}`"))?;
+        .ok_or(ShrinkError::UnknownCheck(name))?;
     let mut search = Search {
         scenario,
         seed,
@@ -308,8 +376,8 @@ pub fn scenario_text(
     scenario: &Scenario,
     shrunk: &Shrunk,
     out_dir: &Path,
-) -> Result<String, String> {
-    let mut table: toml::Table = toml::from_str(original).map_err(|e| e.to_string())?;
+) -> Result<String, ShrinkError> {
+    let mut table: toml::Table = toml::from_str(original).map_err(ShrinkError::Read)?;
     let from_dir = scenario.file.parent().unwrap_or(Path::new(""));
     rebase_script_paths(&mut table, from_dir, out_dir);
     table.insert(
@@ -333,8 +401,9 @@ pub fn scenario_text(
     let entries: Vec<toml::Value> = shrunk
         .schedule
         .iter()
-        .map(|f| toml::Value::try_from(f).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
+        .map(toml::Value::try_from)
+        .collect::<Result<_, _>>()
+        .map_err(ShrinkError::Write)?;
     if !entries.is_empty() {
         faults.insert("at".into(), toml::Value::Array(entries));
     }
@@ -342,7 +411,7 @@ pub fn scenario_text(
     let mut expect = toml::Table::new();
     expect.insert(shrunk.check.into(), "violated".into());
     table.insert("expect".into(), toml::Value::Table(expect));
-    toml::to_string(&table).map_err(|e| e.to_string())
+    toml::to_string(&table).map_err(ShrinkError::Write)
 }
 
 /// Rewrite the relative paths under `[lock.scripts]` (the only keys that name files,

@@ -14,6 +14,7 @@ mod disk;
 mod fault;
 mod join;
 mod kernel;
+mod live_net;
 pub mod nemesis;
 mod node;
 mod pause;
@@ -24,8 +25,9 @@ pub use disk::Disk;
 pub use fault::{actions, Action, Fault, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS};
 pub use join::join_all;
 pub use kernel::{Kernel, Listening, Open, Traffic};
+pub use live_net::{monotonic_ns, LiveNet};
 pub use nemesis::RandomFaults;
-pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeRequest, NodeState};
+pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeEnv, NodeRequest, NodeState};
 pub use pause::{Pausable, PauseSwitch};
 pub use world::{
     run, FaultPlan, Host, HostMain, Network, Progress, RunResult, World, PROGRESS_EVERY_MS, TICK,

@@ -581,3 +581,21 @@ fn fairness_is_reported_but_never_makes_a_seed_violating() {
         "{err}"
     );
 }
+
+/// The layering lib.rs promises holds: `scripts/layers` finds no import pointing up its
+/// Layers list, no unplaced module and no file cycle.
+#[test]
+fn imports_point_down_the_layers() {
+    let out = Command::new("python3")
+        .arg("scripts/layers")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3 runs");
+    let found = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(found.is_empty(), "scripts/layers:\n{found}");
+}

@@ -2,6 +2,7 @@
 //! on many machines), from their JSON files: the summary one run over the whole range
 //! gives, once every shard is there exactly once and none was interrupted.
 
+use super::merge_error::MergeError;
 use super::run::{open_json, report, write_summary_line, Examples, FirstViolation};
 use super::EXIT_BAD_INPUT;
 use crate::check::{CheckKind, Verdict};
@@ -108,26 +109,24 @@ struct ViolationLine {
 
 /// Read one `run --json` file: its seed lines (for the report's examples), then its
 /// summary, which must be the last line and count as many seeds as there are lines.
-fn read_shard(path: &Path) -> Result<Shard, String> {
+fn read_shard(path: &Path) -> Result<Shard, MergeError> {
     let file = path.display().to_string();
     let reader = std::fs::File::open(path)
         .map(std::io::BufReader::new)
-        .map_err(|e| format!("{file}: cannot read: {e}"))?;
+        .map_err(|e| MergeError::Read(file.clone(), None, e))?;
     let (mut summary, mut seed_lines) = (None, 0u64);
     let (mut first_violation, mut errors) = (None, Vec::new());
     for (i, line) in reader.lines().enumerate() {
         let at = i + 1;
-        let line = line.map_err(|e| format!("{file}:{at}: cannot read: {e}"))?;
+        let line = line.map_err(|e| MergeError::Read(file.clone(), Some(at), e))?;
         if line.trim().is_empty() {
             continue;
         }
         if summary.is_some() {
-            return Err(format!(
-                "{file}:{at}: a line after the summary line; one file per `locksim run --json`"
-            ));
+            return Err(MergeError::AfterSummary((file, at)));
         }
-        let line: Line = serde_json::from_str(&line)
-            .map_err(|e| format!("{file}:{at}: not a line of `locksim run --json`: {e}"))?;
+        let line: Line =
+            serde_json::from_str(&line).map_err(|e| MergeError::NotALine((file.clone(), at), e))?;
         match (line.summary, line.seed) {
             (Some(s), _) => summary = Some(s),
             (None, Some(seed)) => {
@@ -139,22 +138,16 @@ fn read_shard(path: &Path) -> Result<Shard, String> {
                     errors.push((seed, e));
                 }
             }
-            (None, None) => {
-                return Err(format!(
-                    "{file}:{at}: neither a seed's line nor the summary line (no `seed` or `summary` key)"
-                ))
-            }
+            (None, None) => return Err(MergeError::NeitherSeedNorSummary((file, at))),
         }
     }
-    let summary = summary.ok_or_else(|| {
-        format!("{file}: no summary line at the end: did `locksim run --json` finish writing it?")
-    })?;
+    let summary = summary.ok_or_else(|| MergeError::NoSummary(file.clone()))?;
     if summary.seeds != seed_lines {
-        return Err(format!(
-            "{file}: {} but its summary counts {}",
-            plural(seed_lines, "seed line"),
-            plural(summary.seeds, "seed")
-        ));
+        return Err(MergeError::SeedLines {
+            file,
+            lines: seed_lines,
+            counted: summary.seeds,
+        });
     }
     Ok(Shard {
         file,
@@ -177,9 +170,9 @@ fn violation_of(seed: u64, checks: &[CheckLine]) -> Option<FirstViolation> {
 
 /// Check that `shards` are every shard of one sweep, once each, none interrupted, and
 /// sort them by shard. Err: what is wrong, naming the files.
-fn check_complete(shards: &mut [Shard]) -> Result<(), String> {
+fn check_complete(shards: &mut [Shard]) -> Result<(), MergeError> {
     let Some(first) = shards.first() else {
-        return Err("merge: no file given".into());
+        return Err(MergeError::NoFile);
     };
     let (file, s) = (&first.file, &first.summary);
     let n = s.shard.1;
@@ -187,55 +180,55 @@ fn check_complete(shards: &mut [Shard]) -> Result<(), String> {
     for shard in shards.iter() {
         let (other, t) = (&shard.file, &shard.summary);
         let set = check_counts(other, t)?;
+        let (first, other) = (file.clone(), other.clone());
         if t.scenario != s.scenario || t.algorithm != s.algorithm {
-            return Err(format!(
-                "{file} and {other} are different scenarios: `{}` ({}) and `{}` ({})",
-                s.scenario, s.algorithm, t.scenario, t.algorithm
-            ));
+            return Err(MergeError::Scenarios {
+                first,
+                other,
+                scenarios: Box::new([
+                    (s.scenario.clone(), s.algorithm.clone()),
+                    (t.scenario.clone(), t.algorithm.clone()),
+                ]),
+            });
         }
         if t.seed_range != s.seed_range {
-            return Err(format!(
-                "{file} and {other} sweep different seeds: {} and {}",
-                range_words(s),
-                range_words(t)
-            ));
+            return Err(MergeError::Seeds {
+                first,
+                other,
+                a: range_words(s),
+                b: range_words(t),
+            });
         }
         if t.shard.1 != n {
-            return Err(format!(
-                "{file} is shard {}/{n} but {other} is shard {}/{}: the sweep was cut differently",
-                s.shard.0, t.shard.0, t.shard.1
-            ));
+            return Err(MergeError::Cut {
+                first,
+                other,
+                a: (s.shard.0, n),
+                b: t.shard,
+            });
         }
         if !same_checks(s, t) {
-            return Err(format!(
-                "{file} and {other} check different things or expect different verdicts \
-                 (was the scenario edited between the runs?)"
-            ));
+            return Err(MergeError::Checks { first, other });
         }
-        if let Some(earlier) = seen.insert(set.shard_index().0, other) {
-            return Err(format!(
-                "{earlier} and {other} are both shard {}/{n}",
-                set.shard_index().0
-            ));
+        if let Some(earlier) = seen.insert(set.shard_index().0, &shard.file) {
+            return Err(MergeError::SameShard {
+                first: earlier.to_string(),
+                other,
+                shard: (set.shard_index().0, n),
+            });
         }
     }
-    let missing: Vec<String> = (1..=n)
+    let missing: Vec<(u64, u64)> = (1..=n)
         .filter(|k| !seen.contains_key(k))
         .take(10)
-        .map(|k| format!("shard {k}/{n}"))
+        .map(|k| (k, n))
         .collect();
     if !missing.is_empty() {
-        let more = n - seen.len() as u64 - missing.len() as u64;
-        let more = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        return Err(format!(
-            "{} missing{more} (given: {})",
-            missing.join(", "),
-            plural(seen.len() as u64, "file")
-        ));
+        return Err(MergeError::Missing {
+            more: n - seen.len() as u64 - missing.len() as u64,
+            missing,
+            given: seen.len() as u64,
+        });
     }
     shards.sort_by_key(|s| s.summary.shard.0);
     Ok(())
@@ -243,28 +236,29 @@ fn check_complete(shards: &mut [Shard]) -> Result<(), String> {
 
 /// The shard's seeds, once its summary is sane and complete: a valid range and shard,
 /// not interrupted, as many seeds as the shard has.
-fn check_counts(file: &str, t: &Summary) -> Result<SeedSet, String> {
-    let set = t.seed_set().ok_or_else(|| {
-        format!(
-            "{file}: its summary's seed_range {:?} or shard {:?} makes no sense",
-            t.seed_range, t.shard
-        )
+fn check_counts(file: &str, t: &Summary) -> Result<SeedSet, MergeError> {
+    let set = t.seed_set().ok_or_else(|| MergeError::Nonsense {
+        file: file.to_string(),
+        seed_range: t.seed_range,
+        shard: t.shard,
     })?;
-    let (k, n) = set.shard_index();
+    let shard = set.shard_index();
     if t.interrupted {
-        return Err(format!(
-            "{file}: interrupted after {} of {} (shard {k}/{n}); run that shard again",
-            t.seeds,
-            plural(set.count(), "seed")
-        ));
+        return Err(MergeError::Interrupted {
+            file: file.to_string(),
+            done: t.seeds,
+            count: set.count(),
+            shard,
+        });
     }
     if t.seeds != set.count() {
-        return Err(format!(
-            "{file}: counts {} but shard {k}/{n} of {} has {}",
-            plural(t.seeds, "seed"),
-            range_words(t),
-            set.count()
-        ));
+        return Err(MergeError::Count {
+            file: file.to_string(),
+            seeds: t.seeds,
+            range: range_words(t),
+            shard,
+            count: set.count(),
+        });
     }
     Ok(set)
 }

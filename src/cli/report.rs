@@ -4,7 +4,9 @@
 //! (`--merge`) into exactly the files one machine would have written.
 
 use super::EXIT_BAD_INPUT;
-use crate::report::{build, compute, merge, read_partials, write_reports, ComputeSpec, Partial};
+use crate::report::{
+    build, compute, merge, read_partials, write_reports, ComputeSpec, Partial, ReportError,
+};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -37,8 +39,8 @@ pub fn report_command(job: ReportJob, out: &Path, bar: bool) -> u8 {
     }
 }
 
-fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: cannot create: {e}", out.display()))?;
+fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
+    std::fs::create_dir_all(out).map_err(|e| ReportError::Create(out.to_path_buf(), e))?;
     let start = Instant::now();
     let partial = match job {
         ReportJob::Merge(paths) => {
@@ -90,7 +92,7 @@ fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), String> {
 }
 
 /// Compute one shard with a progress bar (or a line every ten seconds).
-fn run_shard(spec: &ComputeSpec, bar: bool) -> Result<Partial, String> {
+fn run_shard(spec: &ComputeSpec, bar: bool) -> Result<Partial, ReportError> {
     let m = crate::report::Matrix::load(spec.matrix_file)?;
     let (k, n) = spec.shard;
     let per_cell = crate::sweep::SeedSet::range(0, spec.seeds)
@@ -116,10 +118,10 @@ fn run_shard(spec: &ComputeSpec, bar: bool) -> Result<Partial, String> {
 }
 
 /// Write a shard's counts and say how to merge them.
-fn write_partial(p: &Partial, out: &Path, start: Instant) -> Result<(), String> {
+fn write_partial(p: &Partial, out: &Path, start: Instant) -> Result<(), ReportError> {
     let file = out.join(p.file_name());
-    let json = serde_json::to_string_pretty(p).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(&file, json).map_err(|e| format!("{}: cannot write: {e}", file.display()))?;
+    let json = serde_json::to_string_pretty(p).map_err(ReportError::Encode)? + "\n";
+    std::fs::write(&file, json).map_err(|e| ReportError::Write(file.clone(), e))?;
     println!(
         "wrote {} (shard {}/{}) in {:.0} s; when every shard is done: locksim report --merge <their files or folders> --out <folder>",
         file.display(),

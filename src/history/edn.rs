@@ -652,7 +652,10 @@ impl<'a> Parser<'a> {
                         message: format!("unexpected character '{}'", c.escape_ascii()),
                     });
                 }
-                atom(t).map_err(|message| EdnError { line, message })
+                atom(t).map_err(|e| EdnError {
+                    line,
+                    message: e.to_string(),
+                })
             }
         }
     }
@@ -829,8 +832,17 @@ fn first_duplicate<'v>(n: usize, item: impl Fn(usize) -> &'v Value) -> Option<us
     (0..n).find(|&i| !seen.insert(item(i)))
 }
 
+/// A token that looks like a number but is not one: what is wrong, and the token.
+struct BadNumber(&'static str, String);
+
+impl std::fmt::Display for BadNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.0, self.1)
+    }
+}
+
 /// A number, `nil`, `true`, `false` or a symbol.
-fn atom(t: &str) -> Result<Value, String> {
+fn atom(t: &str) -> Result<Value, BadNumber> {
     match t {
         "nil" => return Ok(Value::Nil),
         "true" => return Ok(Value::Bool(true)),
@@ -848,7 +860,7 @@ fn atom(t: &str) -> Result<Value, String> {
         return body
             .parse::<i64>()
             .map(Value::Int)
-            .map_err(|_| format!("integer out of range: {t}"));
+            .map_err(|_| BadNumber("integer out of range", t.to_string()));
     }
     let body = t.strip_suffix('M').unwrap_or(t);
     let valid = body
@@ -856,7 +868,7 @@ fn atom(t: &str) -> Result<Value, String> {
         .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'));
     match body.parse::<f64>() {
         Ok(x) if valid => Ok(Value::Float(x)),
-        _ => Err(format!("invalid number: {t}")),
+        _ => Err(BadNumber("invalid number", t.to_string())),
     }
 }
 

@@ -12,9 +12,9 @@ use super::fenced_lock::FencedLock;
 use super::fenced_register::FencedRegister;
 use super::jepsen_log::raw_ops_from_jepsen_log;
 use super::jsonl::raw_ops_from_jsonl_reader;
-use super::model::{Model, Operation};
+use super::model::Model;
 use super::mutex::Mutex;
-use super::ops::{raw_ops_from_events, InputError, RawOp};
+use super::ops::{raw_ops_from_events, InputError, Operation, RawOp};
 use super::register::Register;
 use super::search::{CheckOptions, SearchStats, Stop, MAX_TIMEOUT};
 use super::stages::check_with_stats;
@@ -291,33 +291,64 @@ impl CheckOutcome {
 
 /// A `--timeout` in seconds as a budget: finite, positive and at most [`MAX_TIMEOUT`]
 /// (so that no budget can overflow `Instant` arithmetic).
-pub fn timeout_from_secs(secs: f64) -> Result<Duration, String> {
+pub fn timeout_from_secs(secs: f64) -> Result<Duration, BudgetError> {
     if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!(
-            "expected a positive, finite number of seconds, got {secs}"
-        ));
+        return Err(BudgetError::Seconds(secs));
     }
     if secs > MAX_TIMEOUT.as_secs_f64() {
-        return Err(format!(
-            "{secs} s is more than the maximum of {} s (one week)",
-            MAX_TIMEOUT.as_secs()
-        ));
+        return Err(BudgetError::TooLong(secs));
     }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("{secs} s: {e}"))
+    Duration::try_from_secs_f64(secs).map_err(|_| BudgetError::Seconds(secs))
 }
 
 /// A `--memo-limit` in MiB as a byte cap: at least 1 MiB, at most [`MAX_MEMO_LIMIT_MIB`].
-pub fn memo_limit_from_mib(mib: u64) -> Result<usize, String> {
+pub fn memo_limit_from_mib(mib: u64) -> Result<usize, BudgetError> {
     if mib == 0 || mib > MAX_MEMO_LIMIT_MIB {
-        return Err(format!(
-            "expected a number of MiB from 1 to {MAX_MEMO_LIMIT_MIB}, got {mib}"
-        ));
+        return Err(BudgetError::Mib(mib));
     }
     usize::try_from(mib)
         .ok()
         .and_then(|m| m.checked_mul(1 << 20))
-        .ok_or_else(|| format!("{mib} MiB does not fit this machine's address space"))
+        .ok_or(BudgetError::TooBig(mib))
 }
+
+/// A `--timeout` or `--memo-limit` out of range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetError {
+    /// Seconds that are not a positive, finite number.
+    Seconds(f64),
+    /// Seconds beyond [`MAX_TIMEOUT`].
+    TooLong(f64),
+    /// MiB outside 1 to [`MAX_MEMO_LIMIT_MIB`].
+    Mib(u64),
+    /// MiB this machine cannot address.
+    TooBig(u64),
+}
+
+impl std::fmt::Display for BudgetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BudgetError::Seconds(secs) => write!(
+                f,
+                "expected a positive, finite number of seconds, got {secs}"
+            ),
+            BudgetError::TooLong(secs) => write!(
+                f,
+                "{secs} s is more than the maximum of {} s (one week)",
+                MAX_TIMEOUT.as_secs()
+            ),
+            BudgetError::Mib(mib) => write!(
+                f,
+                "expected a number of MiB from 1 to {MAX_MEMO_LIMIT_MIB}, got {mib}"
+            ),
+            BudgetError::TooBig(mib) => {
+                write!(f, "{mib} MiB does not fit this machine's address space")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BudgetError {}
 
 /// The largest `--memo-limit` accepted, in MiB (1 TiB).
 pub const MAX_MEMO_LIMIT_MIB: u64 = 1 << 20;

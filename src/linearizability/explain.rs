@@ -1,6 +1,6 @@
 //! Verdicts and explanations of violations.
 
-use super::model::{Model, Operation, INDETERMINATE};
+use super::ops::Operation;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -188,34 +188,6 @@ pub struct OpInfo {
 }
 
 impl OpInfo {
-    /// Views of `ops` described by `model`; `processes` names the process indices.
-    pub fn from_ops<M: Model>(
-        model: &M,
-        ops: &[Operation<M::Op>],
-        processes: &[String],
-    ) -> Vec<OpInfo> {
-        ops.iter()
-            .map(|o| OpInfo::of(model, o, processes))
-            .collect()
-    }
-
-    /// The view of one operation (see [`OpInfo::from_ops`]).
-    pub fn of<M: Model>(model: &M, o: &Operation<M::Op>, processes: &[String]) -> OpInfo {
-        OpInfo {
-            process: processes
-                .get(o.process as usize)
-                .cloned()
-                .unwrap_or_else(|| o.process.to_string()),
-            description: model.describe_op(&o.op),
-            call: o.call,
-            ret: o.ret,
-            indeterminate: o.ret == INDETERMINATE,
-            line: o.line,
-            call_ns: o.call_ns,
-            ret_ns: o.ret_ns,
-        }
-    }
-
     /// One line: `client-1 write 3 (line 12)` plus `[indeterminate]` when it is.
     pub fn label(&self) -> String {
         let mut s = if self.process.bytes().all(|b| b.is_ascii_digit()) {

@@ -40,8 +40,8 @@
 //! and indeterminate operations exist, the general search decides.
 
 use super::explain::Explanation;
-use super::model::{Model, Operation};
-use super::ops::{skip_or_reject, InputError, RawOp};
+use super::model::Model;
+use super::ops::{skip_or_reject, InputError, Operation, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::history::names;
 use std::collections::{HashMap, HashSet};

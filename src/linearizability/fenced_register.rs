@@ -20,8 +20,8 @@
 //! of the spec. (Fencing writes alone lets a stale holder's read-modify-write slip in
 //! before the new holder's first write; see the README.)
 
-use super::model::{Effect, Model, Operation, ValueTable};
-use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
+use super::model::{Effect, Model, ValueTable};
+use super::ops::{intern_process, skip_or_reject, InputError, Operation, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::history::edn::Value;
 use crate::history::names;

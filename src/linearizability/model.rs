@@ -1,74 +1,10 @@
-//! The [`Model`] trait (a sequential specification) and [`Operation`], one operation of
-//! a history with its real-time interval.
+//! The [`Model`] trait (a sequential specification), and how a model describes the
+//! operations it checks ([`OpInfo::from_ops`]).
 
-use super::explain::Explanation;
+use super::explain::{Explanation, OpInfo};
+use super::ops::{Operation, INDETERMINATE};
 use std::fmt::Debug;
 use std::hash::Hash;
-
-/// The return time of an operation that never returned (or returned `:info`): +∞.
-pub const INDETERMINATE: u64 = u64::MAX;
-
-/// One operation of a history: what it did (`op`, in the model's terms), who did it, and
-/// its real-time interval `[call, ret]`.
-///
-/// Times are positions in the history (see the module docs); `ret` is [`INDETERMINATE`]
-/// for an operation that may take effect at any time after `call`, or never.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Operation<O> {
-    /// The operation in the model's terms (input and observed output).
-    pub op: O,
-    /// Index of the process in the history's process table.
-    pub process: u32,
-    /// Position of the invocation.
-    pub call: u64,
-    /// Position of the completion, or [`INDETERMINATE`].
-    pub ret: u64,
-    /// 1-based source line of the invocation (0 when unknown).
-    pub line: usize,
-    /// True time of the invocation in ns, when the history has times (display only).
-    pub call_ns: Option<u64>,
-    /// True time of the completion in ns, when known (display only).
-    pub ret_ns: Option<u64>,
-}
-
-impl<O> Operation<O> {
-    /// The operation `op` of process `process`, with the position, line and times of `raw`.
-    pub fn from_raw(op: O, process: u32, raw: &super::ops::RawOp) -> Operation<O> {
-        Operation {
-            op,
-            process,
-            call: raw.call,
-            ret: raw.ret,
-            line: raw.line,
-            call_ns: raw.call_ns,
-            ret_ns: raw.ret_ns,
-        }
-    }
-
-    /// A determinate operation over `[call, ret]` by process 0 with no source line.
-    pub fn new(op: O, call: u64, ret: u64) -> Operation<O> {
-        Operation {
-            op,
-            process: 0,
-            call,
-            ret,
-            line: 0,
-            call_ns: None,
-            ret_ns: None,
-        }
-    }
-
-    /// Builder: set the process.
-    pub fn by(mut self, process: u32) -> Operation<O> {
-        self.process = process;
-        self
-    }
-
-    /// Whether the operation may take effect at any time after its call, or never.
-    pub fn is_indeterminate(&self) -> bool {
-        self.ret == INDETERMINATE
-    }
-}
 
 /// What an operation does to the state, independently of the state: a hint that lets the
 /// search skip moves that cannot matter (see the reductions of the search). Every
@@ -225,5 +161,36 @@ impl ValueTable {
     /// The value with id `id`.
     pub fn get(&self, id: u32) -> &crate::history::edn::Value {
         &self.values[id as usize]
+    }
+}
+
+/// A model names what each operation did: the views explanations and pictures show.
+impl OpInfo {
+    /// Views of `ops` described by `model`; `processes` names the process indices.
+    pub fn from_ops<M: Model>(
+        model: &M,
+        ops: &[Operation<M::Op>],
+        processes: &[String],
+    ) -> Vec<OpInfo> {
+        ops.iter()
+            .map(|o| OpInfo::of(model, o, processes))
+            .collect()
+    }
+
+    /// The view of one operation (see [`OpInfo::from_ops`]).
+    pub fn of<M: Model>(model: &M, o: &Operation<M::Op>, processes: &[String]) -> OpInfo {
+        OpInfo {
+            process: processes
+                .get(o.process as usize)
+                .cloned()
+                .unwrap_or_else(|| o.process.to_string()),
+            description: model.describe_op(&o.op),
+            call: o.call,
+            ret: o.ret,
+            indeterminate: o.ret == INDETERMINATE,
+            line: o.line,
+            call_ns: o.call_ns,
+            ret_ns: o.ret_ns,
+        }
     }
 }

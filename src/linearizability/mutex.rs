@@ -5,8 +5,8 @@
 //! Operations: `acquire`, `release`; a `lock` or `key` field makes each lock name an
 //! independent mutex.
 
-use super::model::{Effect, Model, Operation};
-use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
+use super::model::{Effect, Model};
+use super::ops::{intern_process, skip_or_reject, InputError, Operation, RawOp};
 use super::register::{describe_key, partition_by_key};
 use crate::history::names;
 use std::collections::HashMap;

@@ -1,9 +1,9 @@
 //! From recorded events (Jepsen EDN or locksim JSONL) to model-independent operations
 //! ([`RawOp`]): invocations paired with completions, `:fail` dropped, `:info` and missing
 //! completions indeterminate. See the module docs of `linearizability` for the rules.
+//! [`Operation`] is one of them in a model's terms, with its real-time interval.
 
 use super::memo::FxHasher;
-use super::model::INDETERMINATE;
 use crate::history::edn::Value;
 use crate::history::{Event, EventType};
 use std::collections::{HashMap, HashSet};
@@ -57,6 +57,71 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// The return time of an operation that never returned (or returned `:info`): +∞.
+pub const INDETERMINATE: u64 = u64::MAX;
+
+/// One operation of a history: what it did (`op`, in the model's terms), who did it, and
+/// its real-time interval `[call, ret]`.
+///
+/// Times are positions in the history (see the module docs); `ret` is [`INDETERMINATE`]
+/// for an operation that may take effect at any time after `call`, or never.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation<O> {
+    /// The operation in the model's terms (input and observed output).
+    pub op: O,
+    /// Index of the process in the history's process table.
+    pub process: u32,
+    /// Position of the invocation.
+    pub call: u64,
+    /// Position of the completion, or [`INDETERMINATE`].
+    pub ret: u64,
+    /// 1-based source line of the invocation (0 when unknown).
+    pub line: usize,
+    /// True time of the invocation in ns, when the history has times (display only).
+    pub call_ns: Option<u64>,
+    /// True time of the completion in ns, when known (display only).
+    pub ret_ns: Option<u64>,
+}
+
+impl<O> Operation<O> {
+    /// The operation `op` of process `process`, with the position, line and times of `raw`.
+    pub fn from_raw(op: O, process: u32, raw: &RawOp) -> Operation<O> {
+        Operation {
+            op,
+            process,
+            call: raw.call,
+            ret: raw.ret,
+            line: raw.line,
+            call_ns: raw.call_ns,
+            ret_ns: raw.ret_ns,
+        }
+    }
+
+    /// A determinate operation over `[call, ret]` by process 0 with no source line.
+    pub fn new(op: O, call: u64, ret: u64) -> Operation<O> {
+        Operation {
+            op,
+            process: 0,
+            call,
+            ret,
+            line: 0,
+            call_ns: None,
+            ret_ns: None,
+        }
+    }
+
+    /// Builder: set the process.
+    pub fn by(mut self, process: u32) -> Operation<O> {
+        self.process = process;
+        self
+    }
+
+    /// Whether the operation may take effect at any time after its call, or never.
+    pub fn is_indeterminate(&self) -> bool {
+        self.ret == INDETERMINATE
+    }
+}
 
 /// One operation of a history, before a model interprets it.
 #[derive(Clone, Debug, PartialEq)]

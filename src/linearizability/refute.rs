@@ -36,7 +36,8 @@
 
 use super::explain::{Derivation, Explanation, Refutation};
 use super::memo::FxHasher;
-use super::model::{Effect, Model, Operation};
+use super::model::{Effect, Model};
+use super::ops::Operation;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::time::Instant;

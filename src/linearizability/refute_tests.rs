@@ -2,7 +2,8 @@
 //! confirms and whose explanation replays step by step from the history alone; every
 //! narrowing keeps the oracle's verdict; and the histories that need derived orders.
 
-use super::model::{Effect, Model, Operation};
+use super::model::{Effect, Model};
+use super::ops::Operation;
 use super::refute::{prepass, Prepass};
 use super::tests::{arb_reg_op, jitter, oracle, reg_model, run_register, small, stretch};
 use super::*;

@@ -9,8 +9,8 @@
 //! Operations may carry a `:key` (or `:lock`): each key is then an independent register
 //! (P-compositionality).
 
-use super::model::{Effect, Model, Operation, ValueTable};
-use super::ops::{intern_process, skip_or_reject, InputError, RawOp};
+use super::model::{Effect, Model, ValueTable};
+use super::ops::{intern_process, skip_or_reject, InputError, Operation, RawOp};
 use crate::history::edn::Value;
 use crate::history::names;
 use std::collections::HashMap;

@@ -3,7 +3,8 @@
 
 use super::explain::Explanation;
 use super::memo::{splitmix, zob, Cache, FxHasher, IdHasher, Memo, NIL};
-use super::model::{Effect, Model, Operation};
+use super::model::{Effect, Model};
+use super::ops::Operation;
 use super::unobserved::unobserved;
 use serde::Serialize;
 use std::collections::HashMap;

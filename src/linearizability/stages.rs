@@ -12,7 +12,8 @@
 //! needed nearly all of it can lose to them.
 
 use super::explain::{Explanation, LinVerdict};
-use super::model::{Model, Operation};
+use super::model::Model;
+use super::ops::Operation;
 use super::refute::{prepass, Prepass};
 use super::search::{search, CheckOptions, Limits, Paused, SearchStats};
 use super::window::{reachable_states, refute_around, SPANS};

@@ -1,7 +1,8 @@
 //! Reduction 4 of the search (absorbed overwrites): which overwrites nothing can
 //! observe, decided once per part before the search starts.
 
-use super::model::{Effect, Model, Operation};
+use super::model::{Effect, Model};
+use super::ops::Operation;
 
 /// Operations examined per overwrite when deciding whether it is unobserved; past this
 /// it counts as observed (always safe).

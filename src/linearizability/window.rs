@@ -30,7 +30,8 @@
 
 use super::explain::{Explanation, Window};
 use super::memo::FxHasher;
-use super::model::{Effect, Model, Operation, INDETERMINATE};
+use super::model::{Effect, Model};
+use super::ops::{Operation, INDETERMINATE};
 use super::search::{search, Limits};
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;

@@ -1,10 +1,9 @@
 //! `algorithm = "raft"`: a lock service replicated with Raft, etcd-style, and etcd's lock
 //! recipe as the client.
 //!
-//! * Servers `raft-0 .. raft-{nodes-1}` ([`node`]): a Raft core on raft-rs ([`core`])
-//!   ticked on each node's local clock by the driver both replicated families share
-//!   ([`driver`]), its log on the node's disk ([`storage`]), an
-//!   etcd-like service applied from the log ([`kv`]: revisioned keys, transactions,
+//! * Servers `raft-0 .. raft-{nodes-1}` ([`node`]): the Raft core both replicated
+//!   families share ([`crate::consensus`]: raft-rs ticked on each node's local clock, its
+//!   log on the node's disk), an etcd-like service applied from the log ([`kv`]: revisioned keys, transactions,
 //!   leases; [`service`]), the leader-local lessor that decides lease expiry ([`lease`]),
 //!   the wire formats ([`wire`]).
 //! * Clients ([`client`], [`mutex`]): etcd's `concurrency` package — a session (a lease
@@ -19,8 +18,6 @@
 //! 16–19 are `sims/raft-*.toml`.
 
 pub mod client;
-pub mod core;
-pub mod driver;
 pub mod etcd_api;
 pub mod etcd_client_api;
 pub mod etcd_grpc;
@@ -33,13 +30,10 @@ pub mod node;
 pub mod params;
 mod real;
 pub mod service;
-pub mod storage;
 pub mod wire;
 
 #[cfg(test)]
 mod run_tests;
-#[cfg(test)]
-pub(crate) mod testkit;
 
 pub use mutex::EtcdMutex;
 pub use params::RaftParams;

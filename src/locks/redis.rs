@@ -7,6 +7,7 @@
 //! - [`replication`] and [`sentinel`] make `redis-replicated`;
 //! - [`RedisLock`] is the client, every published variant a parameter ([`params`]).
 
+mod aof;
 mod endpoint;
 mod lock;
 pub mod model;
@@ -16,17 +17,18 @@ mod real;
 mod replication;
 pub mod resp;
 mod sentinel;
+mod state;
 
 pub use endpoint::{redis_remote, Call, Discovery, Endpoint, RedisRemote};
 pub use lock::{eval, RedisLock};
 pub(crate) use node::record_expired;
-pub use node::{run_node, serve_node, Role, REDIS_PORT};
+pub use node::{run_node, serve_node};
 pub use params::{
     Acquire, Convention, Persistence, RedisParams, Renew, Replication, ScriptFiles, ScriptTexts,
     TokenSource, Unlock,
 };
 pub use real::{ask, RealRedis};
-pub use sentinel::SENTINEL_PORT;
+pub use state::Role;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
 use crate::real::RealCluster;
@@ -34,6 +36,15 @@ use crate::sim::{FaultPoint, NodeCtx};
 use serde::Deserialize;
 use std::rc::Rc;
 use std::time::Duration;
+
+/// Redis's TCP port.
+pub const REDIS_PORT: u16 = 6379;
+
+/// Sentinel's TCP port.
+pub const SENTINEL_PORT: u16 = 26379;
+
+/// The monitored group's name, as in `sentinel monitor mymaster ...`.
+pub const MASTER_NAME: &str = "mymaster";
 
 /// `algorithm = "redis"`: one Redis node, `redis-0`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -5,6 +5,7 @@
 //! complete [`Partial`] (one machine's, or shards merged): the same counts give the same
 //! files byte for byte.
 
+use super::error::ReportError;
 use super::evidence::upper_bound_95;
 use super::matrix::Matrix;
 use super::partial::{CellCounts, Partial};
@@ -190,15 +191,14 @@ pub fn build(
     p: &Partial,
     out: &Path,
     on_timeline: &(dyn Fn(usize, usize) + Sync),
-) -> Result<Guarantees, String> {
+) -> Result<Guarantees, ReportError> {
     let m = p.matrix()?;
     let stems: Vec<String> = m.cells().iter().map(|c| c.stem(&m)).collect();
     if !p.cells.iter().map(|c| &c.cell).eq(stems.iter()) {
-        return Err(format!(
-            "the counts name {} cells, the matrix in them defines {}: not the same cells (a damaged partial file?)",
-            p.cells.len(),
-            stems.len()
-        ));
+        return Err(ReportError::CellCount {
+            counts: p.cells.len(),
+            matrix: stems.len(),
+        });
     }
     let scenarios = m.write_cells(out)?;
     let out_text = out.display().to_string();
@@ -278,12 +278,12 @@ fn cell_result(
     scenario: &Scenario,
     counts: &CellCounts,
     replay: &dyn Fn(&str, u64) -> String,
-) -> Result<CellResult, String> {
+) -> Result<CellResult, ReportError> {
     let cell = m
         .cells()
         .into_iter()
         .find(|c| c.stem(m) == counts.cell)
-        .ok_or_else(|| format!("cell `{}` is not in the matrix", counts.cell))?;
+        .ok_or_else(|| ReportError::UnknownCell(counts.cell.clone()))?;
     let na = scenario.not_applicable();
     let mut checks = BTreeMap::new();
     let mut not_applicable = BTreeMap::new();

@@ -25,6 +25,7 @@
 //! workload = { reentrant = true }
 //! ```
 
+use super::error::ReportError;
 use crate::scenario::Scenario;
 use serde::Deserialize;
 use std::path::Path;
@@ -130,20 +131,18 @@ impl Cell {
 
 impl Matrix {
     /// Read and check a matrix file; errors name the file and what is wrong.
-    pub fn load(path: &Path) -> Result<Matrix, String> {
+    pub fn load(path: &Path) -> Result<Matrix, ReportError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read file: {e}", path.display()))?;
+            .map_err(|e| ReportError::ReadFile(path.to_path_buf(), e))?;
         Matrix::parse(&text, path)
     }
 
     /// Parse and check a matrix file's text (`path` names it in errors).
-    pub fn parse(text: &str, path: &Path) -> Result<Matrix, String> {
-        let m: Matrix = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| format!(":{}", text[..s.start].lines().count().max(1)))
-                .unwrap_or_default();
-            format!("{}{line}: {}", path.display(), e.message())
+    pub fn parse(text: &str, path: &Path) -> Result<Matrix, ReportError> {
+        let m: Matrix = toml::from_str(text).map_err(|e| ReportError::MatrixToml {
+            path: path.to_path_buf(),
+            line: e.span().map(|s| text[..s.start].lines().count().max(1)),
+            message: e.message().to_string(),
         })?;
         let slug =
             |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
@@ -154,17 +153,11 @@ impl Matrix {
             .chain(m.columns.iter().map(|c| &c.name))
         {
             if !slug(name) {
-                return Err(format!(
-                    "{}: name `{name}`: expected letters, digits and `-` (it names files)",
-                    path.display()
-                ));
+                return Err(ReportError::BadName(path.to_path_buf(), name.clone()));
             }
         }
         if m.rows.is_empty() || m.columns.is_empty() || m.fencing.is_empty() {
-            return Err(format!(
-                "{}: expected at least one row, one column and one fencing setting",
-                path.display()
-            ));
+            return Err(ReportError::EmptyMatrix(path.to_path_buf()));
         }
         Ok(m)
     }
@@ -188,19 +181,18 @@ impl Matrix {
 
     /// Write every cell's scenario to `<out>/cells/<stem>.toml` and load it back: the
     /// cells in order, as (stem, scenario).
-    pub fn write_cells(&self, out: &Path) -> Result<Vec<(String, Scenario)>, String> {
+    pub fn write_cells(&self, out: &Path) -> Result<Vec<(String, Scenario)>, ReportError> {
         let dir = out.join("cells");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| ReportError::Create(dir.clone(), e))?;
         self.cells()
             .iter()
             .map(|cell| {
                 let stem = cell.stem(self);
                 let file = dir.join(format!("{stem}.toml"));
                 let text = self.scenario_text(cell);
-                std::fs::write(&file, &text)
-                    .map_err(|e| format!("{}: cannot write: {e}", file.display()))?;
-                let scenario = Scenario::parse(&file, &text).map_err(|e| e.to_string())?;
+                std::fs::write(&file, &text).map_err(|e| ReportError::Write(file.clone(), e))?;
+                let scenario =
+                    Scenario::parse(&file, &text).map_err(|e| ReportError::Cell(Box::new(e)))?;
                 Ok((stem, scenario))
             })
             .collect()

@@ -4,6 +4,7 @@
 //! shard 1 of 1, so it and a merge of any sharding produce the same counts, and hence
 //! the same report files byte for byte.
 
+use super::error::{Difference, ReportError};
 use super::matrix::Matrix;
 use crate::check::Verdict;
 use crate::metrics::MetricsTotals;
@@ -139,7 +140,7 @@ pub struct Partial {
 
 impl Partial {
     /// The matrix this partial was computed from.
-    pub fn matrix(&self) -> Result<Matrix, String> {
+    pub fn matrix(&self) -> Result<Matrix, ReportError> {
         Matrix::parse(&self.matrix, Path::new(&self.matrix_file))
     }
 
@@ -168,9 +169,9 @@ pub struct ComputeSpec<'a> {
 pub fn compute(
     spec: &ComputeSpec,
     on_progress: &(dyn Fn(u64, u64, &str) + Sync),
-) -> Result<Partial, String> {
+) -> Result<Partial, ReportError> {
     let text = std::fs::read_to_string(spec.matrix_file)
-        .map_err(|e| format!("{}: cannot read file: {e}", spec.matrix_file.display()))?;
+        .map_err(|e| ReportError::ReadFile(spec.matrix_file.to_path_buf(), e))?;
     let m = Matrix::parse(&text, spec.matrix_file)?;
     let (k, n) = spec.shard;
     let seeds: Vec<u64> = SeedSet::range(0, spec.seeds).shard(k, n).iter().collect();
@@ -197,10 +198,10 @@ pub fn compute(
 }
 
 /// Read a partial file, or every `partial-*.json` in a folder (sorted by name).
-pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, String> {
+pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, ReportError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| format!("{}: cannot read folder: {e}", path.display()))?
+            .map_err(|e| ReportError::ReadFolder(path.to_path_buf(), e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 p.file_name()
@@ -210,10 +211,7 @@ pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, String> {
             .collect();
         v.sort();
         if v.is_empty() {
-            return Err(format!(
-                "{}: no partial-K-of-N.json in this folder (written by `locksim report --shard K/N`)",
-                path.display()
-            ));
+            return Err(ReportError::NoPartials(path.to_path_buf()));
         }
         v
     } else {
@@ -222,21 +220,16 @@ pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, String> {
     files
         .into_iter()
         .map(|f| {
-            let text = std::fs::read_to_string(&f)
-                .map_err(|e| format!("{}: cannot read file: {e}", f.display()))?;
-            let p: Partial = serde_json::from_str(&text).map_err(|e| {
-                format!(
-                    "{}:{}: expected a partial report (written by `locksim report --shard K/N`): {e}",
-                    f.display(),
-                    e.line()
-                )
-            })?;
+            let text =
+                std::fs::read_to_string(&f).map_err(|e| ReportError::ReadFile(f.clone(), e))?;
+            let p: Partial =
+                serde_json::from_str(&text).map_err(|e| ReportError::NotAPartial(f.clone(), e))?;
             if p.format != PARTIAL_FORMAT {
-                return Err(format!(
-                    "{}: format `{}`, expected `{PARTIAL_FORMAT}`",
-                    f.display(),
-                    p.format
-                ));
+                return Err(ReportError::Format {
+                    path: f,
+                    found: p.format,
+                    expected: PARTIAL_FORMAT,
+                });
             }
             Ok((f, p))
         })
@@ -246,51 +239,46 @@ pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, String> {
 /// Add up the shards of one matrix into the counts of shard 1 of 1. Every shard of
 /// the same sharding must be present exactly once, from the same build, matrix and seed
 /// count; otherwise the error names the file and what differs.
-pub fn merge(parts: &[(PathBuf, Partial)]) -> Result<Partial, String> {
-    let (first_file, first) = parts.first().ok_or("nothing to merge")?;
+pub fn merge(parts: &[(PathBuf, Partial)]) -> Result<Partial, ReportError> {
+    let (first_file, first) = parts.first().ok_or(ReportError::NothingToMerge)?;
     let n = first.shard[1];
     let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
     for (file, p) in parts {
-        let differs = |what: &str| {
-            format!(
-                "{} and {}: different {what}; shards merge only with shards of the same run",
-                first_file.display(),
-                file.display()
-            )
+        let differs = |what: Difference| ReportError::Differ {
+            first: first_file.clone(),
+            other: file.clone(),
+            what,
         };
         if p.locksim != first.locksim {
-            return Err(differs(&format!(
-                "locksim builds ({} vs {})",
-                first.locksim, p.locksim
+            return Err(differs(Difference::Builds(
+                first.locksim.clone(),
+                p.locksim.clone(),
             )));
         }
         if p.matrix != first.matrix {
-            return Err(differs("matrix files"));
+            return Err(differs(Difference::Matrix));
         }
         if p.seeds != first.seeds {
-            return Err(differs(&format!(
-                "seed counts ({} vs {})",
-                first.seeds, p.seeds
-            )));
+            return Err(differs(Difference::Seeds(first.seeds, p.seeds)));
         }
         let [k, pn] = p.shard;
         if pn != n || k == 0 || k > n {
-            return Err(differs(&format!("shardings ({k}/{pn} vs ?/{n})")));
+            return Err(differs(Difference::Sharding { k, of: pn, n }));
         }
         if let Some(other) = seen.insert(k, file) {
-            return Err(format!(
-                "{} and {} are both shard {k}/{n}",
-                other.display(),
-                file.display()
-            ));
+            return Err(ReportError::SameShard {
+                first: other.to_path_buf(),
+                other: file.clone(),
+                shard: (k, n),
+            });
         }
         check_cells(file, p, first)?;
     }
     if let Some(missing) = (1..=n).find(|k| !seen.contains_key(k)) {
-        return Err(format!(
-            "shard {missing}/{n} is missing (have {} of {n})",
-            seen.len()
-        ));
+        return Err(ReportError::MissingShard {
+            shard: (missing, n),
+            have: seen.len(),
+        });
     }
     let mut total = first.clone();
     total.shard = [1, 1];
@@ -304,7 +292,7 @@ pub fn merge(parts: &[(PathBuf, Partial)]) -> Result<Partial, String> {
 }
 
 /// The shard has the same cells, in the same order, with the checks of the first.
-fn check_cells(file: &Path, p: &Partial, first: &Partial) -> Result<(), String> {
+fn check_cells(file: &Path, p: &Partial, first: &Partial) -> Result<(), ReportError> {
     let same = p.cells.len() == first.cells.len()
         && p.cells.iter().zip(&first.cells).all(|(a, b)| {
             a.cell == b.cell
@@ -314,10 +302,7 @@ fn check_cells(file: &Path, p: &Partial, first: &Partial) -> Result<(), String> 
     if same {
         Ok(())
     } else {
-        Err(format!(
-            "{}: its cells or checks differ from the other shards' (a damaged file?)",
-            file.display()
-        ))
+        Err(ReportError::CellsDiffer(file.to_path_buf()))
     }
 }
 
@@ -391,15 +376,23 @@ mod tests {
 
     #[test]
     fn incomplete_or_mixed_shardings_are_refused() {
-        let e = merge(&[part(1, 3, 0, None), part(3, 3, 0, None)]).unwrap_err();
+        let e = merge(&[part(1, 3, 0, None), part(3, 3, 0, None)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("shard 2/3 is missing"), "{e}");
-        let e = merge(&[part(1, 2, 0, None), part(1, 2, 0, None)]).unwrap_err();
+        let e = merge(&[part(1, 2, 0, None), part(1, 2, 0, None)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("both shard 1/2"), "{e}");
-        let e = merge(&[part(1, 2, 0, None), part(2, 3, 0, None)]).unwrap_err();
+        let e = merge(&[part(1, 2, 0, None), part(2, 3, 0, None)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("shardings"), "{e}");
         let (f, mut other) = part(2, 2, 0, None);
         other.locksim = "another build".into();
-        let e = merge(&[part(1, 2, 0, None), (f, other)]).unwrap_err();
+        let e = merge(&[part(1, 2, 0, None), (f, other)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("locksim builds"), "{e}");
     }
 }

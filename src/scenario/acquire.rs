@@ -83,21 +83,22 @@ impl<'de> Visitor<'de> for ModeVisitor {
 mod tests {
     use super::*;
 
-    fn parse(v: &str) -> Result<AcquireMode, String> {
+    fn parse(v: &str) -> Result<AcquireMode, toml::de::Error> {
         #[derive(Deserialize)]
         struct T {
             acquire: AcquireMode,
         }
-        toml::from_str::<T>(&format!("acquire = {v}"))
-            .map(|t| t.acquire)
-            .map_err(|e| e.message().to_string())
+        toml::from_str::<T>(&format!("acquire = {v}")).map(|t| t.acquire)
     }
 
     #[test]
     fn the_three_forms() {
-        assert_eq!(parse("\"wait\""), Ok(AcquireMode::Wait));
-        assert_eq!(parse("\"try\""), Ok(AcquireMode::Try));
-        assert_eq!(parse("{ try_for_ms = 30 }"), Ok(AcquireMode::TryFor(30)));
+        assert_eq!(parse("\"wait\"").unwrap(), AcquireMode::Wait);
+        assert_eq!(parse("\"try\"").unwrap(), AcquireMode::Try);
+        assert_eq!(
+            parse("{ try_for_ms = 30 }").unwrap(),
+            AcquireMode::TryFor(30)
+        );
         assert_eq!(AcquireMode::default(), AcquireMode::Wait);
     }
 
@@ -118,7 +119,7 @@ mod tests {
             "5",
             "{ try_for_ms = -1 }",
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().message().to_string();
             assert!(
                 e.contains("try_for_ms") && (e.contains("expected") || e.contains("missing")),
                 "{bad}: {e}"

@@ -9,6 +9,7 @@ use super::clock::Clock;
 use super::disk::Disk;
 use super::fault::FaultPoint;
 use super::kernel::Kernel;
+use super::live_net::LiveNet;
 use super::pause::{PauseSwitch, YieldNow};
 use crate::history::{names, Event, EventType, Recorder};
 use rand::{Rng, SeedableRng};
@@ -151,14 +152,29 @@ pub fn node_rng(seed: u64, name: &str) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed ^ h.rotate_left(17))
 }
 
+/// Where a node's code runs: what its context takes true time from and what the
+/// transport connects through.
+#[derive(Clone, Default)]
+pub enum NodeEnv {
+    /// A turmoil simulation without the world's kernel (a test driving a client or a
+    /// server directly): connects are not refused locally, idle connections never close.
+    #[default]
+    Bare,
+    /// A simulated world: turmoil's time, and the run's shared [`Kernel`] (refused
+    /// connects, idle closes, traffic counts).
+    Simulated(Rc<Kernel>),
+    /// A live run: real time since the run began and loopback ports from its address
+    /// book.
+    Live(Rc<LiveNet>),
+}
+
 /// The handle node code gets. Cheap to clone.
 #[derive(Clone)]
 pub struct NodeCtx {
     state: Rc<NodeState>,
     recorder: Recorder,
     incarnation: u32,
-    kernel: Option<Rc<Kernel>>,
-    live: Option<Rc<crate::net::LiveNet>>,
+    env: NodeEnv,
 }
 
 /// A deadline passed before the operation completed.
@@ -175,33 +191,43 @@ impl NodeCtx {
             state,
             recorder,
             incarnation,
-            kernel: None,
-            live: None,
+            env: NodeEnv::Bare,
         }
     }
 
     /// This context in live mode: real time since the live run began, and connections
     /// over real loopback TCP to the ports `net` lists.
-    pub fn with_live(mut self, net: Rc<crate::net::LiveNet>) -> NodeCtx {
-        self.live = Some(net);
+    pub fn with_live(mut self, net: Rc<LiveNet>) -> NodeCtx {
+        self.env = NodeEnv::Live(net);
         self
     }
 
     /// The live run's address book, in live mode.
-    pub fn live(&self) -> Option<&Rc<crate::net::LiveNet>> {
-        self.live.as_ref()
+    pub fn live(&self) -> Option<&Rc<LiveNet>> {
+        match &self.env {
+            NodeEnv::Live(net) => Some(net),
+            NodeEnv::Bare | NodeEnv::Simulated(_) => None,
+        }
     }
 
     /// This context with the run's shared [`Kernel`] (the world sets it; without one, the
     /// transport neither refuses connects locally nor closes idle connections).
     pub fn with_kernel(mut self, kernel: Rc<Kernel>) -> NodeCtx {
-        self.kernel = Some(kernel);
+        self.env = NodeEnv::Simulated(kernel);
         self
     }
 
     /// The run's view of the network, if any.
     pub fn kernel(&self) -> Option<&Rc<Kernel>> {
-        self.kernel.as_ref()
+        match &self.env {
+            NodeEnv::Simulated(kernel) => Some(kernel),
+            NodeEnv::Bare | NodeEnv::Live(_) => None,
+        }
+    }
+
+    /// Where this node runs.
+    pub fn env(&self) -> &NodeEnv {
+        &self.env
     }
 
     /// How many times this node has been restarted before this run of its code.
@@ -221,8 +247,7 @@ impl NodeCtx {
             Some(t) => t.as_nanos() as u64,
             // Live mode: real time is the run's true time.
             None => self
-                .live
-                .as_ref()
+                .live()
                 .expect("NodeCtx used outside a simulation or a live run")
                 .elapsed_ns(),
         }
@@ -330,7 +355,7 @@ impl NodeCtx {
     /// ends, as under a pause. Recorded as a pause `at = "fsync"`.
     pub async fn freeze_until_disk_ready(&self) {
         let left = self.disk_stall_left_ns();
-        if left == 0 || self.live.is_some() {
+        if left == 0 || self.live().is_some() {
             return;
         }
         self.pause_self(left, "fsync").await;
@@ -343,7 +368,7 @@ impl NodeCtx {
         if d.is_zero() {
             return;
         }
-        if self.live.is_some() {
+        if self.live().is_some() {
             // A live node runs alone on its thread: blocking it is what Redis does.
             std::thread::sleep(d);
             return;
@@ -364,7 +389,7 @@ impl NodeCtx {
     /// restart; live, the node is marked down and whoever runs it stops it
     /// (`locksim serve` ends).
     pub async fn exit(&self) {
-        if self.live.is_some() {
+        if self.live().is_some() {
             self.state.set_crashed(true);
         } else {
             self.state

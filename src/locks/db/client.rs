@@ -48,6 +48,37 @@ enum Attempt {
     Busy(String),
 }
 
+/// Why the lock's row could not be made sure of: which step, and what it got.
+#[derive(Debug)]
+enum RowError {
+    /// Reading the row.
+    Reading(RowFailure),
+    /// Inserting the missing row.
+    Creating(RowFailure),
+}
+
+/// A statement's outcome that is not the row or its insert.
+#[derive(Debug)]
+enum RowFailure {
+    /// An unexpected reply (an error code).
+    Reply(Reply),
+    /// No reply.
+    Call(CallError),
+}
+
+impl std::fmt::Display for RowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (step, failure) = match self {
+            RowError::Reading(x) => ("reading", x),
+            RowError::Creating(x) => ("creating", x),
+        };
+        match failure {
+            RowFailure::Reply(r) => write!(f, "{step} the lock row: {r:?}"),
+            RowFailure::Call(e) => write!(f, "{step} the lock row: {e}"),
+        }
+    }
+}
+
 impl DbLock {
     /// A client of `db-0`.
     pub fn new(p: DbParams) -> DbLock {
@@ -92,7 +123,7 @@ impl DbLock {
 
     /// Make sure the lock's row exists (for-update, optimistic): read it, insert it if
     /// missing. Returns why not, if it could not.
-    async fn ensure_row(&mut self, ctx: &NodeCtx, lock: &str) -> Result<(), String> {
+    async fn ensure_row(&mut self, ctx: &NodeCtx, lock: &str) -> Result<(), RowError> {
         if self.row_ready {
             return Ok(());
         }
@@ -111,12 +142,12 @@ impl DbLock {
                 match self.session.call(ctx, &insert, self.timeout).await {
                     Ok(Reply::Ok { .. }) => {}
                     Ok(r) if r.code() == Some(ER_DUP_ENTRY) => {}
-                    Ok(r) => return Err(format!("creating the lock row: {r:?}")),
-                    Err(e) => return Err(format!("creating the lock row: {e}")),
+                    Ok(r) => return Err(RowError::Creating(RowFailure::Reply(r))),
+                    Err(e) => return Err(RowError::Creating(RowFailure::Call(e))),
                 }
             }
-            Ok(r) => return Err(format!("reading the lock row: {r:?}")),
-            Err(e) => return Err(format!("reading the lock row: {e}")),
+            Ok(r) => return Err(RowError::Reading(RowFailure::Reply(r))),
+            Err(e) => return Err(RowError::Reading(RowFailure::Call(e))),
         }
         self.row_ready = true;
         Ok(())
@@ -150,7 +181,7 @@ impl DbLock {
         owner: &str,
     ) -> Result<Attempt, LockError> {
         if let Err(why) = self.ensure_row(ctx, lock).await {
-            return Ok(Attempt::Busy(why));
+            return Ok(Attempt::Busy(why.to_string()));
         }
         let select = Statement::Select {
             name: lock.to_string(),
@@ -204,7 +235,7 @@ impl DbLock {
         owner: &str,
     ) -> Result<Attempt, LockError> {
         if let Err(why) = self.ensure_row(ctx, lock).await {
-            return Ok(Attempt::Busy(why));
+            return Ok(Attempt::Busy(why.to_string()));
         }
         match self
             .session

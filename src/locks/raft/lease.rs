@@ -39,7 +39,7 @@
 //! 3 ticks ([`ticked_recently`], etcd's `isActive`: `latestTickTs + 3 × TickMs > now`);
 //! otherwise the node runs a ReadIndex round and revokes only if the read succeeds and the
 //! Raft leader is still itself. So the node must record the local monotonic time of its
-//! last [`super::core::RaftCore::tick`], pass its local monotonic time to every lessor
+//! last [`crate::consensus::core::RaftCore::tick`], pass its local monotonic time to every lessor
 //! call, and with `lessor_check = "none"` propose revokes without either check.
 
 use super::kv::{LeaseId, Store};

@@ -95,19 +95,43 @@ pub enum Acquired {
     },
 }
 
+/// A reply to the lock Txn that is not the one `tryAcquire` sent for (a server bug, or
+/// a reply to another request): what the client cannot tell apart from a lost reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TxnReplyError {
+    /// Not a Txn response (the reply, as debug text).
+    NotATxn(String),
+    /// A Txn op response that is not a range (as debug text).
+    NotARange(String),
+    /// The Else branch found no key, though ours was created before it.
+    NoKey,
+}
+
+impl std::fmt::Display for TxnReplyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TxnReplyError::NotATxn(r) => write!(f, "unexpected reply to the lock Txn: {r}"),
+            TxnReplyError::NotARange(r) => write!(f, "unexpected Txn op response {r}"),
+            TxnReplyError::NoKey => write!(f, "the Txn's Else branch found no key"),
+        }
+    }
+}
+
+impl std::error::Error for TxnReplyError {}
+
 /// Read `tryAcquire`'s Txn response.
-pub fn after_txn(resp: &Response) -> Result<Acquired, String> {
+pub fn after_txn(resp: &Response) -> Result<Acquired, TxnReplyError> {
     let Response::Txn(TxnResponse {
         revision,
         succeeded,
         responses,
     }) = resp
     else {
-        return Err(format!("unexpected reply to the lock Txn: {resp:?}"));
+        return Err(TxnReplyError::NotATxn(format!("{resp:?}")));
     };
     let range = |i: usize| match responses.get(i) {
         Some(OpResponse::Range(r)) => Ok(r),
-        other => Err(format!("unexpected Txn op response {other:?}")),
+        other => Err(TxnReplyError::NotARange(format!("{other:?}"))),
     };
     let my_rev = if *succeeded {
         *revision
@@ -116,7 +140,7 @@ pub fn after_txn(resp: &Response) -> Result<Acquired, String> {
             .kvs
             .first()
             .map(|kv| kv.create_revision)
-            .ok_or("the Txn's Else branch found no key")?
+            .ok_or(TxnReplyError::NoKey)?
     };
     let owner = range(1)?.kvs.first().map(|kv| kv.create_revision);
     Ok(match owner {
@@ -124,6 +148,24 @@ pub fn after_txn(resp: &Response) -> Result<Acquired, String> {
         Some(r) if r == my_rev => Acquired::Owner { my_rev },
         Some(_) => Acquired::Wait { my_rev },
     })
+}
+
+/// Why waiting for the keys ahead of ours ended without seeing them go.
+#[derive(Debug)]
+enum WaitError {
+    /// The acquire's deadline passed.
+    TimedOut,
+    /// Reading the keys ahead failed.
+    Read(CallFailure),
+}
+
+impl std::fmt::Display for WaitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitError::TimedOut => write!(f, "timed out"),
+            WaitError::Read(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 /// `waitDeletes`' read: the last key created at or before `max_rev` under `prefix`.
@@ -246,7 +288,7 @@ impl EtcdMutex {
             match self.client(ctx).propose(ctx, txn, deadline).await {
                 Ok(resp) => match after_txn(&resp) {
                     Ok(a) => break (key, a),
-                    Err(e) => return Err(LockError::Indeterminate(e)),
+                    Err(e) => return Err(LockError::Indeterminate(e.to_string())),
                 },
                 // The lease is gone (the Txn wrote nothing): a new session, if time allows.
                 Err(CallFailure::Reply(ApiError::Service(ServiceError::LeaseNotFound))) => {
@@ -307,17 +349,17 @@ impl EtcdMutex {
         pfx: &str,
         max_rev: u64,
         deadline: i64,
-    ) -> Result<(), String> {
+    ) -> Result<(), WaitError> {
         let wait = Duration::from_millis((self.params.request_timeout_ms() / 2).max(1));
         loop {
             if ctx.mono_ns() >= deadline {
-                return Err("timed out".into());
+                return Err(WaitError::TimedOut);
             }
             let r = self
                 .client(ctx)
                 .range(ctx, keys_ahead(pfx, max_rev), deadline)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(WaitError::Read)?;
             let Some((key, rev)) = next_wait(&r) else {
                 return Ok(());
             };

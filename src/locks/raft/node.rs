@@ -80,8 +80,6 @@
 //! {index} lets a later leader's second record of the same entry (it had not applied it
 //! before taking over) be dropped (see [`super::invariants`]).
 
-use super::core::{Committed, Output, ProposeError, RaftCore, Role, SoftState};
-use super::driver::{self, RaftHost};
 use super::etcd_api::ApiError;
 use super::etcd_grpc::EtcdService;
 use super::kv::lock_delay::is_delay_lease;
@@ -90,6 +88,8 @@ use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
 use super::wire::{CLIENT_PORT, PEER_PORT};
+use crate::consensus::core::{Committed, Output, ProposeError, RaftCore, Role, SoftState};
+use crate::consensus::driver::{self, RaftHost};
 use crate::history::values::{Apply, Leader, RaftExpire};
 use crate::history::{fnv1a, names, EventType, EventValue};
 use crate::net::{serve_peers, GrpcChannel, Mesh};
@@ -176,7 +176,7 @@ pub async fn server_main(ctx: NodeCtx, params: RaftParams) {
     let seed = ctx.rand_u64();
     let core = {
         let mut disk = ctx.disk();
-        RaftCore::new(id, &params, &mut disk, seed).expect("valid raft configuration")
+        RaftCore::new(id, &params.raft_config(), &mut disk, seed).expect("valid raft configuration")
     };
     let n = params.nodes as usize;
     let server = Server {

@@ -4,26 +4,12 @@
 //! `tick_ms` of its own clock, so a drifting clock makes its elections and heartbeats run
 //! fast or slow, exactly as a real server's `time.Ticker` does.
 
+use crate::consensus::RaftConfig;
 use crate::locks::param::{self, KeyError, ParamDoc};
 use serde::Deserialize;
 
-/// How a node answers a read (the `read` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReadMode {
-    /// Raft ReadIndex (raft-rs `ReadOnlyOption::Safe`): the leader confirms its leadership
-    /// with a heartbeat round to a quorum before answering; the answer waits until the
-    /// node has applied up to the read index. Linearizable.
-    ReadIndex,
-    /// Leader lease (raft-rs `ReadOnlyOption::LeaseBased`): the leader answers with its
-    /// commit index at once, trusting `check_quorum` to have made it step down before a
-    /// new leader could exist. Depends on ticks running at the same rate everywhere: a
-    /// leader whose clock runs slow answers stale reads (catalogue row 19).
-    Lease,
-    /// Answer from the node's local applied state without asking Raft at all (etcd's
-    /// serializable reads). Stale on a follower or a deposed leader.
-    Local,
-}
+/// The `read` and `fsync` keys are the Raft core's own policies.
+pub use crate::consensus::{Fsync, ReadMode};
 
 /// Whether the leader's lessor checks its leadership before revoking expired leases
 /// (the `lessor_check` key).
@@ -48,18 +34,6 @@ pub enum RaftToken {
     /// its wait — larger than its key's, and not assigned to it alone.
     Revision,
     /// No token: the workload writes unfenced.
-    None,
-}
-
-/// When a node fsyncs its Raft log (the `fsync` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fsync {
-    /// Before any message that acknowledges the written state leaves the node (as Raft
-    /// requires: persist before responding).
-    Always,
-    /// Never: a crash loses every entry and vote the node acknowledged. Unsafe on
-    /// purpose: a cluster can lose committed writes.
     None,
 }
 
@@ -227,6 +201,21 @@ impl Default for RaftParams {
 }
 
 impl RaftParams {
+    /// What each node's Raft core runs with: the Raft keys of the table.
+    pub fn raft_config(&self) -> RaftConfig {
+        RaftConfig {
+            nodes: self.nodes,
+            tick_ms: self.tick_ms,
+            election_tick: self.election_tick,
+            heartbeat_tick: self.heartbeat_tick,
+            check_quorum: self.check_quorum,
+            pre_vote: self.pre_vote,
+            read: self.read,
+            fsync: self.fsync,
+            ..RaftConfig::default()
+        }
+    }
+
     /// The election timeout (the minimum randomized one), local ms.
     pub fn election_timeout_ms(&self) -> u64 {
         self.election_tick * self.tick_ms
@@ -403,8 +392,8 @@ mod tests {
     use super::*;
     use crate::key_error::KeyPath;
 
-    fn parse(text: &str) -> Result<RaftParams, String> {
-        toml::from_str::<RaftParams>(text).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<RaftParams, toml::de::Error> {
+        toml::from_str::<RaftParams>(text)
     }
 
     #[test]
@@ -459,8 +448,12 @@ mod tests {
     fn unknown_keys_and_values_are_errors() {
         assert!(parse("election_ticks = 3")
             .unwrap_err()
+            .to_string()
             .contains("election_ticks"));
-        assert!(parse("read = \"quorum\"").unwrap_err().contains("quorum"));
+        assert!(parse("read = \"quorum\"")
+            .unwrap_err()
+            .to_string()
+            .contains("quorum"));
     }
 
     #[test]

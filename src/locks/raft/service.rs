@@ -11,7 +11,7 @@
 //! client request; raft-rs may drop or lose a proposal, so the node keeps a deadline per
 //! request and never assumes the entry it is waiting for will come.
 //!
-//! # Wiring (what the node loop does with a [`super::core::Output`])
+//! # Wiring (what the node loop does with a [`crate::consensus::core::Output`])
 //!
 //! 1. `soft_state`: [`Service::on_role`] (demotes the lessor when leadership is lost).
 //! 2. each committed entry, in order: [`Service::apply`] with the node's role and local
@@ -29,11 +29,11 @@
 //! Reads that do not go through the log use [`Store::range`] on the node's applied state
 //! (after ReadIndex, under a lease, or `read = "local"`).
 
-use super::core::Committed;
 use super::kv::lock_delay::delay_lease_id;
 use super::kv::{LeaseId, Request, Response, ServiceError, Store};
 use super::lease::{LeaseError, Lessor};
 use super::params::RaftParams;
+use crate::consensus::core::Committed;
 use serde::{Deserialize, Serialize};
 
 /// A log entry's payload.
@@ -172,8 +172,8 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::consensus::testkit::Cluster;
     use crate::locks::raft::kv::{PutRequest, RangeRequest};
-    use crate::locks::raft::testkit::Cluster;
 
     const MS: i64 = 1_000_000;
 
@@ -193,7 +193,7 @@ mod tests {
             Env {
                 services: vec![Service::new(&params); n],
                 seen: vec![0; n],
-                c: Cluster::new(params, seed),
+                c: Cluster::new(params.raft_config(), seed),
                 next_id: 1,
             }
         }

@@ -86,7 +86,7 @@ impl Endpoint {
             let args: [&[u8]; 3] = [
                 b"SENTINEL",
                 b"get-master-addr-by-name",
-                super::sentinel::MASTER_NAME.as_bytes(),
+                super::MASTER_NAME.as_bytes(),
             ];
             if let Ok(Value::Array(Some(v))) = Call::call(&mut link, ctx, &args).await {
                 if let Some(host) = v.first().and_then(Value::as_bulk) {

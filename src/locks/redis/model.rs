@@ -46,6 +46,7 @@ mod busy_tests;
 mod commands;
 mod connection;
 mod hashes;
+mod introspection;
 mod keys;
 pub mod keyspace;
 mod lists;

@@ -5,10 +5,13 @@
 //! `"redlock"`) and a member of a replicated group (`"redis-replicated"`), whose role a
 //! sentinel changes with `REPLICAOF`. Replication itself lives in `replication.rs`.
 
+use super::aof::{persist, read_aof, wait_for_aof, AOF};
 use super::model::{Client, ClientId, RedisServer, RoleInfo, ServerConfig};
 use super::params::Persistence;
-use super::replication::{self, Stream};
+use super::replication;
 use super::resp::{decode_command, encode_commands, parse_i64, Value};
+use super::state::{Node, RedisNodeState, Role, Stream};
+use super::REDIS_PORT;
 use crate::history::names;
 use crate::history::EventType;
 use crate::sim::NodeCtx;
@@ -17,55 +20,6 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-/// Redis's TCP port.
-pub const REDIS_PORT: u16 = 6379;
-
-const AOF: &str = "appendonly.aof";
-
-/// A node's replication role.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Accepts writes and streams them to replicas.
-    Primary,
-    /// Applies the stream of `primary`; refuses writes with `READONLY`.
-    Replica {
-        /// The node it replicates from.
-        primary: String,
-    },
-}
-
-/// A Redis node's state, shared by its connection tasks.
-pub struct RedisNodeState {
-    /// The keyspace.
-    pub server: RedisServer,
-    /// Current role.
-    pub role: Role,
-    /// Bumped on every role change: tasks of an older role see it and stop.
-    pub generation: u64,
-    /// The replication stream (primary side) and offsets.
-    pub stream: Stream,
-    /// Replica side: the primary offset applied so far.
-    pub applied: u64,
-    persistence: Persistence,
-    /// Each open connection's inbox for pub/sub messages other connections publish.
-    mailboxes: BTreeMap<ClientId, tokio::sync::mpsc::UnboundedSender<Value>>,
-    /// What a script that never ends (or the `EXEC` holding it) wrote: propagated when
-    /// `SCRIPT KILL` ends it, as Redis propagates a command once it returns.
-    held_effects: Vec<Vec<Vec<u8>>>,
-    /// Where `SCRIPT KILL` sends the busy script's reply: its connection waits on it.
-    killed_reply: Option<tokio::sync::oneshot::Sender<Value>>,
-}
-
-impl RedisNodeState {
-    /// The node's AOF policy.
-    pub fn persistence_policy(&self) -> Persistence {
-        self.persistence
-    }
-}
-
-/// A shared handle to a node's state.
-pub type Node = Rc<RefCell<RedisNodeState>>;
 
 /// Run a standalone Redis node (always primary) with the given persistence.
 pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
@@ -658,48 +612,4 @@ pub(crate) fn propagate(ctx: &NodeCtx, node: &Node, cmds: &[Vec<Vec<u8>>]) {
         n.persistence
     };
     persist(ctx, persistence, &bytes);
-}
-
-/// With `appendfsync always` Redis fsyncs the AOF in its only thread before it replies
-/// (`beforeSleep`): when that fsync meets a stalled disk, the whole server waits with it,
-/// every client, the expire cycle and replication alike.
-pub(crate) async fn wait_for_aof(ctx: &NodeCtx, persistence: Persistence, fsyncs_before: u64) {
-    // `everysec` fsyncs in a background thread (which can also count here).
-    if persistence == Persistence::Always && ctx.disk().fsyncs() > fsyncs_before {
-        ctx.freeze_until_disk_ready().await;
-    }
-}
-
-/// Append already-encoded commands to the AOF per the persistence policy.
-pub(crate) fn persist(ctx: &NodeCtx, persistence: Persistence, bytes: &[u8]) {
-    if persistence == Persistence::None || bytes.is_empty() {
-        return;
-    }
-    let mut disk = ctx.disk();
-    disk.append(AOF, bytes);
-    if persistence == Persistence::Always {
-        disk.fsync(AOF);
-    }
-}
-
-/// Replace the AOF with a snapshot (a replica after a full resync, as `BGREWRITEAOF`).
-pub(crate) fn rewrite_aof(ctx: &NodeCtx, persistence: Persistence, cmds: &[Vec<Vec<u8>>]) {
-    if persistence == Persistence::None {
-        return;
-    }
-    let bytes = encode_commands(cmds);
-    let mut disk = ctx.disk();
-    disk.truncate(AOF);
-    disk.append(AOF, &bytes);
-    disk.fsync(AOF);
-}
-
-/// Decode an AOF; a torn tail (a crash mid-append) is dropped, as `aof-load-truncated yes`.
-pub(crate) fn read_aof(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    let mut log = Vec::new();
-    while let Ok(Some((cmd, n))) = decode_command(bytes) {
-        log.push(cmd);
-        bytes = &bytes[n..];
-    }
-    log
 }

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// The name Sentinels monitor the primary as (the model's too).
-const MASTER: &str = super::sentinel::MASTER_NAME;
+const MASTER: &str = super::MASTER_NAME;
 
 /// Real Redis servers for a live run.
 #[derive(Debug, Clone, PartialEq)]

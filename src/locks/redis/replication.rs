@@ -18,83 +18,22 @@
 //! Partial resynchronisation (the backlog) is not modelled: every (re)connection is a
 //! full resync, which is semantically what a replica sees after a long partition.
 
-use super::node::{
-    persist, read_aof, rewrite_aof, wait_for_aof, Node, RedisNodeState, Role, REDIS_PORT,
-};
+use super::aof::{persist, read_aof, rewrite_aof, wait_for_aof};
 use super::resp::{decode, decode_command, encode_command, encode_commands, Value};
+use super::state::{Node, RedisNodeState, Role};
+use super::REDIS_PORT;
 use crate::history::names;
 use crate::history::EventType;
 use crate::net::tcp::{connect, read_alive, Keepalive};
 use crate::sim::NodeCtx;
-use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Notify;
 
 /// A replica that has not sent a byte for this long (local time) drops its link and
 /// reconnects (Redis's `repl-timeout`, scaled down like the TTLs).
 const REPL_TIMEOUT: Duration = Duration::from_millis(1000);
 /// The primary pings its replicas through the stream this often while idle.
 const PING_PERIOD: Duration = Duration::from_millis(300);
-
-/// The primary's replication stream and its replicas' acknowledgements.
-#[derive(Default)]
-pub struct Stream {
-    /// Replication id: changes when a node becomes primary.
-    replid: u64,
-    /// Offset of `bytes[0]`.
-    base: u64,
-    bytes: Vec<u8>,
-    /// A replica has linked since the start (Redis's replication backlog exists): until
-    /// then writes are not buffered and the offset stays 0, as `ROLE` shows on a fresh
-    /// server.
-    backlog: bool,
-    /// Per replica: (link id, acknowledged offset; none before its first `REPLCONF ACK`,
-    /// while it loads the snapshot, so WAIT does not count it yet).
-    acks: BTreeMap<String, (u64, Option<u64>)>,
-    next_link: u64,
-    changed: Rc<Notify>,
-}
-
-impl Stream {
-    /// The replication offset: bytes ever appended.
-    pub fn offset(&self) -> u64 {
-        self.base + self.bytes.len() as u64
-    }
-
-    /// Append encoded commands and wake the feeders.
-    pub fn append(&mut self, bytes: &[u8]) {
-        if !self.backlog {
-            return;
-        }
-        self.bytes.extend_from_slice(bytes);
-        self.changed.notify_waiters();
-    }
-
-    /// Start a new history at `offset` (a promotion): new id, no replicas yet.
-    fn restart_at(&mut self, offset: u64) {
-        self.replid += 1;
-        self.base = offset;
-        // A promoted replica kept a backlog of its primary's stream.
-        self.backlog = true;
-        self.bytes.clear();
-        self.acks.clear();
-        self.changed.notify_waiters();
-    }
-
-    /// Replicas currently linked.
-    pub fn replicas(&self) -> usize {
-        self.acks.len()
-    }
-
-    fn acked(&self, target: u64) -> usize {
-        self.acks
-            .values()
-            .filter(|(_, off)| off.is_some_and(|off| off >= target))
-            .count()
-    }
-}
 
 /// `ROLE`.
 pub fn role_reply(n: &RedisNodeState) -> Value {

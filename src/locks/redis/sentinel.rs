@@ -23,7 +23,7 @@ use super::endpoint::{redis_remote, Call, RedisRemote};
 use super::params::Replication;
 use super::resp::Commands;
 use super::resp::Value;
-use super::REDIS_PORT;
+use super::{MASTER_NAME, REDIS_PORT, SENTINEL_PORT};
 use crate::history::names;
 use crate::history::EventType;
 use crate::sim::NodeCtx;
@@ -31,12 +31,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
-
-/// Sentinel's TCP port.
-pub const SENTINEL_PORT: u16 = 26379;
-
-/// The monitored group's name, as in `sentinel monitor mymaster ...`.
-pub const MASTER_NAME: &str = "mymaster";
 
 const PERIOD: Duration = Duration::from_millis(100);
 const REQUEST: Duration = Duration::from_millis(100);

@@ -60,13 +60,13 @@ use super::proto::{decode_peer, encode_peer, PeerMsg, Request, Response, PEER_PO
 use super::session::SessionTracker;
 use super::tree::{SessionId, WatchedEvent, ZkError, Zxid};
 use super::txn_log::{append_log, read_log, LogGate};
-use crate::history::values::{Leader, ZkExpire};
-use crate::history::{names, EventType, EventValue};
-use crate::locks::raft::core::{
+use crate::consensus::core::{
     AsyncOutput, Committed, Outgoing, ProposeError, RaftCore, ReadState, Role, SoftState,
 };
-use crate::locks::raft::driver::{self, RaftHost};
-use crate::locks::raft::params::{Fsync, RaftParams, ReadMode};
+use crate::consensus::driver::{self, RaftHost};
+use crate::consensus::{Fsync, RaftConfig as RaftParams, ReadMode};
+use crate::history::values::{Leader, ZkExpire};
+use crate::history::{names, EventType, EventValue};
 use crate::net::{serve_peers, Mesh};
 use crate::sim::NodeCtx;
 use serde::{Deserialize, Serialize};

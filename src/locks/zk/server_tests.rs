@@ -10,7 +10,7 @@ use super::*;
 /// considers the session live, would commit it.
 #[test]
 fn a_deposed_leader_does_not_get_its_own_transactions_committed() {
-    use crate::locks::raft::testkit::Cluster;
+    use crate::consensus::testkit::Cluster;
     let p = raft_params(&ZkParams {
         servers: 3,
         ..ZkParams::default()

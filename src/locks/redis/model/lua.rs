@@ -315,13 +315,27 @@ fn compile_error(e: &mlua::Error) -> Value {
 
 /// Whether `body` compiles as a Redis script does (Lua 5.1); the compile error otherwise.
 /// Used to reject a broken user lock script when the scenario is read.
-pub fn check_compiles(body: &str) -> Result<(), String> {
+pub fn check_compiles(body: &str) -> Result<(), CompileError> {
     match LuaEngine::new(Lrand48::default()).load(body.as_bytes()) {
         Ok(_) => Ok(()),
-        Err(Value::Error(e)) => Err(e),
-        Err(other) => Err(format!("{other:?}")),
+        Err(reply) => Err(CompileError(reply)),
     }
 }
+
+/// A script that does not compile: the error reply Redis gives for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompileError(pub Value);
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Value::Error(e) => write!(f, "{e}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
 
 /// The innermost message of an error a Rust callback or hook raised.
 fn root_message(e: &mlua::Error) -> String {

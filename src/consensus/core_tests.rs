@@ -1,10 +1,10 @@
 use super::*;
-use crate::locks::raft::params::{Fsync, RaftParams};
-use crate::locks::raft::testkit::{node_seed, Cluster};
+use crate::consensus::config::{Fsync, RaftConfig};
+use crate::consensus::testkit::{node_seed, Cluster};
 use std::collections::BTreeSet;
 
-fn params() -> RaftParams {
-    RaftParams::default()
+fn params() -> RaftConfig {
+    RaftConfig::default()
 }
 
 /// A scenario touching elections, replication, ReadIndex, a partition, a leader crash and
@@ -222,7 +222,7 @@ fn restart_from_disk_keeps_committed_entries() {
 /// Commit `lost` on a leader and one follower while the third node is cut off, crash both,
 /// restart them, heal, commit another entry. Returns whether `lost` survived anywhere.
 fn crash_the_majority_that_committed(fsync: Fsync, seed: u64) -> bool {
-    let mut c = Cluster::new(RaftParams { fsync, ..params() }, seed);
+    let mut c = Cluster::new(RaftConfig { fsync, ..params() }, seed);
     let l = c.wait_leader(1000);
     assert!(c.commit(b"first", 1000));
     let away = c.ids().find(|&id| id != l).unwrap();
@@ -266,7 +266,7 @@ fn check_quorum_steps_down_a_partitioned_leader() {
     assert!(c.run_until(500, |c| c.leader().is_some_and(|n| n != l)));
 
     let mut c = Cluster::new(
-        RaftParams {
+        RaftConfig {
             check_quorum: false,
             ..params()
         },
@@ -288,7 +288,7 @@ fn check_quorum_steps_down_a_partitioned_leader() {
 /// leader when the partition heals.
 fn rejoin_after_isolation(pre_vote: bool) -> (u64, u64, u64, u64) {
     let mut c = Cluster::new(
-        RaftParams {
+        RaftConfig {
             pre_vote,
             check_quorum: pre_vote,
             ..params()
@@ -319,7 +319,7 @@ fn pre_vote_keeps_a_rejoining_node_from_deposing_the_leader() {
 /// elect a new leader and commit; before the old one's check_quorum fires (10 of its slow
 /// ticks), a lease read there answers with a stale index. ReadIndex never answers.
 fn read_on_slow_isolated_leader(read: ReadMode) -> (Option<u64>, u64) {
-    let mut c = Cluster::new(RaftParams { read, ..params() }, 6);
+    let mut c = Cluster::new(RaftConfig { read, ..params() }, 6);
     let l = c.wait_leader(1000);
     assert!(c.commit(b"v1", 1000));
     c.tick_every[(l - 1) as usize] = 4 * c.params.tick_ms;
@@ -365,7 +365,7 @@ fn proposals_without_a_leader_are_dropped() {
 }
 
 /// Cost of the in-memory cluster: run with
-/// `cargo test --release --lib raft::core::tests::bench -- --ignored --nocapture`.
+/// `cargo test --release --lib consensus::core::tests::bench -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn bench_cluster_cost() {

@@ -32,7 +32,7 @@
 //! grows with every entry. A lock workload proposes a few entries per acquire, so a 10 s
 //! simulation holds thousands of entries at most (kilobytes). Heartbeats write nothing.
 
-use super::params::Fsync;
+use super::config::Fsync;
 use crate::sim::Disk;
 use protobuf::Message as _;
 use raft::prelude::{ConfState, Entry, HardState};

@@ -5,7 +5,7 @@
 //! *local* monotonic clock, [`RaftCore::step_bytes`] for every message received,
 //! [`RaftCore::propose`] / [`RaftCore::read_index`] for client requests, and after any of
 //! those [`RaftCore::process_ready`], which persists what Raft asks to persist (fsync per
-//! the `fsync` key), then returns what to send, what to apply and what changed. The core
+//! [`RaftConfig::fsync`]), then returns what to send, what to apply and what changed. The core
 //! does no I/O of its own and reads no clock.
 //!
 //! # Determinism (raft-rs 0.7, read from its source)
@@ -69,7 +69,7 @@
 //!   commit index; `applied` starts at 0 because the service state lives in memory only).
 //! * `read = "local"` never reaches this layer: the node answers from its applied state.
 
-use super::params::{RaftParams, ReadMode};
+use super::config::{RaftConfig, ReadMode};
 use super::storage::{self, Wal};
 use crate::sim::Disk;
 use protobuf::Message as _;
@@ -263,7 +263,7 @@ impl fmt::Debug for RaftCore {
 }
 
 /// The raft-rs configuration for node `id` (voters are `1..=params.nodes`).
-pub fn raft_config(id: u64, params: &RaftParams) -> Config {
+pub fn raft_config(id: u64, params: &RaftConfig) -> Config {
     let mut c = Config::new(id);
     c.election_tick = params.election_tick as usize;
     c.heartbeat_tick = params.heartbeat_tick as usize;
@@ -276,10 +276,16 @@ pub fn raft_config(id: u64, params: &RaftParams) -> Config {
         ReadMode::ReadIndex | ReadMode::Local => ReadOnlyOption::Safe,
     };
     c.applied = 0;
-    // Up to 1 MiB of entries per append (0 would mean one entry per message).
-    c.max_size_per_msg = 1 << 20;
-    c.max_inflight_msgs = 256;
+    c.max_size_per_msg = params.max_size_per_msg;
+    c.max_inflight_msgs = params.max_inflight_msgs;
     c
+}
+
+impl RaftConfig {
+    /// Whether raft-rs accepts this configuration (what [`RaftCore::new`] checks first).
+    pub fn validate(&self) -> Result<(), raft::Error> {
+        raft_config(1, self).validate()
+    }
 }
 
 impl RaftCore {
@@ -288,7 +294,7 @@ impl RaftCore {
     /// context's `rand_u64()`; draw a new one at every start).
     pub fn new(
         id: u64,
-        params: &RaftParams,
+        params: &RaftConfig,
         disk: &mut Disk,
         seed: u64,
     ) -> Result<RaftCore, raft::Error> {

@@ -1,5 +1,5 @@
 //! The one Raft driver both replicated families run: the raft family's etcd-like nodes
-//! ([`super::node`]) and the zk family's ensemble ([`crate::locks::zk::server`]).
+//! and the zk family's ensemble.
 //!
 //! raft-rs leaves time and I/O to its host: something must tick the [`RaftCore`] every
 //! `tick_ms` of the node's *local monotonic* clock (so drift, jumps and pauses reach

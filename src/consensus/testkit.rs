@@ -2,8 +2,8 @@
 //! message queue with seeded latency, directed link cuts, crashes (the disk loses unsynced
 //! bytes) and restarts, and per-node tick periods (a slow clock ticks less often).
 
+use super::config::RaftConfig;
 use super::core::{Committed, Output, RaftCore, ReadState, Role};
-use super::params::RaftParams;
 use crate::sim::Disk;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -19,7 +19,7 @@ pub fn node_seed(seed: u64, id: u64, start: u64) -> u64 {
 }
 
 pub struct Cluster {
-    pub params: RaftParams,
+    pub params: RaftConfig,
     pub seed: u64,
     pub nodes: Vec<Option<RaftCore>>,
     pub disks: Vec<Disk>,
@@ -49,7 +49,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn new(params: RaftParams, seed: u64) -> Cluster {
+    pub fn new(params: RaftConfig, seed: u64) -> Cluster {
         let n = params.nodes as usize;
         let mut c = Cluster {
             tick_every: vec![params.tick_ms; n],
