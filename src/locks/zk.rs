@@ -4,13 +4,18 @@
 //! * [`db`]: the replicated state machine (tree + sessions) and its transactions;
 //! * [`session`]: the server's session tracker (expiry buckets on its local clock);
 //! * [`proto`]: the client and peer wire formats;
+//! * `core`: a server's state and rules, pure (an input in, effects out), its write
+//!   path standalone (`txn_log`, a transaction log on its disk) or a member of an
+//!   ensemble (`ensemble`: the Raft family's core, which stands in for ZAB);
+//! * `node`: a server's I/O around its core (the only place that awaits);
 //! * `connection`: a server's client port (handshake, requests in order, watches);
-//! * [`server`]: a server node, standalone (a transaction log on its disk) or a member
-//!   of an ensemble replicated by the Raft family's core, which stands in for ZAB;
-//! * [`client`]: the ZooKeeper handle (pings, read timeout, reconnects, watches) under
-//!   Curator's connection states (SUSPENDED / RECONNECTED / LOST) and retry loop;
+//! * [`server`]: starting a server and its loops (expiry, containers, Raft);
+//! * [`handle`]: the ZooKeeper handle (pings, read timeout, reconnects), with `watches`
+//!   (its watch registry);
+//! * [`curator`]: Curator's framework over it: connection states (SUSPENDED /
+//!   RECONNECTED / LOST, [`states`]), retry loop, background operations;
 //! * [`mutex`]: Curator's `InterProcessMutex` (protected mode, predecessor watch), the
-//!   [`LockClient`];
+//!   [`LockClient`]; [`mutex::layout`]: where the recipe keeps its locks;
 //! * [`params`]: the `[lock]` keys;
 //! * [`checks`]: the family's `lock-linearizable` (one `expire` per zxid);
 //! * `real`: the real ZooKeeper of live mode (`locksim live`).
@@ -25,16 +30,21 @@
 //! the client's own live session keeps forever: a deadlock (row 15).
 
 pub mod checks;
-pub mod client;
 mod connection;
+mod core;
+pub mod curator;
 pub mod db;
+mod ensemble;
+pub mod handle;
 pub mod jute;
 pub mod mutex;
+mod node;
 pub mod params;
 pub mod proto;
 mod real;
 pub mod server;
 pub mod session;
+pub mod states;
 pub mod tree;
 mod txn_log;
 mod watches;

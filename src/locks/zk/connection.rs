@@ -2,13 +2,14 @@
 //! session here), then each connection's requests in order with watch notifications
 //! interleaved. What a request does is [`Node`]'s business; this file is the wire.
 
+use super::core::ConnId;
 use super::db::Op;
+use super::node::Node;
 use super::params::negotiate;
 use super::proto::{
     decode_request, encode_reply, session_passwd, ClientFrame, OpCode, Request, Response,
     ServerFrame, CLIENT_PORT, PING_XID,
 };
-use super::server::{ConnEntry, Node};
 use super::tree::{SessionId, WatchedEvent, ZkError};
 use crate::net::{Conn, Frames, NetStream};
 use std::collections::VecDeque;
@@ -88,7 +89,7 @@ async fn client_connection(node: Node, stream: NetStream) {
         // requests still in flight through an old server are ordered before it or fail
         // with SessionMoved. Only the leader itself, owning the session already, has
         // nobody to ask.
-        let owner = node.s.borrow().db.owner(session);
+        let owner = node.owner(session);
         if owner != Some(node.me as u64 + 1) || node.is_follower() {
             match node.write(Op::SetOwner, session).await {
                 Some((_, Ok(_))) => {}
@@ -114,23 +115,11 @@ async fn client_connection(node: Node, stream: NetStream) {
         let _ = send(&mut conn, &f, None).await;
         return;
     };
-    let Some(timeout_ms) = node.s.borrow().db.sessions().get(&session).copied() else {
+    let Some(timeout_ms) = node.session_timeout(session) else {
         return;
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let cid = {
-        let mut s = node.s.borrow_mut();
-        let cid = s.next_conn;
-        s.next_conn += 1;
-        s.conns.insert(
-            cid,
-            ConnEntry {
-                session,
-                watches: tx,
-            },
-        );
-        cid
-    };
+    let cid = node.open_conn(session, tx);
     let hello = ServerFrame::Reply {
         xid,
         zxid: node.last_zxid(),
@@ -143,9 +132,7 @@ async fn client_connection(node: Node, stream: NetStream) {
     if send(&mut conn, &hello, None).await.is_ok() {
         serve_connection(&node, &mut conn, cid, session, &mut rx).await;
     }
-    let mut s = node.s.borrow_mut();
-    s.conns.remove(&cid);
-    s.db.tree.remove_watcher(cid);
+    node.close_conn(cid);
 }
 
 /// ZooKeeper's `globalOutstandingLimit` (1000 by default): with this many requests of a
@@ -171,7 +158,7 @@ struct Reply {
 async fn serve_connection(
     node: &Node,
     conn: &mut ClientConn,
-    cid: u64,
+    cid: ConnId,
     session: SessionId,
     rx: &mut mpsc::UnboundedReceiver<WatchedEvent>,
 ) {

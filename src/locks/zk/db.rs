@@ -21,24 +21,13 @@
 //! ZooKeeper, the server then closes the connection instead of answering, so the client
 //! reconnects and moves the session back.
 //!
-//! # Lock owners
-//!
-//! The database knows the layout of the lock recipe (Curator's `InterProcessMutex`):
-//! lock `L` is the children of `/locks/L`, ordered by the sequence suffix after the last
-//! `lock-` (`StandardLockInternalsDriver.fixForSorting`), and the first child owns the
-//! lock. When a session close deletes the node that owns a lock, [`Applied::lost_owners`]
-//! names it: the server records it as the lock's `expire` event (a point event of the
-//! fenced-lock specification).
+//! The database knows nothing of the lock recipe: which nodes own which locks is the
+//! recipe's layout ([`super::mutex::layout`]).
 
 use super::jute::DecodeError;
-use super::tree::{split_path, CreateMode, DataTree, Fired, SessionId, Stat, ZkError, Zxid};
+use super::tree::{CreateMode, DataTree, Fired, SessionId, Stat, ZkError, Zxid};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// Where the lock recipe keeps its locks: lock `L` lives under `/locks/L`.
-pub const LOCK_ROOT: &str = "/locks";
-/// The recipe's lock name: nodes are `[_c_<GUID>-]lock-<10 digits>`.
-pub const LOCK_NAME: &str = "lock-";
 
 /// A write request in the total order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,17 +134,6 @@ pub enum TxnOk {
     },
 }
 
-/// A lock's owner node deleted by a session close.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LostOwner {
-    /// The lock name (`L` of `/locks/L`).
-    pub lock: String,
-    /// The owner node's path.
-    pub path: String,
-    /// Its session.
-    pub session: SessionId,
-}
-
 /// What applying one transaction did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
@@ -165,8 +143,6 @@ pub struct Applied {
     pub result: Result<TxnOk, ZkError>,
     /// Watches it fired.
     pub fired: Fired,
-    /// Locks whose owner node a session close deleted.
-    pub lost_owners: Vec<LostOwner>,
 }
 
 /// The database: the tree, the live sessions, the last applied zxid.
@@ -177,19 +153,6 @@ pub struct ZkDb {
     sessions: BTreeMap<SessionId, u64>,
     owners: BTreeMap<SessionId, u64>,
     last_zxid: Zxid,
-}
-
-/// The sort key of a lock node name: what follows the last `lock-`.
-pub fn lock_sort_key(name: &str) -> &str {
-    match name.rfind(LOCK_NAME) {
-        Some(i) => &name[i + LOCK_NAME.len()..],
-        None => name,
-    }
-}
-
-/// Children of a lock path in the recipe's order (`LockInternals.getSortedChildren`).
-pub fn sort_lock_children(children: &mut [String]) {
-    children.sort_by(|a, b| lock_sort_key(a).cmp(lock_sort_key(b)).then(a.cmp(b)));
 }
 
 impl ZkDb {
@@ -224,36 +187,20 @@ impl ZkDb {
         self.last_zxid = self.last_zxid.max(zxid);
     }
 
-    /// The node that owns lock `lock` now (the first child of `/locks/lock`), if any.
-    pub fn lock_owner(&self, lock: &str) -> Option<String> {
-        let base = format!("{LOCK_ROOT}/{lock}");
-        let mut children = self.tree.children(&base)?;
-        sort_lock_children(&mut children);
-        children.first().map(|c| format!("{base}/{c}"))
-    }
-
     /// Apply `txn` as transaction `zxid` (> every zxid applied before).
     pub fn apply(&mut self, zxid: Zxid, txn: &Txn) -> Applied {
         debug_assert!(zxid > self.last_zxid, "zxids increase");
         self.last_zxid = zxid;
         let mut fired = Fired::new();
-        let mut lost_owners = Vec::new();
-        let result = self.run(zxid, txn, &mut fired, &mut lost_owners);
+        let result = self.run(zxid, txn, &mut fired);
         Applied {
             zxid,
             result,
             fired,
-            lost_owners,
         }
     }
 
-    fn run(
-        &mut self,
-        zxid: Zxid,
-        txn: &Txn,
-        fired: &mut Fired,
-        lost: &mut Vec<LostOwner>,
-    ) -> Result<TxnOk, ZkError> {
+    fn run(&mut self, zxid: Zxid, txn: &Txn, fired: &mut Fired) -> Result<TxnOk, ZkError> {
         let live = txn.session == 0 || self.sessions.contains_key(&txn.session);
         let moved = txn.owner != 0
             && txn.session != 0
@@ -282,30 +229,7 @@ impl ZkDb {
             Op::CloseSession => {
                 self.sessions.remove(&txn.session);
                 self.owners.remove(&txn.session);
-                // Owners before the deletion: a session can hold a lock with one node
-                // while another of its nodes waits behind it.
-                let mut owners = Vec::new();
-                for path in self.tree.ephemerals(txn.session) {
-                    let (parent, _) = split_path(&path);
-                    let Some(lock) = parent
-                        .strip_prefix(LOCK_ROOT)
-                        .and_then(|l| l.strip_prefix('/'))
-                        .filter(|l| !l.contains('/'))
-                    else {
-                        continue;
-                    };
-                    if self.lock_owner(lock).as_deref() == Some(path.as_str())
-                        && !owners.iter().any(|o: &LostOwner| o.lock == lock)
-                    {
-                        owners.push(LostOwner {
-                            lock: lock.to_string(),
-                            path: path.clone(),
-                            session: txn.session,
-                        });
-                    }
-                }
                 self.tree.kill_session(txn.session, zxid, fired);
-                lost.extend(owners);
                 Ok(TxnOk::SessionClosed)
             }
             Op::Create { path, data, mode } => {
@@ -337,6 +261,7 @@ impl ZkDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::locks::zk::mutex::layout::{lock_owner, lost_owners, LostOwner};
     use crate::locks::zk::tree::{EventKind, WatchedEvent};
 
     struct Db {
@@ -422,7 +347,7 @@ mod tests {
             .create(2, "/locks/L/_c_0000-lock-", CreateMode::EphemeralSequential)
             .unwrap();
         assert_eq!(g, "/locks/L/_c_0000-lock-0000000003");
-        assert_eq!(d.db.lock_owner("L").as_deref(), Some(b.as_str()));
+        assert_eq!(lock_owner(&d.db.tree, "L").as_deref(), Some(b.as_str()));
         // The parent deleted and created again: numbering starts over (why czxid, not the
         // sequence, is the safe token).
         for p in [b, c, g] {
@@ -559,12 +484,16 @@ mod tests {
             .unwrap();
         // The waiter watches its predecessor (getData with a watch).
         d.db.tree.get_data(&owner, Some(42)).unwrap();
+        let lost = lost_owners(&d.db.tree, 1);
         let closed = d.run(1, Op::CloseSession);
         assert_eq!(closed.result, Ok(TxnOk::SessionClosed));
         assert!(d.db.tree.stat(&owner).is_none() && d.db.tree.stat(&second).is_none());
-        assert_eq!(d.db.lock_owner("L").as_deref(), Some(waiter.as_str()));
         assert_eq!(
-            closed.lost_owners,
+            lock_owner(&d.db.tree, "L").as_deref(),
+            Some(waiter.as_str())
+        );
+        assert_eq!(
+            lost,
             vec![LostOwner {
                 lock: "L".into(),
                 path: owner.clone(),
@@ -593,8 +522,11 @@ mod tests {
         );
         assert!(!d.db.has_session(1) && d.db.has_session(2));
         // A waiter's session closing takes no owner with it.
-        let r = d.run(2, Op::CloseSession);
-        assert_eq!(r.lost_owners.len(), 1, "the waiter had become the owner");
+        assert_eq!(
+            lost_owners(&d.db.tree, 2).len(),
+            1,
+            "the waiter had become the owner"
+        );
     }
 
     #[test]

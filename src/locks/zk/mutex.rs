@@ -81,24 +81,27 @@
 //! the margin, or a client clock running slower than the server's by more than the
 //! margin allows are the windows no client-side check closes — the czxid token does.
 
-use super::client::{Watcher, ZkClient};
-use super::db::{sort_lock_children, LOCK_NAME, LOCK_ROOT};
+use super::curator::CuratorFramework;
 use super::params::{OnSuspended, ZkParams, ZkToken};
 use super::proto::{Request, Response};
 use super::tree::{CreateMode, SessionId, Stat, ZkError};
+use super::watches::Watcher;
 use crate::history::names;
 use crate::history::EventType;
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait as AcquireWait};
 use crate::sim::NodeCtx;
+use layout::{lock_base, sort_lock_children, LOCK_NAME};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
+pub mod layout;
+
 /// The Curator mutex client of one client node.
 pub struct CuratorMutex {
-    client: ZkClient,
+    client: CuratorFramework,
     /// The GUID of the current (or last) acquire, in protected mode.
     guid: Option<String>,
     /// Our lock node of the current (or last) acquire, if created.
@@ -202,7 +205,7 @@ impl CuratorMutex {
     /// A client with its own Curator framework (started at the first acquire).
     pub fn new(params: ZkParams) -> CuratorMutex {
         CuratorMutex {
-            client: ZkClient::new(params),
+            client: CuratorFramework::new(params),
             guid: None,
             our_path: None,
             maybe_sessions: RefCell::new(BTreeSet::new()),
@@ -599,7 +602,7 @@ impl CuratorMutex {
             AcquireWait::For(_) => wait.deadline_ns(ctx),
             AcquireWait::No(_) => ctx.mono_ns(),
         };
-        let base = format!("{LOCK_ROOT}/{lock}");
+        let base = lock_base(lock);
         self.guid = self.params().protected.then(|| uuid(ctx));
         self.our_path = None;
         self.maybe_sessions.get_mut().clear();
@@ -724,7 +727,7 @@ impl CuratorMutex {
     /// Delete what an info acquire may have left (module docs).
     async fn abandon_impl(&mut self, ctx: &NodeCtx, lock: &str) -> Result<bool, LockError> {
         self.client.start(ctx);
-        let base = format!("{LOCK_ROOT}/{lock}");
+        let base = lock_base(lock);
         let prefix = self.guid.as_ref().map(|g| format!("_c_{g}-"));
         let r = self
             .client

@@ -242,7 +242,7 @@ fn a_standalone_servers_stalled_disk_holds_its_writes_but_not_its_sessions() {
 
 mod ensemble {
     use super::*;
-    use crate::locks::zk::client::ZkClient;
+    use crate::locks::zk::curator::CuratorFramework;
     use crate::locks::zk::proto::{Request, Response};
     use crate::locks::zk::tree::CreateMode;
     use crate::locks::zk::ZkParams;
@@ -277,7 +277,7 @@ mod ensemble {
         hosts.push(Host::new("writer", move |ctx| {
             let (p, announced, out) = (p1.clone(), a1.clone(), o1.clone());
             Box::pin(async move {
-                let c = ZkClient::new(p);
+                let c = CuratorFramework::new(p);
                 c.start(&ctx);
                 for i in 1.. {
                     if !c.wait_connected(&ctx, Duration::from_secs(5)).await {
@@ -312,7 +312,7 @@ mod ensemble {
         hosts.push(Host::new("reader", move |ctx| {
             let (p, announced, out) = (p2.clone(), a2.clone(), o2.clone());
             Box::pin(async move {
-                let c = ZkClient::new(p);
+                let c = CuratorFramework::new(p);
                 c.start(&ctx);
                 let mut last = 0;
                 loop {

@@ -2,10 +2,13 @@
 //! which path, per kind; one-shot delivery; and the list a reconnect re-registers
 //! (`SetWatches`).
 
-use super::client::Watcher;
 use super::tree::{EventKind, WatchedEvent};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use tokio::sync::Notify;
+
+/// A watcher: woken by its watches and by connection-state changes.
+pub type Watcher = Rc<Notify>;
 
 /// The client's registered watches (`ZKWatchManager`): path → watchers, per kind.
 #[derive(Default)]

@@ -15,7 +15,7 @@
 //! ephemeral child) is kept from the creates, deletes and session closes, once per
 //! zxid.
 
-use super::super::db::{sort_lock_children, LOCK_ROOT};
+use super::super::mutex::layout::{sort_lock_children, LOCK_ROOT};
 use std::collections::BTreeMap;
 
 /// The log file header's magic (`ZKLG`), version and dbid: 16 bytes.

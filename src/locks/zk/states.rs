@@ -1,7 +1,7 @@
 //! What the client knows of its connection, as types: Curator's states, why a
 //! connection ended, and why the state changed (the `connection` event's `reason`).
 
-use crate::locks::zk::tree::SessionId;
+use super::tree::SessionId;
 
 /// Curator's connection states (`org.apache.curator.framework.state.ConnectionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,3 +117,7 @@ impl std::fmt::Display for StateReason {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "states_tests.rs"]
+mod tests;
