@@ -31,7 +31,7 @@ pub mod tcp;
 
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
-pub use frame::{encode_frame, Frames, MAX_FRAME};
+pub use frame::{encode_frame, FrameTooLarge, Frames, MAX_FRAME};
 pub use grpc::{
     serve_grpc, serve_grpc_connection, ChannelError, Deadlines, GrpcChannel, GrpcRouter, HyperIo,
     NodeExecutor,

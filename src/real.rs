@@ -18,11 +18,12 @@ mod supervisor;
 
 pub use owner::connection_owner;
 pub use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
-pub use server::ServerProcess;
+pub use server::{NotListening, ServerProcess};
 pub use supervisor::{die_with_locksim, signal, Supervisor};
 
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -113,7 +114,7 @@ pub trait RealCluster {
         node: &str,
         addrs: &Addresses,
         patience: &Patience,
-    ) -> Result<(), String> {
+    ) -> Result<(), WaitError> {
         let _ = (node, addrs, patience);
         Ok(())
     }
@@ -121,7 +122,7 @@ pub trait RealCluster {
     /// Block until the whole set serves (a Raft leader, replicas in sync, ...), polling
     /// with `patience`. Each process already accepts connections on its first port.
     /// The proxies are running, so the servers can reach each other.
-    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), WaitError> {
         let _ = (addrs, patience);
         Ok(())
     }
@@ -174,22 +175,54 @@ pub struct Patience {
 impl Patience {
     /// Poll `ready` every 20 ms until it is true; an error naming `what` when the time
     /// is up or the run is interrupted.
-    pub fn wait(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+    pub fn wait(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), WaitError> {
         while !ready() {
             if self.stop.load(Ordering::Relaxed) {
-                return Err(format!("interrupted while waiting for {what}"));
+                return Err(WaitError::Interrupted {
+                    what: what.to_string(),
+                });
             }
             if Instant::now() >= self.until {
-                return Err(format!(
-                    "{what}: not within the start-up limit ({} s)",
-                    self.limit_s
-                ));
+                return Err(WaitError::TimedOut {
+                    what: what.to_string(),
+                    limit_s: self.limit_s,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(())
     }
 }
+
+/// Why waiting for a real server ended before it was ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitError {
+    /// A signal ended the run while it waited for `what`.
+    Interrupted {
+        /// What it waited for.
+        what: String,
+    },
+    /// `what` was not ready within the start-up limit.
+    TimedOut {
+        /// What it waited for.
+        what: String,
+        /// The limit, s.
+        limit_s: u64,
+    },
+}
+
+impl fmt::Display for WaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitError::Interrupted { what } => write!(f, "interrupted while waiting for {what}"),
+            WaitError::TimedOut { what, limit_s } => {
+                write!(f, "{what}: not within the start-up limit ({limit_s} s)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WaitError {}
 
 /// The first executable called `name` on `PATH`, in `/usr/bin` or in `/usr/local/bin`;
 /// the error says which Debian package has it.

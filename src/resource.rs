@@ -18,7 +18,7 @@
 //! `OK 1` (accepted) or `OK 0` (fenced out).
 
 use crate::history::{names, EventType};
-use crate::net::{encode_frame, serve, CallError, Frames, Remote, Tcp};
+use crate::net::{encode_frame, serve, CallError, FrameTooLarge, Frames, Remote, Tcp};
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -145,11 +145,12 @@ impl Reply {
 
 /// The storage server's main loop.
 pub async fn storage_main(ctx: NodeCtx, state: StorageState, fence_reads: bool) {
-    let answer =
-        move |ctx: &NodeCtx, request: Result<Vec<u8>, String>, out: &mut Vec<u8>| match request {
-            Ok(r) => state.handle(ctx, &r, fence_reads).encode(out),
-            Err(e) => Reply::Err(format!("protocol error: {e}")).encode(out),
-        };
+    let answer = move |ctx: &NodeCtx,
+                       request: Result<Vec<u8>, FrameTooLarge>,
+                       out: &mut Vec<u8>| match request {
+        Ok(r) => state.handle(ctx, &r, fence_reads).encode(out),
+        Err(e) => Reply::Err(format!("protocol error: {e}")).encode(out),
+    };
     serve(ctx, STORAGE_PORT, Frames, answer).await
 }
 

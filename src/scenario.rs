@@ -11,7 +11,7 @@ use crate::check::{self, Check};
 use crate::key_error::{self, KeyError};
 use crate::locks::param::{self, Range};
 use crate::locks::{AlgorithmConfig, ConfigError, Family, ALGORITHMS};
-use crate::sim::nemesis::{
+use crate::sim::random_faults::{
     RandomClock, RandomCrash, RandomDiskStall, RandomPartition, RandomPause,
 };
 use crate::sim::{FaultPlan, FaultPoint, RandomFaults};

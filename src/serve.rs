@@ -10,6 +10,8 @@ use crate::locks::zk::ZkParams;
 use crate::net::LiveNet;
 use crate::sim::{NodeCtx, NodeState};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,14 +30,12 @@ pub enum ServeFamily {
 
 impl ServeFamily {
     /// The family named `name`, or an error listing those `serve` runs.
-    pub fn parse(name: &str) -> Result<ServeFamily, String> {
+    pub fn parse(name: &str) -> Result<ServeFamily, ServeError> {
         match name {
             "zk" => Ok(ServeFamily::Zk),
             "raft" => Ok(ServeFamily::Raft),
             "redis" => Ok(ServeFamily::Redis),
-            other => Err(format!(
-                "serve: `{other}` cannot be served; families: zk, raft, redis"
-            )),
+            other => Err(ServeError::UnknownFamily(other.to_string())),
         }
     }
 
@@ -67,6 +67,69 @@ impl ServeFamily {
     }
 }
 
+/// Why `serve` cannot serve: a bad option or a loopback port it cannot have. Each
+/// message names the option or port.
+#[derive(Debug)]
+pub enum ServeError {
+    /// No family of that name is served.
+    UnknownFamily(String),
+    /// A zk or raft cluster of this many servers (1, 3 or 5 are).
+    ClusterSize(u32),
+    /// The Redis model with this many servers (it is served as one).
+    RedisSize(u32),
+    /// A tick outside 1 to 60000 ms.
+    Tick(u64),
+    /// The async runtime could not start.
+    Runtime(io::Error),
+    /// Consecutive client ports from `port` run past 65535.
+    NoRoom {
+        /// The first client port.
+        port: u16,
+        /// How many servers.
+        nodes: u32,
+    },
+    /// A client port is in use.
+    PortTaken {
+        /// The port.
+        port: u16,
+        /// Why it could not be bound.
+        source: io::Error,
+    },
+    /// The kernel gave no loopback port for a peer port.
+    NoFreePort(io::Error),
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::UnknownFamily(name) => write!(
+                f,
+                "serve: `{name}` cannot be served; families: zk, raft, redis"
+            ),
+            ServeError::ClusterSize(n) => write!(
+                f,
+                "serve: --nodes {n}: expected 1 (one server), 3 or 5 (a cluster)"
+            ),
+            ServeError::RedisSize(n) => write!(
+                f,
+                "serve: --nodes {n}: the Redis model is served as one primary (--nodes 1)"
+            ),
+            ServeError::Tick(ms) => write!(f, "serve: --tick-ms {ms}: expected 1 to 60000"),
+            ServeError::Runtime(e) => write!(f, "serve: cannot start the runtime: {e}"),
+            ServeError::NoRoom { port, nodes } => {
+                write!(f, "serve: --port {port}: no room for {nodes} servers")
+            }
+            ServeError::PortTaken { port, source } => {
+                write!(f, "serve: 127.0.0.1:{port} is not free: {source}")
+            }
+            ServeError::NoFreePort(e) => write!(f, "serve: no free loopback port: {e}"),
+        }
+    }
+}
+
+// Each message includes its cause's: `source` stays `None`.
+impl std::error::Error for ServeError {}
+
 /// What to serve, and where.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
@@ -91,27 +154,16 @@ pub fn serve(
     stop: Arc<AtomicBool>,
     on_ready: impl FnOnce(&[u16]),
     on_event: impl Fn(&str) + 'static,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     match config.family {
         ServeFamily::Zk | ServeFamily::Raft if ![1, 3, 5].contains(&config.nodes) => {
-            return Err(format!(
-                "serve: --nodes {}: expected 1 (one server), 3 or 5 (a cluster)",
-                config.nodes
-            ))
+            return Err(ServeError::ClusterSize(config.nodes))
         }
-        ServeFamily::Redis if config.nodes != 1 => {
-            return Err(format!(
-                "serve: --nodes {}: the Redis model is served as one primary (--nodes 1)",
-                config.nodes
-            ))
-        }
+        ServeFamily::Redis if config.nodes != 1 => return Err(ServeError::RedisSize(config.nodes)),
         _ => {}
     }
     if !(1..=60_000).contains(&config.tick_ms) {
-        return Err(format!(
-            "serve: --tick-ms {}: expected 1 to 60000",
-            config.tick_ms
-        ));
+        return Err(ServeError::Tick(config.tick_ms));
     }
     let ports = address_book(config)?;
     let client_ports: Vec<u16> = (0..config.nodes)
@@ -120,7 +172,7 @@ pub fn serve(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("serve: cannot start the runtime: {e}"))?;
+        .map_err(ServeError::Runtime)?;
     let local = tokio::task::LocalSet::new();
     let net = Rc::new(LiveNet::new(ports));
     let on_event = Rc::new(on_event);
@@ -203,23 +255,21 @@ fn node_name(family: ServeFamily, i: u32) -> String {
 
 /// Server `i` takes client port `port + i`; a cluster's peer ports (`zk-i:2888`,
 /// `raft-i:2380`) are any free ones. Every client port must be free.
-fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, String> {
+fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, ServeError> {
     let mut ports = BTreeMap::new();
     for i in 0..config.nodes {
-        let port = u16::try_from(u32::from(config.port) + i).map_err(|_| {
-            format!(
-                "serve: --port {}: no room for {} servers",
-                config.port, config.nodes
-            )
+        let port = u16::try_from(u32::from(config.port) + i).map_err(|_| ServeError::NoRoom {
+            port: config.port,
+            nodes: config.nodes,
         })?;
         std::net::TcpListener::bind(("127.0.0.1", port))
-            .map_err(|e| format!("serve: 127.0.0.1:{port} is not free: {e}"))?;
+            .map_err(|source| ServeError::PortTaken { port, source })?;
         ports.insert(node_name(config.family, i), port);
         // A one-server Raft cluster still listens on its peer port.
         if let Some(peer_port) = config.family.peer_port() {
             let peer = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .and_then(|l| l.local_addr())
-                .map_err(|e| format!("serve: no free loopback port: {e}"))?
+                .map_err(ServeError::NoFreePort)?
                 .port();
             let name = node_name(config.family, i);
             ports.insert(format!("{name}:{peer_port}"), peer);

@@ -8,8 +8,24 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// A `--duration` that is not one: the text given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadDuration(pub String);
+
+impl std::fmt::Display for BadDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "bad --duration `{}`: expected e.g. 30s or 1500ms, at most 1 h",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadDuration {}
+
 /// Parse a duration: `30s`, `1500ms` or a bare number of seconds.
-pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
+pub fn parse_duration_ms(s: &str) -> Result<u64, BadDuration> {
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1)
     } else if let Some(n) = s.strip_suffix('s') {
@@ -19,9 +35,7 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     };
     match num.trim().parse::<u64>() {
         Ok(n) if n > 0 && n * scale <= 3_600_000 => Ok(n * scale),
-        _ => Err(format!(
-            "bad --duration `{s}`: expected e.g. 30s or 1500ms, at most 1 h"
-        )),
+        _ => Err(BadDuration(s.to_string())),
     }
 }
 

@@ -7,9 +7,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 pub trait Decoder {
     /// What one message decodes to.
     type Item;
+    /// Why bytes can never form a message.
+    type Error: std::error::Error + Send + Sync + 'static;
     /// `Ok(Some((item, bytes used)))`; `Ok(None)` when more bytes are needed; `Err` when
     /// the bytes can never form a message (a protocol error: the connection is closed).
-    fn decode(&self, buf: &[u8]) -> Result<Option<(Self::Item, usize)>, String>;
+    fn decode(&self, buf: &[u8]) -> Result<Option<(Self::Item, usize)>, Self::Error>;
 }
 
 /// A connection that sends bytes and receives decoded messages.

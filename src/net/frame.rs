@@ -3,6 +3,7 @@
 //! requests).
 
 use super::conn::Decoder;
+use std::fmt;
 
 /// The largest frame accepted: a peer announcing more is broken or hostile, and the
 /// connection is closed instead of buffering without bound.
@@ -19,18 +20,33 @@ pub fn encode_frame(payload: &[u8], out: &mut Vec<u8>) {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Frames;
 
+/// A frame announcing more than [`MAX_FRAME`] bytes: its announced length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameTooLarge(pub usize);
+
+impl fmt::Display for FrameTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "frame of {} bytes is larger than the maximum of {MAX_FRAME}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for FrameTooLarge {}
+
 impl Decoder for Frames {
     type Item = Vec<u8>;
+    type Error = FrameTooLarge;
 
-    fn decode(&self, buf: &[u8]) -> Result<Option<(Vec<u8>, usize)>, String> {
+    fn decode(&self, buf: &[u8]) -> Result<Option<(Vec<u8>, usize)>, FrameTooLarge> {
         let Some(head) = buf.get(..4) else {
             return Ok(None);
         };
         let len = u32::from_be_bytes(head.try_into().expect("4 bytes")) as usize;
         if len > MAX_FRAME {
-            return Err(format!(
-                "frame of {len} bytes is larger than the maximum of {MAX_FRAME}"
-            ));
+            return Err(FrameTooLarge(len));
         }
         Ok(buf
             .get(4..4 + len)

@@ -12,7 +12,7 @@
 //! The receiving side is [`serve_peers`]: the shared accept loop with a handler called
 //! once per message, in order. Messages are opaque bytes; a family tags its own kinds.
 
-use super::frame::{encode_frame, Frames};
+use super::frame::{encode_frame, FrameTooLarge, Frames};
 use super::remote::Remote;
 use super::server::serve;
 use crate::sim::NodeCtx;
@@ -126,7 +126,7 @@ where
         ctx,
         port,
         Frames,
-        move |ctx: &NodeCtx, req: Result<Vec<u8>, String>, out: &mut Vec<u8>| {
+        move |ctx: &NodeCtx, req: Result<Vec<u8>, FrameTooLarge>, out: &mut Vec<u8>| {
             if let Ok(batch) = req {
                 for msg in split_batch(&batch) {
                     handler(ctx, msg);

@@ -8,12 +8,12 @@ use crate::sim::NodeCtx;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Accept connections on `port` forever. For each decoded request `handler` appends the
-/// reply to its output buffer; for bytes that can never be a request it gets `Err` (it
-/// may append an error reply) and the connection is closed after the reply is sent.
+/// reply to its output buffer; for bytes that can never be a request it gets the
+/// decoder's error (it may append an error reply) and the connection is closed after the reply is sent.
 pub async fn serve<D, H>(ctx: NodeCtx, port: u16, decoder: D, handler: H)
 where
     D: Decoder + Clone + 'static,
-    H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>) + Clone + 'static,
+    H: Fn(&NodeCtx, Result<D::Item, D::Error>, &mut Vec<u8>) + Clone + 'static,
 {
     if ctx.live().is_some() {
         return serve_live(ctx, port, decoder, handler).await;
@@ -33,7 +33,7 @@ where
 async fn connection<D, H>(ctx: NodeCtx, mut stream: SimStream, decoder: D, handler: H)
 where
     D: Decoder,
-    H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>),
+    H: Fn(&NodeCtx, Result<D::Item, D::Error>, &mut Vec<u8>),
 {
     let Ok(ka) = Keepalive::of(&stream) else {
         return;
@@ -71,7 +71,7 @@ where
 async fn serve_live<D, H>(ctx: NodeCtx, port: u16, decoder: D, handler: H)
 where
     D: Decoder + Clone + 'static,
-    H: Fn(&NodeCtx, Result<D::Item, String>, &mut Vec<u8>) + Clone + 'static,
+    H: Fn(&NodeCtx, Result<D::Item, D::Error>, &mut Vec<u8>) + Clone + 'static,
 {
     let port = ctx
         .live()

@@ -27,7 +27,7 @@
 use super::owner::owner_name;
 use super::supervisor::Supervisor;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -94,8 +94,8 @@ pub struct LinkShape {
 
 /// What the proxies' thread and locksim's driver share.
 struct Shared {
-    /// Directed links cut, with how many partitions cut each.
-    cuts: Mutex<BTreeMap<(String, String), u32>>,
+    /// Directed links cut (the run's fault applier counts the partitions cutting each).
+    cuts: Mutex<BTreeSet<(String, String)>>,
     /// Bumped at every change of `cuts`: held links wait on it.
     changed: watch::Sender<u64>,
     /// Connections forwarded so far, by directed link (source → server).
@@ -108,7 +108,7 @@ struct Shared {
 impl Shared {
     fn is_cut(&self, from: &str, to: &str) -> bool {
         let cuts = self.cuts.lock().unwrap_or_else(|e| e.into_inner());
-        cuts.contains_key(&(from.to_string(), to.to_string()))
+        cuts.contains(&(from.to_string(), to.to_string()))
     }
 
     /// Wait until the link `from → to` is not cut.
@@ -185,20 +185,17 @@ impl Proxies {
         })
     }
 
-    /// Cut (`true`) or restore the directed link `from → to`; overlapping partitions
-    /// count, so a link heals when the last one cutting it does.
+    /// Cut (`true`) or restore the directed link `from → to`. Overlapping partitions are
+    /// the caller's to count (a run's fault applier restores a link once no partition
+    /// cuts it).
     pub fn set_cut(&self, from: &str, to: &str, cut: bool) {
         {
             let mut cuts = self.shared.cuts.lock().unwrap_or_else(|e| e.into_inner());
             let key = (from.to_string(), to.to_string());
-            let n = cuts.entry(key.clone()).or_insert(0);
             if cut {
-                *n += 1;
+                cuts.insert(key);
             } else {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    cuts.remove(&key);
-                }
+                cuts.remove(&key);
             }
         }
         self.shared.changed.send_modify(|v| *v += 1);

@@ -3,7 +3,8 @@
 //! same ports and data folder, and always killed when dropped.
 
 use super::supervisor::{die_with_locksim, signal, Supervisor};
-use super::{Addresses, Patience, RealCluster};
+use super::{Addresses, Patience, RealCluster, WaitError};
+use std::fmt;
 use std::io;
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
@@ -80,7 +81,7 @@ impl ServerProcess {
 
     /// Block until it accepts connections on its first port (see [`Patience`]); the
     /// error carries the end of its log.
-    pub fn wait_listening(&mut self, patience: &Patience) -> Result<(), String> {
+    pub fn wait_listening(&mut self, patience: &Patience) -> Result<(), NotListening> {
         let port = self.port;
         let mut exited = false;
         let child = &mut self.child;
@@ -92,16 +93,16 @@ impl ServerProcess {
                 .unwrap_or(true);
             exited || TcpStream::connect(("127.0.0.1", port)).is_ok()
         });
-        let failed = match waited {
-            Err(e) => e,
-            Ok(()) if exited => format!("{what} exited"),
+        let why = match waited {
+            Err(e) => Why::Waited(e),
+            Ok(()) if exited => Why::Exited { what },
             Ok(()) => return Ok(()),
         };
-        Err(format!(
-            "{failed} ({}); its log ends:\n{}",
-            self.cluster.system(),
-            self.log_tail(12)
-        ))
+        Err(NotListening {
+            why,
+            system: self.cluster.system(),
+            log_tail: self.log_tail(12),
+        })
     }
 
     /// The last `lines` lines of its log (stdout and stderr).
@@ -150,6 +151,36 @@ impl ServerProcess {
         self.spawn()
     }
 }
+
+/// A server that did not come to accept connections, with the end of its log.
+#[derive(Debug)]
+pub struct NotListening {
+    why: Why,
+    system: &'static str,
+    log_tail: String,
+}
+
+/// Why a server is not listening.
+#[derive(Debug)]
+enum Why {
+    /// Waiting for it ended (the start-up limit, a signal).
+    Waited(WaitError),
+    /// Its process exited; `what` names it and its port.
+    Exited { what: String },
+}
+
+impl fmt::Display for NotListening {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.why {
+            Why::Waited(e) => write!(f, "{e}")?,
+            Why::Exited { what } => write!(f, "{what} exited")?,
+        }
+        write!(f, " ({}); its log ends:\n{}", self.system, self.log_tail)
+    }
+}
+
+// The message includes its cause's (see `source`'s convention).
+impl std::error::Error for NotListening {}
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {

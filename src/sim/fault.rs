@@ -3,8 +3,10 @@
 //! a shrinker cuts down), the world that applies them, and `locksim list`.
 //!
 //! Adding a fault kind = one variant of [`Fault`] (its TOML fields are its own fields),
-//! its line in [`Fault::KINDS`], its expansion in [`Fault::actions`], and how the world
-//! applies the resulting [`Action`].
+//! its line in [`Fault::KINDS`], its expansion in [`Fault::actions`], and, for a new
+//! [`Action`], its step in the applier (`Nemesis::apply` in `sim/applier.rs`) and what
+//! each `FaultTarget` does with it: the simulated world's and live mode's `supports`
+//! name every variant, so neither compiles until it has decided.
 
 use super::clock::ClockChange;
 use crate::key_error::{KeyError, TableError};

@@ -4,23 +4,25 @@
 //! The harness does not know what it runs: a host is a name and a function from its
 //! [`NodeCtx`] to a future. The deploy layer above decides which hosts exist.
 //!
-//! The driver loop owns the `Sim`: before every tick it applies the fault actions that
-//! are due (partitions through turmoil, pauses through each node's [`PauseSwitch`](super::pause::PauseSwitch),
-//! clock faults on each node's [`Clock`](super::clock::Clock), crashes through turmoil's
-//! `crash`/`bounce`), and after every tick it serves what node code asked for (a pause
-//! that struck at a fault point needs a resume; a crash point needs a crash).
+//! The run loop hands the `Sim` to the fault applier ([`super::applier`]) as its
+//! target: before every tick the applier applies the fault actions that are due
+//! (partitions through turmoil, pauses through each node's
+//! [`PauseSwitch`](super::pause::PauseSwitch), clock faults on each node's
+//! [`Clock`](super::clock::Clock), crashes through turmoil's `crash`/`bounce`), and after
+//! every tick it serves what node code asked for (a pause that struck at a fault point
+//! needs a resume; a crash point needs a crash).
 //!
 //! Everything is single-threaded and ordered: hosts in registration order, actions in
 //! schedule order, maps are `BTreeMap`s. A run is a pure function of (world, seed).
 
-use super::fault::{self, Action, Schedule};
+use super::applier::{close_crashed_op, FaultTarget, Nemesis, Resumed, Via};
+use super::clock::ClockChange;
+use super::fault::{self, Action, FaultPoint, Schedule};
 use super::kernel::{Kernel, Traffic};
-use super::nemesis::{self, RandomFaults};
 use super::node::{ArmedFault, NodeCtx, NodeRequest, NodeState};
+use super::random_faults::{self, RandomFaults};
 use super::LocalBoxFuture;
-use crate::history::names;
-use crate::history::{Event, EventType, History, Recorder};
-use serde_json::json;
+use crate::history::{History, Recorder};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -68,7 +70,7 @@ pub enum FaultPlan {
     Drawn {
         /// Exact entries (applied before random ones at equal times).
         explicit: Schedule,
-        /// The random nemesis.
+        /// The random faults drawn from the seed.
         random: Box<RandomFaults>,
     },
     /// Exactly this schedule, nothing drawn (a replay of an applied schedule, a shrink).
@@ -82,7 +84,7 @@ impl FaultPlan {
             FaultPlan::Fixed(s) => s.clone(),
             FaultPlan::Drawn { explicit, random } => {
                 let mut s = explicit.clone();
-                s.extend(nemesis::draw_schedule(random, all, seed));
+                s.extend(random_faults::draw_schedule(random, all, seed));
                 s
             }
         }
@@ -165,25 +167,22 @@ pub fn run(world: World, seed: u64) -> RunResult {
     }
 
     let schedule = world.faults.schedule(&all, seed);
-    let mut driver = Driver {
+    let target = SimNodes {
+        sim,
         kernel,
         nodes,
         recorder: recorder.clone(),
-        cuts: BTreeMap::new(),
-        partitions: BTreeMap::new(),
-        pending: BTreeMap::new(),
-        seq: 0,
-        all,
     };
+    let mut nemesis = Nemesis::new(target, recorder.clone(), all);
     for (t, a) in fault::actions(&schedule) {
-        driver.push(t, a);
+        nemesis.schedule(t, a);
     }
 
     let end = Duration::from_millis(world.duration_ms);
     let mut error = None;
     let mut next_report = PROGRESS_EVERY_MS;
-    while sim.elapsed() < end {
-        let now = sim.elapsed().as_nanos() as u64;
+    while nemesis.target().sim.elapsed() < end {
+        let now = nemesis.target().sim.elapsed().as_nanos() as u64;
         if let Some(progress) = &world.progress {
             let ms = now / 1_000_000;
             if ms >= next_report {
@@ -194,293 +193,150 @@ pub fn run(world: World, seed: u64) -> RunResult {
                 }
             }
         }
-        while let Some(entry) = driver.pending.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let action = entry.remove();
-            driver.apply(&mut sim, now, action);
-        }
-        if let Err(e) = sim.step() {
+        let Ok(()) = nemesis.apply_due(now);
+        if let Err(e) = nemesis.target_mut().sim.step() {
             error = Some(e.to_string());
             break;
         }
-        let now = sim.elapsed().as_nanos() as u64;
-        let requests: Vec<(String, NodeRequest)> = driver
+        let now = nemesis.target().sim.elapsed().as_nanos() as u64;
+        let requests: Vec<(String, NodeRequest)> = nemesis
+            .target()
             .nodes
             .iter()
             .flat_map(|(n, s)| s.take_requests().into_iter().map(|r| (n.clone(), r)))
             .collect();
         for (node, req) in requests {
-            match req {
-                NodeRequest::ResumeAfter(d) => driver.push(now + d, Action::Resume { node }),
-                NodeRequest::Crash(down_ns) => {
-                    driver.apply(&mut sim, now, Action::Crash { node, down_ns })
-                }
-            }
+            let Ok(()) = nemesis.serve(now, node, req);
         }
     }
+    let target = nemesis.target();
     RunResult {
         seed,
         history: recorder.take(),
-        end_ns: sim.elapsed().as_nanos() as u64,
+        end_ns: target.sim.elapsed().as_nanos() as u64,
         error,
         schedule,
-        traffic: Some(driver.kernel.traffic()),
+        traffic: Some(target.kernel.traffic()),
     }
 }
 
-struct Driver {
+/// What a fault does in a simulated run: turmoil cuts links and crashes hosts (the
+/// [`Kernel`] mirrors both for the transport layer), each node's [`NodeState`] holds its
+/// pause switch, clock, disk and armed fault points.
+struct SimNodes<'a> {
+    sim: turmoil::Sim<'a>,
     /// Mirrors every cut, repair, crash and restart, for the transport layer.
     kernel: Rc<Kernel>,
     nodes: BTreeMap<String, Rc<NodeState>>,
     recorder: Recorder,
-    /// Directed links currently cut, with how many partitions cut them: overlapping
-    /// partitions heal independently.
-    cuts: BTreeMap<(String, String), u32>,
-    /// Live partitions by id: the directed links each one cut.
-    partitions: BTreeMap<u64, Vec<(String, String)>>,
-    /// Future actions by (time, insertion sequence).
-    pending: BTreeMap<(u64, u64), Action>,
-    seq: u64,
-    all: Vec<String>,
 }
 
-impl Driver {
-    fn push(&mut self, t: u64, a: Action) {
-        self.pending.insert((t, self.seq), a);
-        self.seq += 1;
-    }
+impl FaultTarget for SimNodes<'_> {
+    type Error = std::convert::Infallible;
 
-    fn record(&self, now: u64, f: &str, nodes: Vec<String>, value: serde_json::Value) {
-        let mut e = Event::new("nemesis", EventType::Event, f)
-            .at(now)
-            .nodes(nodes.clone())
-            .value(value);
-        // A single affected node's clocks, for replays that show local time.
-        if let [one] = &nodes[..] {
-            if let Some(s) = self.nodes.get(one) {
-                let c = s.clock.borrow();
-                e.local_ns = Some(c.mono_ns(now));
-                e.wall_ms = Some(c.wall_ms(now));
-            }
-        }
-        self.recorder.push(e);
-    }
-
-    /// Apply one fault action, due now: each kind is one step below.
-    fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: Action) {
-        tracing::info!("nemesis at {:.3} ms: {action:?}", now as f64 / 1e6);
+    /// A simulation applies every fault.
+    fn supports(&self, action: &Action) -> bool {
         match action {
-            Action::Pause { node, duration_ns } => self.pause(now, node, duration_ns),
-            Action::ArmPause {
-                node,
-                duration_ns,
-                point,
-            } => {
-                self.nodes[&node].arm(point, ArmedFault::Pause { duration_ns });
-            }
-            Action::Resume { node } => self.resume(now, node),
-            Action::Partition {
-                id,
-                side,
-                peers,
-                oneway,
-            } => self.partition(sim, now, id, side, peers, oneway),
-            Action::Heal { id } => {
-                if let Some(links) = self.partitions.remove(&id) {
-                    self.uncut(sim, links);
-                    self.record(now, names::HEAL, vec![], json!({"id": id}));
-                }
-            }
-            Action::HealAll => {
-                let links: Vec<_> = std::mem::take(&mut self.partitions)
-                    .into_values()
-                    .flatten()
-                    .collect();
-                self.uncut(sim, links);
-                self.record(now, names::HEAL, vec![], json!({"id": "all"}));
-            }
-            Action::ClockJump { .. } | Action::Skew { .. } | Action::Drift { .. } => {
-                let (node, change) = action.clock_change().expect("a clock action");
-                let clock = &self.nodes[node].clock;
-                let (f, value) = change.apply(&mut clock.borrow_mut(), now);
-                self.record(now, f, vec![node.to_string()], value);
-            }
-            Action::Crash { node, down_ns } => self.crash(sim, now, node, down_ns),
-            Action::ArmCrash {
-                node,
-                down_ns,
-                point,
-            } => {
-                self.nodes[&node].arm(point, ArmedFault::Crash { down_ns });
-            }
-            Action::DiskStall { node, duration_ns } => self.stall_disk(now, node, duration_ns),
-            Action::DiskReady { node } => {
-                // Overlapping stalls: only the last one's end is the disk's recovery.
-                if self.nodes[&node].disk_stalled_until() <= now {
-                    self.record(now, names::DISK_READY, vec![node], json!(null));
-                }
-            }
-            Action::Restart { node } => self.restart(sim, now, node),
+            Action::Pause { .. }
+            | Action::ArmPause { .. }
+            | Action::Resume { .. }
+            | Action::Partition { .. }
+            | Action::Heal { .. }
+            | Action::HealAll
+            | Action::ClockJump { .. }
+            | Action::Skew { .. }
+            | Action::Drift { .. }
+            | Action::Crash { .. }
+            | Action::ArmCrash { .. }
+            | Action::Restart { .. }
+            | Action::DiskStall { .. }
+            | Action::DiskReady { .. } => true,
         }
     }
 
-    /// Freeze `node` for `duration_ns` (unless it is down or already frozen).
-    fn pause(&mut self, now: u64, node: String, duration_ns: u64) {
-        let s = &self.nodes[&node];
+    fn stop(&mut self, node: &str) -> Result<Option<Via>, Self::Error> {
+        let s = &self.nodes[node];
         if s.is_crashed() || s.pause.is_paused() {
-            return;
+            return Ok(None);
         }
         s.pause.pause();
-        self.record(
-            now,
-            names::PAUSE,
-            vec![node.clone()],
-            json!({"duration_ms": duration_ns as f64 / 1e6, "at": "anywhere"}),
-        );
-        self.push(now + duration_ns, Action::Resume { node });
+        Ok(Some(Via::Switch))
     }
 
-    /// Unfreeze `node`, if frozen; a busy freeze's end is not an event.
-    fn resume(&mut self, now: u64, node: String) {
-        let s = &self.nodes[&node];
-        if s.pause.is_paused() {
-            s.pause.resume();
-            if !s.take_quiet_resume() {
-                self.record(now, names::RESUME, vec![node], json!(null));
-            }
+    /// A busy freeze's end is not an event.
+    fn resume(&mut self, node: &str) -> Result<Resumed, Self::Error> {
+        let s = &self.nodes[node];
+        if !s.pause.is_paused() {
+            return Ok(Resumed::Nothing);
         }
+        s.pause.resume();
+        Ok(if s.take_quiet_resume() {
+            Resumed::Nothing
+        } else {
+            Resumed::By(Via::Switch)
+        })
     }
 
-    /// Cut the links of partition `id`, counting each cut so that overlapping partitions
-    /// heal independently.
-    fn partition(
-        &mut self,
-        sim: &mut turmoil::Sim<'_>,
-        now: u64,
-        id: u64,
-        side: Vec<String>,
-        peers: Vec<String>,
-        oneway: bool,
-    ) {
-        let (others, links) = partition_links(&self.all, &side, peers, oneway);
-        for (a, b) in &links {
-            let n = self.cuts.entry((a.clone(), b.clone())).or_insert(0);
-            if *n == 0 {
-                sim.partition_oneway(a.as_str(), b.as_str());
-                self.kernel.set_cut(a, b, true);
-            }
-            *n += 1;
-        }
-        self.partitions.insert(id, links);
-        self.record(
-            now,
-            names::PARTITION,
-            side,
-            json!({"id": id, "oneway": oneway, "from": others}),
-        );
-    }
-
-    /// Crash `node` (unless down): its restart, if any, is due after `down_ns`.
-    fn crash(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, node: String, down_ns: Option<u64>) {
-        let s = self.nodes[&node].clone();
+    fn kill(&mut self, now: u64, node: &str) -> Result<bool, Self::Error> {
+        let s = &self.nodes[node];
         if s.is_crashed() {
-            return;
+            return Ok(false);
         }
-        sim.crash(node.as_str());
-        self.kernel.set_down(&node, true);
+        self.sim.crash(node);
+        self.kernel.set_down(node, true);
         s.set_crashed(true);
         // A busy freeze ends with the process.
         s.take_quiet_resume();
         // The restarted process then invokes afresh.
-        close_crashed_op(&self.recorder, &node, now);
-        self.record(
-            now,
-            names::CRASH,
-            vec![node.clone()],
-            json!({"down_ms": down_ns.map(|d| d as f64 / 1e6)}),
-        );
-        if let Some(d) = down_ns {
-            self.push(now + d, Action::Restart { node });
-        }
+        close_crashed_op(&self.recorder, node, now);
+        Ok(true)
     }
 
-    /// Stall `node`'s disk for `duration_ns`.
-    fn stall_disk(&mut self, now: u64, node: String, duration_ns: u64) {
-        self.nodes[&node].stall_disk(now + duration_ns);
-        self.record(
-            now,
-            names::DISK_STALL,
-            vec![node.clone()],
-            json!({"duration_ms": duration_ns as f64 / 1e6}),
-        );
-        self.push(now + duration_ns, Action::DiskReady { node });
-    }
-
-    /// Start `node` again, if it is down.
-    fn restart(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, node: String) {
-        let s = self.nodes[&node].clone();
+    fn start(&mut self, node: &str) -> Result<bool, Self::Error> {
+        let s = &self.nodes[node];
         if !s.is_crashed() {
-            return;
+            return Ok(false);
         }
         s.set_crashed(false);
-        sim.bounce(node.as_str());
-        self.kernel.set_down(&node, false);
-        self.record(now, names::RESTART, vec![node], json!(null));
+        self.sim.bounce(node);
+        self.kernel.set_down(node, false);
+        Ok(true)
     }
 
-    fn uncut(&mut self, sim: &mut turmoil::Sim<'_>, links: Vec<(String, String)>) {
-        for (a, b) in links {
-            let key = (a, b);
-            if let Some(n) = self.cuts.get_mut(&key) {
-                *n -= 1;
-                if *n == 0 {
-                    self.cuts.remove(&key);
-                    sim.repair_oneway(key.0.as_str(), key.1.as_str());
-                    self.kernel.set_cut(&key.0, &key.1, false);
-                }
-            }
-        }
+    fn cut(&mut self, from: &str, to: &str) {
+        self.sim.partition_oneway(from, to);
+        self.kernel.set_cut(from, to, true);
     }
-}
 
-/// The hosts a partition of `side` cuts it from (`peers`, or every other host of `all`),
-/// and the directed links it cuts: side → others, and back unless `oneway`. Simulated
-/// and live runs cut the same links.
-pub(crate) fn partition_links(
-    all: &[String],
-    side: &[String],
-    peers: Vec<String>,
-    oneway: bool,
-) -> (Vec<String>, Vec<(String, String)>) {
-    let others: Vec<String> = if peers.is_empty() {
-        all.iter().filter(|b| !side.contains(b)).cloned().collect()
-    } else {
-        peers
-    };
-    let mut links = Vec::new();
-    for a in side {
-        for b in &others {
-            links.push((a.clone(), b.clone()));
-            if !oneway {
-                links.push((b.clone(), a.clone()));
-            }
-        }
+    fn repair(&mut self, from: &str, to: &str) {
+        self.sim.repair_oneway(from, to);
+        self.kernel.set_cut(from, to, false);
     }
-    (others, links)
-}
 
-/// Jepsen's convention, in simulated and live runs alike: the outstanding operation of a
-/// crashed process (its last, if an invoke) is indeterminate, closed as `info` at `now`.
-pub(crate) fn close_crashed_op(recorder: &Recorder, node: &str, now: u64) {
-    if let Some(last) = recorder.last_op_of(node) {
-        if last.kind == EventType::Invoke {
-            let mut info = last.clone();
-            info.kind = EventType::Info;
-            info.time_ns = now;
-            info.reason = Some("crashed".into());
-            recorder.push(info);
-        }
+    fn change_clock(
+        &mut self,
+        now: u64,
+        node: &str,
+        change: ClockChange,
+    ) -> (&'static str, serde_json::Value) {
+        change.apply(&mut self.nodes[node].clock.borrow_mut(), now)
+    }
+
+    fn stall_disk(&mut self, node: &str, until_ns: u64) {
+        self.nodes[node].stall_disk(until_ns);
+    }
+
+    fn disk_stalled_until(&self, node: &str) -> u64 {
+        self.nodes[node].disk_stalled_until()
+    }
+
+    fn arm(&mut self, node: &str, point: FaultPoint, fault: ArmedFault) {
+        self.nodes[node].arm(point, fault);
+    }
+
+    /// For replays that show local time.
+    fn local_time(&self, node: &str, now: u64) -> Option<(i64, i64)> {
+        let c = self.nodes.get(node)?.clock.borrow();
+        Some((c.mono_ns(now), c.wall_ms(now)))
     }
 }

@@ -8,7 +8,7 @@
 use super::params::{Fsync, LessorCheck, ReadMode};
 use super::wire::CLIENT_PORT;
 use super::RaftParams;
-use crate::real::{find_binary, Addresses, Patience, RealCluster, RealPort};
+use crate::real::{find_binary, Addresses, Patience, RealCluster, RealPort, WaitError};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -104,7 +104,7 @@ impl RealCluster for RealEtcd {
 
     /// Every member answers `GET /health` with `{"health":"true"}`: it has a leader and
     /// a quorum (its client port accepts connections long before).
-    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), WaitError> {
         for m in self.members() {
             let port = addrs.listen(&m, "client");
             let what = format!("{m}: etcd healthy (GET /health on 127.0.0.1:{port})");

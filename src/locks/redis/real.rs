@@ -9,7 +9,7 @@
 
 use super::resp::{decode, encode_command, Value};
 use super::{Persistence, REDIS_PORT, SENTINEL_PORT};
-use crate::real::{find_binary, Addresses, Patience, RealCluster, RealPort};
+use crate::real::{find_binary, Addresses, Patience, RealCluster, RealPort, WaitError};
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::io;
 use std::net::TcpStream;
@@ -126,7 +126,7 @@ impl RealCluster for RealRedis {
         node: &str,
         addrs: &Addresses,
         patience: &Patience,
-    ) -> Result<(), String> {
+    ) -> Result<(), WaitError> {
         if !node.starts_with("sentinel-") {
             return Ok(());
         }
@@ -143,7 +143,7 @@ impl RealCluster for RealRedis {
     /// For a replicated set: every replica's link to the primary is up and every
     /// Sentinel knows every replica and every other Sentinel (Sentinel finds both
     /// through the primary, every 2 s or so).
-    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), WaitError> {
         if !self.replicated() {
             return Ok(());
         }

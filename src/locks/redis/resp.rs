@@ -631,9 +631,10 @@ pub struct Replies;
 
 impl crate::net::Decoder for Replies {
     type Item = Value;
+    type Error = ProtocolError;
 
-    fn decode(&self, buf: &[u8]) -> Result<Option<(Value, usize)>, String> {
-        decode(buf).map_err(|e| e.to_string())
+    fn decode(&self, buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
+        decode(buf)
     }
 }
 
@@ -643,9 +644,10 @@ pub struct Commands;
 
 impl crate::net::Decoder for Commands {
     type Item = Command;
+    type Error = ProtocolError;
 
-    fn decode(&self, buf: &[u8]) -> Result<Option<(Command, usize)>, String> {
-        decode_command(buf).map_err(|e| e.to_string())
+    fn decode(&self, buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> {
+        decode_command(buf)
     }
 }
 

@@ -21,8 +21,8 @@
 
 use super::endpoint::{redis_remote, Call, RedisRemote};
 use super::params::Replication;
-use super::resp::Commands;
 use super::resp::Value;
+use super::resp::{Commands, ProtocolError};
 use super::{MASTER_NAME, REDIS_PORT, SENTINEL_PORT};
 use crate::history::names;
 use crate::history::EventType;
@@ -79,14 +79,15 @@ pub async fn sentinel_main(ctx: NodeCtx, r: Replication, servers: Vec<String>) {
     {
         let (ctx2, st) = (ctx.clone(), state.clone());
         ctx.spawn(async move {
-            let answer =
-                move |ctx: &NodeCtx, req: Result<Vec<Vec<u8>>, String>, out: &mut Vec<u8>| {
-                    match req {
-                        Ok(args) => command(ctx, &st, &args).encode(out),
-                        // Redis replies with the protocol error and closes the connection.
-                        Err(e) => Value::Error(format!("ERR {e}")).encode(out),
-                    }
-                };
+            let answer = move |ctx: &NodeCtx,
+                               req: Result<Vec<Vec<u8>>, ProtocolError>,
+                               out: &mut Vec<u8>| {
+                match req {
+                    Ok(args) => command(ctx, &st, &args).encode(out),
+                    // Redis replies with the protocol error and closes the connection.
+                    Err(e) => Value::Error(format!("ERR {e}")).encode(out),
+                }
+            };
             crate::net::serve(ctx2, SENTINEL_PORT, Commands, answer).await
         });
     }

@@ -19,7 +19,7 @@ use super::proto::CLIENT_PORT;
 use crate::history::values::ZkExpire;
 use crate::history::{names, EventType, EventValue};
 use crate::real::{
-    find_binary, Addresses, Opening, OpeningRewrite, Patience, RealCluster, RealPort,
+    find_binary, Addresses, Opening, OpeningRewrite, Patience, RealCluster, RealPort, WaitError,
 };
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use log_tail::LockState;
@@ -217,7 +217,7 @@ impl RealCluster for RealZooKeeper {
 
     /// Every server answers `srvr` with its mode (`leader`, `follower`, `standalone`):
     /// an ensemble has elected a leader and every follower has synced with it.
-    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), String> {
+    fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), WaitError> {
         for (_, node) in self.nodes() {
             let port = addrs.listen(&node, "client");
             let what = format!("{node}: ZooKeeper serving (`srvr` on 127.0.0.1:{port})");

@@ -1,4 +1,5 @@
-//! The random nemesis: fault schedules drawn from the seed.
+//! Random faults: fault schedules drawn from the seed (the random nemesis's draws; the
+//! applier in `applier.rs` applies them with the explicit ones).
 //!
 //! A gap from `interval_ms`, then one of the enabled kinds with its parameters, again and
 //! again. With `swarm = true` each seed first enables a random non-empty subset of the
