@@ -63,7 +63,7 @@ pub mod sweep;
 pub mod user_file;
 pub mod workload;
 
-pub use check::{check_all, Check, CheckParams, CheckReport, Verdict, Violation};
+pub use check::{check_all, Check, CheckParams, CheckReport, CheckReports, Verdict, Violation};
 pub use history::{Event, EventType, History, Recorder};
 pub use scenario::{Expect, Scenario, ScenarioError};
 pub use sim::{Fault, FaultPoint, RunResult, Schedule, TimedFault};
@@ -83,7 +83,7 @@ pub fn run_with_schedule(scenario: &Scenario, seed: u64, schedule: Schedule) -> 
 }
 
 /// Run the scenario's checks (its algorithm's) on one seed's result.
-pub fn check_run(scenario: &Scenario, result: &RunResult) -> Vec<CheckReport> {
+pub fn check_run(scenario: &Scenario, result: &RunResult) -> CheckReports {
     check_all(
         &result.history,
         CheckParams {
