@@ -41,6 +41,8 @@
 #![warn(missing_docs)]
 
 pub mod check;
+// The `locksim` binary's; not part of the library's interface.
+#[doc(hidden)]
 pub mod cli;
 pub mod deploy;
 pub mod did_you_mean;
@@ -51,6 +53,7 @@ pub mod live;
 pub mod locks;
 pub mod metrics;
 pub mod net;
+pub mod plugin;
 pub mod plural;
 pub mod real;
 pub mod report;
