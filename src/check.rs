@@ -172,6 +172,85 @@ impl CheckReport {
     }
 }
 
+/// The reports of one run's checks, in report order: a list, and a lookup by check.
+///
+/// ```no_run
+/// use locksim::check::MUTEX;
+/// let scenario = locksim::Scenario::load("sims/redis-01-pause-past-lease.toml".as_ref()).unwrap();
+/// let reports = locksim::check_run(&scenario, &locksim::run(&scenario, 7));
+/// assert_eq!(reports.verdict(&MUTEX), locksim::Verdict::Violated);
+/// ```
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(transparent)]
+pub struct CheckReports(Vec<CheckReport>);
+
+impl CheckReports {
+    /// The report of `check`, if it ran. Reports carry names, and one run never has two
+    /// checks of one name, so a family's own variant of a standard check (zk's
+    /// `lock-linearizable`) answers for the standard one.
+    pub fn report(&self, check: &Check) -> Option<&CheckReport> {
+        self.0.iter().find(|r| r.name == check.name)
+    }
+
+    /// The verdict of `check`.
+    ///
+    /// # Panics
+    ///
+    /// If `check` did not run (the algorithm does not define it, or the workload gives
+    /// it nothing to judge): asking for it is a mistake in the caller, as an index out
+    /// of bounds is. Use [`CheckReports::report`] to ask whether it ran.
+    pub fn verdict(&self, check: &Check) -> Verdict {
+        match self.report(check) {
+            Some(r) => r.verdict,
+            None => panic!(
+                "no check `{}` ran; the checks of this run: {}",
+                check.name,
+                self.0.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// The reports, as a vector.
+    pub fn into_vec(self) -> Vec<CheckReport> {
+        self.0
+    }
+}
+
+impl std::ops::Deref for CheckReports {
+    type Target = [CheckReport];
+    fn deref(&self) -> &[CheckReport] {
+        &self.0
+    }
+}
+
+impl From<CheckReports> for Vec<CheckReport> {
+    fn from(reports: CheckReports) -> Vec<CheckReport> {
+        reports.0
+    }
+}
+
+impl FromIterator<CheckReport> for CheckReports {
+    fn from_iter<I: IntoIterator<Item = CheckReport>>(iter: I) -> CheckReports {
+        CheckReports(iter.into_iter().collect())
+    }
+}
+
+impl IntoIterator for CheckReports {
+    type Item = CheckReport;
+    type IntoIter = std::vec::IntoIter<CheckReport>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a CheckReports {
+    type Item = &'a CheckReport;
+    type IntoIter = std::slice::Iter<'a, CheckReport>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
 /// What the checks need besides the events.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckParams {
@@ -244,7 +323,7 @@ pub fn standard_first<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a s
 /// Run `checks` on `history`, in order; each report carries its check's kind.
 /// Re-entrant acquires and releases are [`REENTRANT`]'s alone: every other check reads
 /// the outer operations only ([`outer_only`]), the holds the program relies on.
-pub fn check_all(history: &[Event], params: CheckParams, checks: &[&Check]) -> Vec<CheckReport> {
+pub fn check_all(history: &[Event], params: CheckParams, checks: &[&Check]) -> CheckReports {
     let outer = outer_only(history);
     checks
         .iter()

@@ -3,7 +3,7 @@
 //! then the storage, then the clients; the harness below knows none of them. And one
 //! run of a scenario with its checks ([`run`], [`run_with_schedule`], [`check_run`]).
 
-use crate::check::{check_all, CheckParams, CheckReport};
+use crate::check::{check_all, CheckParams, CheckReports};
 use crate::resource::{self, StorageState};
 use crate::scenario::Scenario;
 use crate::sim::{self, FaultPlan, Host, Network, RunResult, Schedule, World};
@@ -56,7 +56,7 @@ pub fn run_with_schedule(scenario: &Scenario, seed: u64, schedule: Schedule) -> 
 }
 
 /// Run the scenario's checks (its algorithm's) on one seed's result.
-pub fn check_run(scenario: &Scenario, result: &RunResult) -> Vec<CheckReport> {
+pub fn check_run(scenario: &Scenario, result: &RunResult) -> CheckReports {
     check_all(
         &result.history,
         CheckParams {

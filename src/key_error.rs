@@ -170,6 +170,14 @@ impl KeyError {
         }
     }
 
+    /// The same error, pointing nowhere (its place was in text the user did not write).
+    pub fn unplaced(self) -> KeyError {
+        KeyError {
+            place: None,
+            ..self
+        }
+    }
+
     /// The key (empty when the message names it, or for the file as a whole).
     pub fn path(&self) -> &KeyPath {
         &self.path

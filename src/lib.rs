@@ -24,6 +24,7 @@
 //! Dependencies point down this list only (`scripts/layers` checks it; test code may
 //! reach any layer):
 //!
+//! - [`plugin`]: what a user's own family or client needs, re-exported in one place;
 //! - [`cli`]: the `locksim` subcommands;
 //! - [`live`]: a scenario against real processes, faults applied to them;
 //! - [`serve`]: one simulated node as a real process on loopback TCP;
@@ -50,6 +51,8 @@
 #![warn(missing_docs)]
 
 pub mod check;
+// The `locksim` binary's; not part of the library's interface.
+#[doc(hidden)]
 pub mod cli;
 pub mod consensus;
 pub mod deploy;
@@ -61,6 +64,7 @@ pub mod live;
 pub mod locks;
 pub mod metrics;
 pub mod net;
+pub mod plugin;
 pub mod plural;
 pub mod real;
 pub mod report;
@@ -73,7 +77,7 @@ pub mod sweep;
 pub mod user_file;
 pub mod workload;
 
-pub use check::{check_all, Check, CheckParams, CheckReport, Verdict, Violation};
+pub use check::{check_all, Check, CheckParams, CheckReport, CheckReports, Verdict, Violation};
 pub use deploy::{check_run, run, run_with_schedule};
 pub use history::{Event, EventType, History, Recorder};
 pub use scenario::{Expect, Scenario, ScenarioError};

@@ -22,10 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod acquire;
+mod builder;
 mod faults;
 mod validate;
 
 pub use acquire::AcquireMode;
+pub use builder::ScenarioBuilder;
 use faults::RawFaults;
 pub use faults::{
     ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec, MAX_RANDOM_FAULTS,
@@ -252,6 +254,17 @@ struct RawScenario {
     expect: BTreeMap<String, Expect>,
 }
 
+/// The `[[faults.at]]` entries of a scenario, to be checked.
+enum ExplicitFaults<'t> {
+    /// As written in `text`: tables with their spans, whose lines errors name.
+    Written {
+        entries: Vec<toml::Spanned<toml::Table>>,
+        text: &'t str,
+    },
+    /// Already typed (a [`ScenarioBuilder`]'s): checked for what types cannot say.
+    Typed(crate::sim::Schedule),
+}
+
 /// A validated scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -325,7 +338,7 @@ impl Scenario {
             error,
         };
         let family = pick_family(text, families).map_err(err)?;
-        let raw: RawScenario = key_error::toml::from_str(text).map_err(err)?;
+        let mut raw: RawScenario = key_error::toml::from_str(text).map_err(err)?;
         let dir = path.parent().unwrap_or(Path::new(""));
         let lock = (family.configure)(text, dir).map_err(|e| {
             err(match e {
@@ -333,15 +346,17 @@ impl Scenario {
                 ConfigError::Invalid(e) => e.under_key("lock"),
             })
         })?;
-        Scenario::build(path, text, raw, lock).map_err(err)
+        let entries = std::mem::take(&mut raw.faults.at);
+        Scenario::validated(path, raw, lock, ExplicitFaults::Written { entries, text }).map_err(err)
     }
 
-    /// The scenario from its parsed envelope and configured lock, checked.
-    fn build(
+    /// The scenario from its parsed envelope, configured lock and explicit faults,
+    /// checked: the one validation both a file and a [`ScenarioBuilder`] go through.
+    fn validated(
         path: &Path,
-        text: &str,
         raw: RawScenario,
         lock: Arc<dyn AlgorithmConfig>,
+        explicit: ExplicitFaults<'_>,
     ) -> Result<Scenario, KeyError> {
         let liveness_ms = raw
             .liveness_ms
@@ -362,7 +377,7 @@ impl Scenario {
         scenario.faults = scenario.validate_random(&raw.faults)?;
         scenario.validate_tail()?;
         scenario.validate_unused(&raw.faults)?;
-        scenario.faults.at = scenario.explicit_faults(raw.faults.at, text)?;
+        scenario.faults.at = scenario.explicit_faults(explicit)?;
         Ok(scenario)
     }
 
@@ -513,19 +528,12 @@ impl Scenario {
 /// The first pass: the family that `algorithm` names, which decides the shape of
 /// `[lock]`, and every table of the envelope a table.
 fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, KeyError> {
-    let names = || {
-        families
-            .iter()
-            .map(|f| f.name)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let table: toml::Table = key_error::toml::from_str(text)?;
     let algorithm = match table.get("algorithm") {
         None => {
             return Err(KeyError::missing(
                 "algorithm",
-                format!("expected one of {}", names()),
+                format!("expected one of {}", family_names(families)),
             ))
         }
         Some(toml::Value::String(s)) => s.clone(),
@@ -552,6 +560,11 @@ fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, Key
             ));
         }
     }
+    find_family(&algorithm, families)
+}
+
+/// The family called `algorithm`; the error names the `algorithm` key and the choices.
+fn find_family<'f>(algorithm: &str, families: &'f [Family]) -> Result<&'f Family, KeyError> {
     families
         .iter()
         .find(|f| f.name == algorithm)
@@ -560,10 +573,19 @@ fn pick_family<'f>(text: &str, families: &'f [Family]) -> Result<&'f Family, Key
                 "algorithm",
                 format!(
                     "unknown algorithm `{algorithm}`; expected one of {}",
-                    names()
+                    family_names(families)
                 ),
             )
         })
+}
+
+/// The families' names, for messages.
+fn family_names(families: &[Family]) -> String {
+    families
+        .iter()
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

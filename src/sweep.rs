@@ -173,7 +173,10 @@ pub fn run_seed_with(
                     result.end_ns,
                     result.traffic.unwrap_or_default(),
                 );
-                (crate::check_run(scenario, &result), Some(metrics))
+                (
+                    crate::check_run(scenario, &result).into_vec(),
+                    Some(metrics),
+                )
             };
             let outcome = SeedOutcome {
                 seed,

@@ -2,6 +2,7 @@
 //! TCP, which clock decides a row's age, what a partitioned FOR UPDATE holder keeps, and
 //! the `[lock]` keys' validation.
 
+use locksim::check::{COUNTER, FENCING, LIVENESS, LOCK_LINEARIZABLE, MUTEX, TOKEN_ORDER};
 use locksim::history::{Event, EventType};
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
@@ -21,14 +22,6 @@ fn world_of(duration_ms: u64, extra: &str) -> Scenario {
 
 fn events<'h>(h: &'h [Event], kind: EventType, f: &str) -> Vec<&'h Event> {
     h.iter().filter(|e| e.kind == kind && e.f == f).collect()
-}
-
-fn verdict(s: &Scenario, r: &locksim::RunResult, check: &str) -> Verdict {
-    check_run(s, r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .unwrap_or_else(|| panic!("no check {check}"))
-        .verdict
 }
 
 #[test]
@@ -52,8 +45,12 @@ fn every_scheme_grants_in_token_order_and_releases_cleanly() {
             assert!(events(h, EventType::Fail, "release").is_empty(), "{scheme}");
             assert!(events(h, EventType::Info, "acquire").is_empty(), "{scheme}");
             assert!(events(h, EventType::Event, "expire").is_empty(), "{scheme}");
-            for check in ["mutex", "counter", "lock-linearizable", "liveness"] {
-                assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{scheme} {check}");
+            for check in [&MUTEX, &COUNTER, &LOCK_LINEARIZABLE, &LIVENESS] {
+                assert_eq!(
+                    check_run(&s, &r).verdict(check),
+                    Verdict::Holds,
+                    "{scheme} {check:?}"
+                );
             }
         }
     }
@@ -165,12 +162,12 @@ fn without_a_cleaner_a_crashed_holder_blocks_everyone() {
     let crash = "[[faults.at]]\nat_ms = 300\nkind = \"crash\"\nnodes = [\"client-0\"]\nat = \"after-acquire\"\n";
     let stuck = world(&format!("[lock]\nscheme = \"unique-row\"\n{crash}"));
     let r = run(&stuck, 0);
-    assert_eq!(verdict(&stuck, &r, "liveness"), Verdict::Violated);
+    assert_eq!(check_run(&stuck, &r).verdict(&LIVENESS), Verdict::Violated);
     let cleaned = world(&format!(
         "[lock]\nscheme = \"unique-row\"\ncleaner_timeout_ms = 500\n{crash}"
     ));
     let r = run(&cleaned, 0);
-    assert_eq!(verdict(&cleaned, &r, "liveness"), Verdict::Holds);
+    assert_eq!(check_run(&cleaned, &r).verdict(&LIVENESS), Verdict::Holds);
     assert_eq!(events(&r.history, EventType::Event, "expire").len(), 1);
 }
 
@@ -199,11 +196,11 @@ fn an_unknown_acquire_outcome_is_abandoned() {
                 assert_eq!((next.kind, next.f.as_str()), (EventType::Invoke, "release"));
                 assert_eq!(next.reason.as_deref(), Some("abandon"));
             }
-            for check in ["token-order", "fencing", "counter", "lock-linearizable"] {
+            for check in [&TOKEN_ORDER, &FENCING, &COUNTER, &LOCK_LINEARIZABLE] {
                 assert_eq!(
-                    verdict(&s, &r, check),
+                    check_run(&s, &r).verdict(check),
                     Verdict::Holds,
-                    "{scheme} {check} seed {seed}"
+                    "{scheme} {check:?} seed {seed}"
                 );
             }
         }

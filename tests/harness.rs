@@ -2,6 +2,7 @@
 //! late, a crash without persistence loses the INCR counter (tokens roll back), drift shows
 //! in recorded local time, and a partition cuts requests until it heals.
 
+use locksim::check::TOKEN_ORDER;
 use locksim::history::{Event, EventType};
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
@@ -9,15 +10,6 @@ use std::path::Path;
 fn scenario(extra: &str) -> Scenario {
     let text = format!("name = \"h\"\nalgorithm = \"redis\"\nduration_ms = 6000\n{extra}");
     Scenario::parse(Path::new("harness.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn verdict(s: &Scenario, seed: u64, check: &str) -> Verdict {
-    let r = run(s, seed);
-    check_run(s, &r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .expect("known check")
-        .verdict
 }
 
 fn completions(h: &[Event], proc_prefix: &str) -> Vec<u64> {
@@ -68,12 +60,12 @@ fn crash_without_persistence_rolls_the_incr_token_back() {
     let always = scenario(&base.replace("PERSIST", "always"));
     for seed in 0..4 {
         assert_eq!(
-            verdict(&none, seed, "token-order"),
+            check_run(&none, &run(&none, seed)).verdict(&TOKEN_ORDER),
             Verdict::Violated,
             "seed {seed}"
         );
         assert_eq!(
-            verdict(&always, seed, "token-order"),
+            check_run(&always, &run(&always, seed)).verdict(&TOKEN_ORDER),
             Verdict::Holds,
             "seed {seed}"
         );

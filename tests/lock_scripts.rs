@@ -4,6 +4,7 @@
 //! the extend script really renews; the same run without renewal is the control. A script
 //! that raises an error leaves its error replies in the history, named.
 
+use locksim::check::{COUNTER, LIVENESS, MUTEX};
 use locksim::history::{acquire_errors, ErrorReply, Event, EventType};
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
@@ -20,14 +21,6 @@ fn scenario(lock: &str) -> Scenario {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn verdict(s: &Scenario, r: &locksim::RunResult, check: &str) -> Verdict {
-    check_run(s, r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .expect("known check")
-        .verdict
-}
-
 /// Every grant is renewed past its lease and released by the script: mutex and counter
 /// hold, and every release completes `ok`.
 fn acquires_extends_and_releases(scripts: &str) {
@@ -35,11 +28,11 @@ fn acquires_extends_and_releases(scripts: &str) {
     for seed in 0..4 {
         let r = run(&s, seed);
         assert!(r.error.is_none(), "seed {seed}: {:?}", r.error);
-        for check in ["mutex", "counter", "liveness"] {
+        for check in [&MUTEX, &COUNTER, &LIVENESS] {
             assert_eq!(
-                verdict(&s, &r, check),
+                check_run(&s, &r).verdict(check),
                 Verdict::Holds,
-                "seed {seed}: {check}"
+                "seed {seed}: {check:?}"
             );
         }
         let count = |f: &str, kind: EventType| {
@@ -72,7 +65,7 @@ fn acquires_extends_and_releases(scripts: &str) {
     // The control: without renewal the same work outlasts the lease and overlaps.
     let bare = scenario(&format!("scripts = {scripts}"));
     let violated =
-        (0..4).any(|seed| verdict(&bare, &run(&bare, seed), "mutex") == Verdict::Violated);
+        (0..4).any(|seed| check_run(&bare, &run(&bare, seed)).verdict(&MUTEX) == Verdict::Violated);
     assert!(
         violated,
         "without the extend script's renewal the leases must lapse"
@@ -129,7 +122,7 @@ fn an_acquire_script_that_always_errors_is_recorded_and_named() {
     let s = Scenario::load(Path::new("tests/fixtures/lock_scripts/boom.toml")).unwrap();
     let r = run(&s, 0);
     assert!(r.error.is_none(), "{:?}", r.error);
-    assert_eq!(verdict(&s, &r, "liveness"), Verdict::Violated);
+    assert_eq!(check_run(&s, &r).verdict(&LIVENESS), Verdict::Violated);
     let replies: Vec<ErrorReply> = r.history.iter().filter_map(ErrorReply::of).collect();
     assert!(!replies.is_empty(), "the error replies are in the history");
     for reply in &replies {

@@ -2,8 +2,9 @@
 //! each family's re-entry and try behave as its real client does (the `sims/*-reentrant*`
 //! and `sims/*-try*` files; the catalogue checks their `[expect]` over more seeds).
 
+use locksim::check::{MUTEX, REENTRANT};
 use locksim::history::{to_jsonl, Event, EventType};
-use locksim::{check_run, run, Scenario, Verdict};
+use locksim::{check_run, run, CheckReports, Scenario, Verdict};
 use std::path::Path;
 
 fn load(name: &str) -> Scenario {
@@ -18,15 +19,11 @@ fn acquires(h: &[Event], inner: bool) -> Vec<&Event> {
         .collect()
 }
 
-fn verdict(s: &Scenario, seed: u64, check: &str) -> (Verdict, Vec<Event>) {
+/// One run of `s`, which must not fail in the harness: its check reports and history.
+fn checked(s: &Scenario, seed: u64) -> (CheckReports, Vec<Event>) {
     let r = run(s, seed);
     assert!(r.error.is_none(), "{}: {:?}", s.name, r.error);
-    let v = check_run(s, &r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .unwrap_or_else(|| panic!("{}: no check {check}", s.name))
-        .verdict;
-    (v, r.history)
+    (check_run(s, &r), r.history)
 }
 
 /// Writing the defaults out changes nothing: same events, same random draws.
@@ -53,14 +50,14 @@ fn the_defaults_leave_every_history_as_it_was() {
 #[test]
 fn curator_and_redisson_count_a_reentry() {
     for name in ["zk-reentrant", "redis-reentrant-redisson"] {
-        let (v, h) = verdict(&load(name), 0, "reentrant");
-        assert_eq!(v, Verdict::Holds, "{name}");
+        let (c, h) = checked(&load(name), 0);
+        assert_eq!(c.verdict(&REENTRANT), Verdict::Holds, "{name}");
         let inner = acquires(&h, true);
         assert!(!inner.is_empty(), "{name}: re-entry exercised");
         assert!(inner.iter().all(|e| e.kind == EventType::Ok), "{name}");
     }
     // Curator counts on the client: no request, no time.
-    let (_, h) = verdict(&load("zk-reentrant"), 0, "reentrant");
+    let (_, h) = checked(&load("zk-reentrant"), 0);
     let invokes: Vec<&Event> = h
         .iter()
         .filter(|e| e.is_reentrant() && e.f == "acquire" && e.kind == EventType::Invoke)
@@ -74,8 +71,8 @@ fn curator_and_redisson_count_a_reentry() {
 /// the outer holder, and the outer Unlock is `ErrLockReleased`.
 #[test]
 fn etcd_reentry_returns_at_once_and_the_inner_unlock_frees_the_lock() {
-    let (v, h) = verdict(&load("raft-reentrant"), 0, "reentrant");
-    assert_eq!(v, Verdict::Violated);
+    let (c, h) = checked(&load("raft-reentrant"), 0);
+    assert_eq!(c.verdict(&REENTRANT), Verdict::Violated);
     assert!(acquires(&h, true).iter().all(|e| e.kind == EventType::Ok));
     let outer_releases: Vec<&Event> = h
         .iter()
@@ -89,8 +86,8 @@ fn etcd_reentry_returns_at_once_and_the_inner_unlock_frees_the_lock() {
 
 #[test]
 fn a_set_nx_reentry_finds_its_own_key_busy() {
-    let (v, h) = verdict(&load("redis-reentrant-set-nx"), 0, "reentrant");
-    assert_eq!(v, Verdict::Violated);
+    let (c, h) = checked(&load("redis-reentrant-set-nx"), 0);
+    assert_eq!(c.verdict(&REENTRANT), Verdict::Violated);
     let inner = acquires(&h, true);
     assert!(!inner.is_empty());
     assert!(inner
@@ -108,8 +105,8 @@ fn tries_fail_busy_with_the_real_clients_reason() {
             "busy: mutex: Locked by another session (ErrLocked)",
         ),
     ] {
-        let (v, h) = verdict(&load(name), 0, "mutex");
-        assert_eq!(v, Verdict::Holds, "{name}");
+        let (c, h) = checked(&load(name), 0);
+        assert_eq!(c.verdict(&MUTEX), Verdict::Holds, "{name}");
         let fails: Vec<&Event> = acquires(&h, false)
             .into_iter()
             .filter(|e| e.kind == EventType::Fail)

@@ -3,6 +3,7 @@
 //! Each run must finish, deterministically, with what a real server would have shown the
 //! clients (`BUSY`, Lua's memory error, a server frozen while the script runs).
 
+use locksim::check::{LIVENESS, MUTEX};
 use locksim::history::{acquire_errors, Event, EventType};
 use locksim::{check_run, run, Scenario, Verdict};
 use std::path::Path;
@@ -23,14 +24,6 @@ fn scenario_of(algorithm: &str, acquire: &str, ms: u64) -> Scenario {
     );
     Scenario::parse(Path::new("tests/fixtures/hostile_scripts/s.toml"), &text)
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn verdict(s: &Scenario, r: &locksim::RunResult, check: &str) -> Verdict {
-    check_run(s, r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .expect("known check")
-        .verdict
 }
 
 /// The nodes' freezes for scripts (`busy` events, never faults): (true time ms, duration
@@ -117,7 +110,7 @@ fn a_slow_script_costs_simulated_time_and_the_lock_still_works() {
         assert!((150.0..=250.0).contains(ms), "{freezes:?}");
     }
     assert!(grants(&r.history) >= 2);
-    assert_eq!(verdict(&s, &r, "mutex"), Verdict::Holds);
+    assert_eq!(check_run(&s, &r).verdict(&MUTEX), Verdict::Holds);
 }
 
 #[test]
@@ -149,5 +142,5 @@ fn a_slow_script_is_not_a_fault_liveness_still_fails() {
     let r = run_twice(&s);
     assert!(!script_freezes(&r.history).is_empty());
     assert!(r.history.iter().all(|e| e.process != "nemesis"));
-    assert_eq!(verdict(&s, &r, "liveness"), Verdict::Violated);
+    assert_eq!(check_run(&s, &r).verdict(&LIVENESS), Verdict::Violated);
 }

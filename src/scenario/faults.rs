@@ -143,7 +143,7 @@ pub(super) fn check_density(
 }
 
 /// `[faults]` as written: explicit entries keep their spans for messages.
-#[derive(Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFaults {
     pub(super) interval_ms: Option<Range<u64>>,

@@ -5,8 +5,8 @@
 
 use super::faults::{check_density, RawFaults, DEFAULT_INTERVAL_MS};
 use super::{
-    AcquireMode, ClockSpec, CrashSpec, DiskStallSpec, Faults, Group, PartitionSpec, PauseSpec,
-    RawSelector, Scenario, Selector, Workload, MAX_DURATION_MS, MAX_EXPLICIT_FAULTS,
+    AcquireMode, ClockSpec, CrashSpec, DiskStallSpec, ExplicitFaults, Faults, Group, PartitionSpec,
+    PauseSpec, RawSelector, Scenario, Selector, Workload, MAX_DURATION_MS, MAX_EXPLICIT_FAULTS,
 };
 use crate::key_error::{KeyError, Place};
 use crate::locks::param;
@@ -242,34 +242,49 @@ impl Scenario {
         Ok(())
     }
 
-    /// The `[[faults.at]]` entries, each checked; errors name the entry and its line.
+    /// The `[[faults.at]]` entries, each checked; errors name the entry (and, for
+    /// written ones, its line).
     pub(super) fn explicit_faults(
         &self,
-        entries: Vec<toml::Spanned<toml::Table>>,
-        text: &str,
+        explicit: ExplicitFaults<'_>,
     ) -> Result<Schedule, KeyError> {
-        if entries.len() > MAX_EXPLICIT_FAULTS {
+        let count = match &explicit {
+            ExplicitFaults::Written { entries, .. } => entries.len(),
+            ExplicitFaults::Typed(schedule) => schedule.len(),
+        };
+        if count > MAX_EXPLICIT_FAULTS {
             return Err(KeyError::new(
                 "faults.at",
                 format!(
-                    "{} entries; at most {MAX_EXPLICIT_FAULTS} explicit faults are accepted",
-                    entries.len()
+                    "{count} entries; at most {MAX_EXPLICIT_FAULTS} explicit faults are accepted"
                 ),
             ));
         }
         let all = self.nodes();
-        let mut schedule = Schedule::with_capacity(entries.len());
-        for (i, entry) in entries.into_iter().enumerate() {
-            let line = text[..entry.span().start.min(text.len())]
-                .matches('\n')
-                .count()
-                + 1;
-            let fault = self
-                .timed_fault(entry.into_inner(), &all)
-                .map_err(|e| e.under("faults.at", i).placed(Place::Entry { line }))?;
-            schedule.push(fault);
+        match explicit {
+            ExplicitFaults::Written { entries, text } => {
+                let mut schedule = Schedule::with_capacity(entries.len());
+                for (i, entry) in entries.into_iter().enumerate() {
+                    let line = text[..entry.span().start.min(text.len())]
+                        .matches('\n')
+                        .count()
+                        + 1;
+                    let fault = self
+                        .timed_fault(entry.into_inner(), &all)
+                        .map_err(|e| e.under("faults.at", i).placed(Place::Entry { line }))?;
+                    schedule.push(fault);
+                }
+                Ok(schedule)
+            }
+            ExplicitFaults::Typed(schedule) => {
+                for (i, f) in schedule.iter().enumerate() {
+                    self.validate_at(f.at_ms)
+                        .and_then(|()| self.validate_fault(&f.fault, &all))
+                        .map_err(|e| e.under("faults.at", i))?;
+                }
+                Ok(schedule)
+            }
         }
-        Ok(schedule)
     }
 
     /// One `[[faults.at]]` table as a fault; errors name keys of the entry.
@@ -284,6 +299,14 @@ impl Scenario {
             }
             None => return Err(KeyError::new("at_ms", "required")),
         };
+        self.validate_at(at_ms)?;
+        let fault = Fault::from_table(table)?;
+        self.validate_fault(&fault, all)?;
+        Ok(TimedFault { at_ms, fault })
+    }
+
+    /// An explicit fault's time falls inside the run.
+    fn validate_at(&self, at_ms: u64) -> Result<(), KeyError> {
         if at_ms >= self.duration_ms {
             return Err(KeyError::new(
                 "at_ms",
@@ -293,15 +316,19 @@ impl Scenario {
                 ),
             ));
         }
-        let fault = Fault::from_table(table)?;
+        Ok(())
+    }
+
+    /// An explicit fault names known nodes, disks they have and points they reach.
+    fn validate_fault(&self, fault: &Fault, all: &[String]) -> Result<(), KeyError> {
         fault.validate(all)?;
-        if let Fault::DiskStall { nodes, .. } = &fault {
+        if let Fault::DiskStall { nodes, .. } = fault {
             self.validate_disk_nodes(nodes)?;
         }
         if let Some(point) = fault.point() {
             self.validate_point(point, fault.nodes())?;
         }
-        Ok(TimedFault { at_ms, fault })
+        Ok(())
     }
 
     /// A disk stall can name only nodes with a disk: on any other it could do nothing.

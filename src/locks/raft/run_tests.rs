@@ -1,6 +1,7 @@
 //! Whole runs of the family through the harness: the etcd client's session behaviour, read
 //! back from the history.
 
+use crate::check::LOCK_LINEARIZABLE;
 use crate::history::{Event, EventType};
 use crate::scenario::Scenario;
 use crate::{check_run, run, Verdict};
@@ -9,14 +10,6 @@ use std::path::Path;
 fn scenario(body: &str) -> Scenario {
     let text = format!("name = \"t\"\nalgorithm = \"raft\"\n{body}");
     Scenario::parse(Path::new("t.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn verdict(s: &Scenario, r: &crate::RunResult, check: &str) -> Verdict {
-    check_run(s, r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .unwrap()
-        .verdict
 }
 
 /// The first successful acquire of `client`, and the release invoked after it.
@@ -101,7 +94,10 @@ fn a_keepalive_that_finds_the_lease_gone_cuts_the_grants_validity() {
             "seed {seed}: the holder wrote after its lease was revoked"
         );
         assert!(h.iter().any(|e| e.process == "raft-0" && e.f == "expire"));
-        assert_eq!(verdict(&s, &r, "lock-linearizable"), Verdict::Holds);
+        assert_eq!(
+            check_run(&s, &r).verdict(&LOCK_LINEARIZABLE),
+            Verdict::Holds
+        );
     }
 }
 

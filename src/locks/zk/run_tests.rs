@@ -1,6 +1,7 @@
 //! Whole runs of the family through the harness: sessions as the server and the client
 //! see them, and the recipe's behaviour, read back from the history.
 
+use crate::check::{COUNTER, FENCING, LIVENESS, LOCK_LINEARIZABLE, MUTEX, TOKEN_ORDER};
 use crate::history::{Event, EventType};
 use crate::scenario::Scenario;
 use crate::{check_run, run, Verdict};
@@ -22,14 +23,6 @@ fn states<'a>(h: &'a [Event], node: &str) -> Vec<(&'a str, f64, &'a str)> {
             )
         })
         .collect()
-}
-
-fn verdict(s: &Scenario, r: &crate::RunResult, check: &str) -> Verdict {
-    check_run(s, r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .unwrap()
-        .verdict
 }
 
 #[test]
@@ -81,8 +74,11 @@ fn a_paused_holders_session_expires_on_the_server_and_it_learns_so_on_reconnecti
         let lost = st.iter().find(|(s, _, _)| *s == "LOST").unwrap();
         assert!(lost.2.contains("expired"), "{lost:?}");
         assert!(st.last().unwrap().2.contains("new session"));
-        assert_eq!(verdict(&s, &r, "mutex"), Verdict::Violated);
-        assert_eq!(verdict(&s, &r, "lock-linearizable"), Verdict::Holds);
+        assert_eq!(check_run(&s, &r).verdict(&MUTEX), Verdict::Violated);
+        assert_eq!(
+            check_run(&s, &r).verdict(&LOCK_LINEARIZABLE),
+            Verdict::Holds
+        );
     }
 }
 
@@ -191,11 +187,11 @@ fn a_restarted_standalone_server_keeps_its_sessions_and_their_nodes() {
                 "seed {seed} {c}: {st:?}"
             );
         }
-        for check in ["mutex", "liveness", "lock-linearizable", "counter"] {
+        for check in [&MUTEX, &LIVENESS, &LOCK_LINEARIZABLE, &COUNTER] {
             assert_eq!(
-                verdict(&s, &r, check),
+                check_run(&s, &r).verdict(check),
                 Verdict::Holds,
-                "seed {seed} {check}"
+                "seed {seed} {check:?}"
             );
         }
     }
@@ -236,7 +232,11 @@ fn a_standalone_servers_stalled_disk_holds_its_writes_but_not_its_sessions() {
                 && e.time_ms() < 4000.0),
             "seed {seed}: granted during the stall"
         );
-        assert_eq!(verdict(&s, &r, "mutex"), Verdict::Holds, "seed {seed}");
+        assert_eq!(
+            check_run(&s, &r).verdict(&MUTEX),
+            Verdict::Holds,
+            "seed {seed}"
+        );
     }
 }
 
@@ -416,13 +416,17 @@ mod ensemble {
             );
         }
         for check in [
-            "mutex",
-            "liveness",
-            "lock-linearizable",
-            "counter",
-            "token-order",
+            &MUTEX,
+            &LIVENESS,
+            &LOCK_LINEARIZABLE,
+            &COUNTER,
+            &TOKEN_ORDER,
         ] {
-            assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
+            assert_eq!(
+                check_run(&s, &r).verdict(check),
+                Verdict::Holds,
+                "{check:?}"
+            );
         }
     }
     /// What a pipelining client learns when it comes back: whether its session outlived a
@@ -625,8 +629,12 @@ mod ensemble {
                 && e.time_ms() > 6300.0),
             "client-0 never acquired after 6300 ms"
         );
-        for check in ["liveness", "lock-linearizable", "token-order", "fencing"] {
-            assert_eq!(verdict(&s, &r, check), Verdict::Holds, "{check}");
+        for check in [&LIVENESS, &LOCK_LINEARIZABLE, &TOKEN_ORDER, &FENCING] {
+            assert_eq!(
+                check_run(&s, &r).verdict(check),
+                Verdict::Holds,
+                "{check:?}"
+            );
         }
     }
 }
@@ -662,8 +670,11 @@ fn a_waiter_whose_node_vanished_tries_again_inside_the_acquire_as_curator_does()
                 assert_eq!((next.kind, next.f.as_str()), (EventType::Invoke, "acquire"));
             }
         }
-        assert_eq!(verdict(&s, &r, "lock-linearizable"), Verdict::Holds);
-        assert_eq!(verdict(&s, &r, "liveness"), Verdict::Holds);
+        assert_eq!(
+            check_run(&s, &r).verdict(&LOCK_LINEARIZABLE),
+            Verdict::Holds
+        );
+        assert_eq!(check_run(&s, &r).verdict(&LIVENESS), Verdict::Holds);
     }
     assert!(retried > 0, "no waiter found its node gone");
 }

@@ -1,18 +1,22 @@
-//! The plug-in shape, used from outside the crate: a toy lock family written in this one
-//! file — parameters, a server on the shared transport, a client — runs through the same
-//! scenario parser, deployment, nemesis and checks as the real families. Adding a family
-//! to locksim itself is this file's `impl Algorithm` in a folder of `src/locks/` plus one
-//! line in `ALGORITHMS`.
+//! A lock family written outside locksim, with nothing but [`locksim::plugin`]: its
+//! parameters, a server on the shared transport, a client, and a few seeds of it through
+//! the same scenarios, nemesis and checks as locksim's own families.
+//!
+//! The toy is a one-server lease lock whose fencing token is a counter. A client paused
+//! past its lease breaks mutual exclusion, and the token keeps the counter right anyway:
+//! Kleppmann's argument, on a family of twenty lines.
+//!
+//! ```text
+//! cargo run --release --example toy_family
+//! ```
+//!
+//! It exits non-zero when a check's verdict is not the one expected (`cargo test` runs
+//! the same expectations).
 
-use locksim::locks::{
-    Algorithm, Family, Grant, LocalBoxFuture, LockClient, LockError, ParamDoc, Wait,
-};
-use locksim::net::{encode_frame, serve, Frames, Remote};
-use locksim::sim::NodeCtx;
-use locksim::{check_run, run, Scenario, Verdict};
+use locksim::plugin::*;
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
-use std::path::Path;
+use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -21,6 +25,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Toy {
+    /// How long a grant lasts, ms of the server's wall clock.
     #[serde(default = "ttl")]
     ttl_ms: u64,
 }
@@ -37,6 +42,10 @@ impl Algorithm for Toy {
 
     fn params() -> Vec<ParamDoc> {
         vec![ParamDoc::new("ttl_ms", "500", "lease time")]
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        param::positive("ttl_ms", self.ttl_ms)
     }
 
     fn servers(&self) -> Vec<String> {
@@ -88,6 +97,7 @@ impl Algorithm for Toy {
     }
 }
 
+/// One client node's connection to `toy-0`, and the value naming its current holder.
 struct ToyClient {
     remote: Remote<Frames>,
     ttl_ms: u64,
@@ -95,6 +105,7 @@ struct ToyClient {
 }
 
 impl ToyClient {
+    /// One request line, its reply; a failed request says whether it may have run.
     async fn say(&mut self, ctx: &NodeCtx, line: String) -> Result<String, LockError> {
         let mut out = Vec::new();
         encode_frame(line.as_bytes(), &mut out);
@@ -120,6 +131,7 @@ impl LockClient for ToyClient {
                 let start = ctx.mono_ns();
                 let reply = self.say(ctx, format!("LOCK {}", self.me)).await?;
                 if let Some(t) = reply.strip_prefix("OK ") {
+                    // The lease runs on the server's clock: trust it a little less.
                     let until = start + (self.ttl_ms as i64 - 10) * 1_000_000;
                     return Ok(Grant {
                         lock: lock.to_string(),
@@ -128,8 +140,8 @@ impl LockClient for ToyClient {
                         valid_until: Some(Rc::new(Cell::new(until))),
                     });
                 }
-                if ctx.mono_ns() >= deadline {
-                    return Err(LockError::Failed("busy".into()));
+                if wait.once() || ctx.mono_ns() >= deadline {
+                    return Err(LockError::Failed(wait.gave_up("held")));
                 }
                 ctx.sleep(Duration::from_millis(20)).await;
             }
@@ -161,56 +173,101 @@ impl LockClient for ToyClient {
     }
 }
 
+/// The algorithms these scenarios may name: the toy alone.
 const FAMILIES: &[Family] = &[Family::of::<Toy>()];
 
-fn scenario(extra: &str) -> Scenario {
-    let text = format!(
-        "name = \"toy\"\nalgorithm = \"toy\"\nduration_ms = 6000\n[lock]\nttl_ms = 500\n{extra}"
-    );
-    Scenario::parse_with(Path::new("toy.toml"), &text, FAMILIES).unwrap_or_else(|e| panic!("{e}"))
+/// A six-second toy scenario with three clients and a 500 ms lease.
+fn toy(name: &str) -> ScenarioBuilder {
+    Scenario::builder(name, Toy::NAME)
+        .families(FAMILIES)
+        .duration_ms(6000)
+        .lock_param("ttl_ms", 500)
 }
 
-fn verdict(s: &Scenario, seed: u64, check: &str) -> Verdict {
-    let r = run(s, seed);
-    assert!(r.error.is_none(), "{:?}", r.error);
-    check_run(s, &r)
-        .into_iter()
-        .find(|c| c.name == check)
-        .unwrap_or_else(|| panic!("no check {check}"))
-        .verdict
-}
+/// Every expectation of the toy; each one not met, described.
+fn verify() -> Vec<String> {
+    let mut unmet = Vec::new();
+    let mut expect = |what: String, met: bool| {
+        println!("{} {what}", if met { "ok  " } else { "FAIL" });
+        if !met {
+            unmet.push(what);
+        }
+    };
 
-#[test]
-fn a_toy_family_runs_through_the_whole_harness() {
-    let s = scenario("");
-    assert_eq!(
-        s.nodes(),
-        ["toy-0", "storage", "client-0", "client-1", "client-2"]
+    // Without faults every standard check holds.
+    let calm = toy("toy").build().unwrap_or_else(|e| panic!("{e}"));
+    let nodes = calm.nodes();
+    expect(
+        format!("nodes {nodes:?}"),
+        nodes == ["toy-0", "storage", "client-0", "client-1", "client-2"],
     );
-    for check in ["mutex", "token-order", "fencing", "counter", "liveness"] {
-        assert_eq!(verdict(&s, 1, check), Verdict::Holds, "{check}");
+    for seed in 0..3 {
+        let result = run(&calm, seed);
+        let reports = check_run(&calm, &result);
+        for check in [&MUTEX, &TOKEN_ORDER, &FENCING, &COUNTER, &LIVENESS] {
+            let verdict = reports.verdict(check);
+            expect(
+                format!("calm seed {seed}: {} {verdict:?}", check.name),
+                result.error.is_none() && verdict == Verdict::Holds,
+            );
+        }
     }
+
     // Its own keys are checked like any family's.
-    let e = Scenario::parse_with(
-        Path::new("toy.toml"),
-        "name = \"t\"\nalgorithm = \"toy\"\nduration_ms = 100\n[lock]\nttl = 5\n",
-        FAMILIES,
-    )
-    .unwrap_err();
-    assert!(e.message().contains("unknown field `ttl`"), "{e}");
+    let typo = match toy("typo").lock_param("ttl", 5).build() {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    expect(
+        format!("a `ttl` key is refused: {typo}"),
+        typo.contains("unknown field `ttl`"),
+    );
+
+    // A client paused past its lease breaks mutual exclusion on some seed; the fencing
+    // token keeps the counter right on every one.
+    let paused = toy("paused")
+        .fault(
+            1000,
+            Fault::Pause {
+                nodes: vec!["client-0".into()],
+                duration_ms: 1500,
+                at: FaultPoint::BeforeWrite,
+            },
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut broken = Vec::new();
+    for seed in 0..10 {
+        let reports = check_run(&paused, &run(&paused, seed));
+        if reports.verdict(&MUTEX) == Verdict::Violated {
+            broken.push(seed);
+        }
+        let counter = reports.verdict(&COUNTER);
+        expect(
+            format!("paused seed {seed}: counter {counter:?}"),
+            counter == Verdict::Holds,
+        );
+    }
+    expect(
+        format!("a pause past the lease breaks mutex (seeds {broken:?})"),
+        !broken.is_empty(),
+    );
+    unmet
 }
 
-#[test]
-fn the_toy_lease_breaks_under_a_pause_and_its_token_saves_the_counter() {
-    let s = scenario(
-        "[[faults.at]]\nat_ms = 1000\nkind = \"pause\"\nnodes = [\"client-0\"]\nduration_ms = 1500\nat = \"before-write\"\n",
-    );
-    let violated = (0..10).any(|seed| verdict(&s, seed, "mutex") == Verdict::Violated);
-    assert!(
-        violated,
-        "a pause past the lease must break mutual exclusion"
-    );
-    for seed in 0..10 {
-        assert_eq!(verdict(&s, seed, "counter"), Verdict::Holds, "seed {seed}");
+fn main() -> ExitCode {
+    let unmet = verify();
+    if unmet.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("toy_family: {} expectations not met", unmet.len());
+        ExitCode::FAILURE
     }
+}
+
+/// `cargo test` runs the example's expectations (`test = true` in Cargo.toml).
+#[test]
+fn the_toy_family_meets_its_expectations() {
+    let unmet = verify();
+    assert!(unmet.is_empty(), "not met: {unmet:#?}");
 }
