@@ -12,9 +12,9 @@ use super::session::SessionTracker;
 use super::tree::SessionId;
 use crate::consensus::core::{AsyncOutput, Outgoing, ProposeError, RaftCore, Role};
 pub(super) use crate::consensus::driver::{drive, RaftHost};
-use crate::consensus::{Fsync, RaftConfig as RaftParams, ReadMode};
 #[cfg(test)]
 pub(super) use crate::consensus::testkit::Cluster;
+use crate::consensus::{Fsync, RaftConfig as RaftParams, ReadMode};
 use crate::sim::Disk;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
