@@ -2,7 +2,7 @@
 //! a one-member cluster on two free loopback ports (client and peer) with a fresh data
 //! directory, and killed when the [`RealEtcd`] is dropped.
 //!
-//! Include it from a test crate with `#[path = "support/real_etcd.rs"] mod real_etcd;`.
+//! A test reaches it as `crate::support::real_etcd` (see `mod.rs`).
 //! Without the `etcd` binary the start panics and says how to install it: a test that
 //! compares with the real server never skips silently. [`RealEtcd::etcdctl`] needs the
 //! `etcd-client` package as well, and panics the same way without it.
@@ -14,12 +14,8 @@
 //! The timing flags are etcd's defaults (heartbeat 100 ms, election timeout 1000 ms), as
 //! the smallest lease TTL the server grants derives from them (see [`MIN_LEASE_TTL_SECS`]);
 //! a single member elects itself after about 0.8 s, which is most of the start-up time.
-#![allow(dead_code)] // Each test crate that includes this file uses only part of it.
 
-#[path = "watchdog.rs"]
-mod watchdog;
-
-use watchdog::{tail, Watchdog};
+use super::watchdog::{tail, Watchdog};
 
 use std::fs::{self, File};
 use std::io::{Read, Write};

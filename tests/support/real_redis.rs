@@ -1,10 +1,11 @@
 //! A real `redis-server` (Debian's package) on a free loopback port, for the differential
-//! tests; killed when dropped. Without the binary it fails and says how to install it:
+//! tests; killed when dropped (or by its watchdog when the test process dies without
+//! dropping it). Without the binary it fails and says how to install it:
 //! a comparison must never skip silently.
 //!
-//! Include it from a test crate with `#[path = "support/real_redis.rs"] mod real_redis;`.
-#![allow(dead_code)] // Each test crate that includes this file uses only part of it.
+//! A test reaches it as `crate::support::real_redis` (see `mod.rs`).
 
+use super::watchdog::Watchdog;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -16,10 +17,15 @@ pub struct RealServer {
     /// Its loopback port.
     pub port: u16,
     dir: PathBuf,
+    watchdog: Option<Watchdog>,
 }
 
 impl Drop for RealServer {
     fn drop(&mut self) {
+        // The watchdog goes first, so that it can never signal a reused pid.
+        if let Some(w) = self.watchdog.take() {
+            w.disarm();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -73,7 +79,13 @@ pub fn start_server(extra: &[&str]) -> RealServer {
         .stderr(Stdio::null())
         .spawn()
         .expect("redis-server starts");
-    let server = RealServer { child, port, dir };
+    let watchdog = Watchdog::start(child.id(), &dir, "locksim-redis-watchdog");
+    let server = RealServer {
+        child,
+        port,
+        dir,
+        watchdog,
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

@@ -2,18 +2,14 @@
 //! (3.8), run standalone by `ZooKeeperServerMain` on a free loopback port with a fresh
 //! data directory and a 100 ms tick, and killed when the [`RealZk`] is dropped.
 //!
-//! Include it from a test crate with `#[path = "support/real_zk.rs"] mod real_zk;`.
+//! A test reaches it as `crate::support::real_zk` (see `mod.rs`).
 //! Without Java or the ZooKeeper jars the start panics and says how to install them:
 //! a test that compares with the real server never skips silently.
 //!
 //! Everything the server writes (snapshot, transaction log, its log) stays in the temporary
 //! directory: nothing under `/var/log` or `/var/lib/zookeeper` is needed or touched.
-#![allow(dead_code)] // Each test crate that includes this file uses only part of it.
 
-#[path = "watchdog.rs"]
-mod watchdog;
-
-use watchdog::{tail, Watchdog};
+use super::watchdog::{tail, Watchdog};
 
 use std::fs::{self, File};
 use std::io::{Read, Write};

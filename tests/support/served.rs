@@ -1,8 +1,7 @@
 //! A family's model served on loopback by `locksim::serve`, in a thread of its own, for
 //! tests that talk to it over real sockets; stopped when dropped.
 //!
-//! Include it from a test crate with `#[path = "support/served.rs"] mod served;`.
-#![allow(dead_code)] // Each test crate that includes this file uses only part of it.
+//! A test reaches it as `crate::support::served` (see `mod.rs`).
 
 use locksim::serve::{ServeConfig, ServeFamily};
 use std::net::TcpListener;

@@ -1,4 +1,4 @@
-//! What the real-server supports (`real_etcd.rs`, `real_zk.rs`) share: a watchdog that
+//! What the real-server supports (`real_etcd.rs`, `real_redis.rs`, `real_zk.rs`) share: a watchdog that
 //! kills a server the test process left behind, and the tail of a server's log.
 
 use std::fs;

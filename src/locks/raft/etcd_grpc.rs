@@ -263,7 +263,7 @@ impl lease_server::Lease for EtcdService {
         }
         // etcd grants a negative id like any other; the model's ids are unsigned and
         // their top bit marks its own lock-delay leases, so it refuses one (a
-        // deliberate difference, tests/etcd_fidelity.rs).
+        // deliberate difference, tests/fidelity/etcd.rs).
         let Ok(id) = u64::try_from(r.id) else {
             return Err(Status::invalid_argument(
                 "locksim: negative lease ids are reserved for the model's lock-delay leases",

@@ -10,7 +10,7 @@
 //!
 //! Semantics follow Redis 7.0 (`t_string.c`, `t_hash.c`, `t_list.c`, `expire.c`, `db.c`,
 //! `multi.c`, `pubsub.c`, `eval.c`, `script_lua.c`), including its error replies; the
-//! differential test `tests/redis_fidelity.rs` compares replies with a real
+//! differential test `tests/fidelity/redis.rs` compares replies with a real
 //! `redis-server`. Values are strings, hashes or lists. By concept:
 //!
 //! - [`keyspace`]: databases, typed entries, lazy and active expiry, snapshots;

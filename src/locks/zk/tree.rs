@@ -17,7 +17,7 @@
 //!   (checked in that order, as `PrepRequestProcessor`). The parent's `pzxid` moves; its
 //!   stored `cversion` does not, so sequence numbers count creates, never deletes. On
 //!   the wire `cversion` counts changes (`DataNode.copyStat`: 2 × creates − children),
-//!   see `proto.rs`: both measured against ZooKeeper 3.8 by `tests/zk_fidelity.rs`.
+//!   see `proto.rs`: both measured against ZooKeeper 3.8 by `tests/fidelity/zk.rs`.
 //! * **the system nodes** `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config` exist
 //!   from the start, as in every ZooKeeper server.
 //! * **setData**: `NoNode`, `BadVersion`; bumps `version`, sets `mzxid`/`mtime`.

@@ -36,15 +36,19 @@
 //! reason; their mismatches are reported, not failed. Without etcd the test fails and
 //! says how to install it: it never skips silently. `ETCD_FIDELITY_DUMP=1` prints etcd's
 //! whole transcript.
+//!
+//! Each section (KV, txns, leases, watches, compaction, the Mutex recipe, unknown
+//! methods, extras, binary keys, lease expiry) is a test of its own:
+//! `the_model_answers_as_etcd_does::kv`, ... They share one etcd member and one model,
+//! and run once each, in this order, on both at once (each section starts from the
+//! revisions, keys and leases the earlier ones left, as one transcript did).
 
-#[path = "etcd_fidelity/kv.rs"]
 mod kv;
-#[path = "etcd_fidelity/leases.rs"]
 mod leases;
-#[path = "support/real_etcd.rs"]
-mod real_etcd;
-#[path = "support/served.rs"]
-mod served;
+
+use crate::support::in_order::{panic_message, InOrder};
+use crate::support::kept::keep_until_exit;
+use crate::support::{real_etcd, served};
 
 use locksim::history::Recorder;
 use locksim::locks::raft::etcdpb::etcdserverpb as pb;
@@ -61,7 +65,9 @@ use pb::request_op::Request as Op;
 use pb::response_op::Response as OpResp;
 use pb::watch_client::WatchClient;
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -566,7 +572,8 @@ impl Side {
     }
 }
 
-async fn transcript(port: u16) -> Transcript {
+/// One side's client, once the server answers; terms are shown relative to its term then.
+async fn connect(port: u16) -> Side {
     let mut ports = BTreeMap::new();
     ports.insert(SERVER.to_string(), port);
     let net = Rc::new(LiveNet::new(ports));
@@ -595,30 +602,98 @@ async fn transcript(port: u16) -> Transcript {
         }
     };
     TERM_BASE.with(|t| t.set(term));
-    kv::kv_basics(&mut side).await;
-    kv::txns(&mut side).await;
-    leases::leases(&mut side).await;
-    leases::watches(&mut side).await;
-    leases::compaction(&mut side).await;
-    leases::mutex(&mut side, 10).await;
-    leases::misc(&mut side).await;
-    leases::extras(&mut side).await;
-    leases::binary(&mut side).await;
-    leases::expiry(&mut side).await;
-    side.out
+    side
 }
 
-/// One side's transcript, in a thread of its own (a current-thread runtime and a
-/// `LocalSet`, as a node runs).
-fn run_side(port: u16) -> std::thread::JoinHandle<Transcript> {
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, transcript(port))
-    })
+/// The sections, in the order they run on both servers.
+const SECTIONS: &[&str] = &[
+    "kv",
+    "txn",
+    "leases",
+    "watch",
+    "compaction",
+    "mutex",
+    "unknown_methods",
+    "extras",
+    "binary_keys",
+    "lease_expiry",
+];
+
+/// Runs the section `SECTIONS[index]` on `side`.
+async fn run_section(side: &mut Side, index: usize) {
+    match SECTIONS[index] {
+        "kv" => kv::kv_basics(side).await,
+        "txn" => kv::txns(side).await,
+        "leases" => leases::leases(side).await,
+        "watch" => leases::watches(side).await,
+        "compaction" => leases::compaction(side).await,
+        "mutex" => leases::mutex(side, 10).await,
+        "unknown_methods" => leases::misc(side).await,
+        "extras" => leases::extras(side).await,
+        "binary_keys" => leases::binary(side).await,
+        "lease_expiry" => leases::expiry(side).await,
+        other => unreachable!("no section {other}"),
+    }
+}
+
+/// A section's transcript, or the panic that stopped it.
+type Ran = Result<Transcript, String>;
+
+/// One side's client in a thread of its own (a current-thread runtime and a `LocalSet`,
+/// as a node runs), which runs the sections it is sent, one at a time.
+struct SideThread {
+    sections: std::sync::mpsc::Sender<usize>,
+    transcripts: std::sync::mpsc::Receiver<Ran>,
+}
+
+impl SideThread {
+    fn start(port: u16) -> SideThread {
+        let (sections, todo) = std::sync::mpsc::channel::<usize>();
+        let (done, transcripts) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            let local = tokio::task::LocalSet::new();
+            let caught = |p: Box<dyn std::any::Any + Send>| panic_message(&*p);
+            let connected =
+                std::panic::catch_unwind(AssertUnwindSafe(|| local.block_on(&rt, connect(port))));
+            let mut side = match connected.map_err(caught) {
+                Ok(side) => side,
+                Err(why) => {
+                    for _ in todo {
+                        let _ = done.send(Err(why.clone()));
+                    }
+                    return;
+                }
+            };
+            for index in todo {
+                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    local.block_on(&rt, run_section(&mut side, index))
+                }));
+                let out = std::mem::take(&mut side.out);
+                if done.send(ran.map(|()| out).map_err(caught)).is_err() {
+                    return;
+                }
+            }
+        });
+        SideThread {
+            sections,
+            transcripts,
+        }
+    }
+
+    /// Starts section `index` on this side.
+    fn run(&self, index: usize) {
+        self.sections.send(index).expect("the side's thread waits");
+    }
+
+    /// The transcript of the section last started.
+    fn transcript(&self) -> Ran {
+        let ended = || Err("the side's thread ended".to_string());
+        self.transcripts.recv().unwrap_or_else(|_| ended())
+    }
 }
 
 /// Steps whose mismatch is a deliberate difference of the model, with the reason.
@@ -636,15 +711,51 @@ const DELIBERATE: &[(&str, &str)] = &[
     ),
 ];
 
-#[test]
-fn the_model_answers_as_etcd_does() {
-    let started = Instant::now();
+/// Both sides of the comparison, kept from one section to the next: etcd's and the
+/// model's clients, and the model's server.
+struct Runner {
+    etcd: SideThread,
+    model: SideThread,
+    _model_server: served::Served,
+}
+
+/// One section's transcripts, etcd's and the model's, and how long the section took.
+type Outcome = (Ran, Ran, Duration);
+
+/// The sections run so far.
+static SECTIONS_RUN: Mutex<InOrder<Runner, Outcome>> = Mutex::new(InOrder::new());
+
+/// Starts the model and etcd (stopped when the process exits) with the same timing, and
+/// a client of each.
+fn start() -> Runner {
     let model = served::serve(ServeFamily::Raft, 1, u64::from(real_etcd::HEARTBEAT_MS));
     let real = real_etcd::start_real_etcd();
-    let theirs = run_side(real.client_port);
-    let ours = run_side(model.port());
-    let theirs = theirs.join().expect("the etcd side runs");
-    let ours = ours.join().expect("the model side runs");
+    let runner = Runner {
+        etcd: SideThread::start(real.client_port),
+        model: SideThread::start(model.port()),
+        _model_server: model,
+    };
+    keep_until_exit(real);
+    runner
+}
+
+/// Section `index`'s outcome, on both sides at once (their waits for lease expiry
+/// overlap).
+fn outcome(index: usize) -> Outcome {
+    InOrder::outcome(&SECTIONS_RUN, index, start, |r, i| {
+        let started = Instant::now();
+        r.etcd.run(i);
+        r.model.run(i);
+        (r.etcd.transcript(), r.model.transcript(), started.elapsed())
+    })
+}
+
+/// Compares section `name` of both transcripts, step by step.
+fn check(name: &str) {
+    let index = SECTIONS.iter().position(|n| *n == name);
+    let (theirs, ours, took) = outcome(index.expect("a section"));
+    let theirs = theirs.unwrap_or_else(|e| panic!("{name} stopped on etcd: {e}"));
+    let ours = ours.unwrap_or_else(|e| panic!("{name} stopped on the model: {e}"));
     let mut mismatches = Vec::new();
     let mut deliberate = Vec::new();
     for ((label, want), (label2, got)) in theirs.iter().zip(&ours) {
@@ -664,9 +775,8 @@ fn the_model_answers_as_etcd_does() {
         }
     }
     println!(
-        "compared {} replies and watch responses with etcd 3.4 in {:.1?}; {} deliberate differences:",
+        "{name}: compared {} replies and watch responses with etcd 3.4 in {took:.1?}; {} deliberate differences:",
         theirs.len(),
-        started.elapsed(),
         deliberate.len()
     );
     for d in &deliberate {
@@ -677,7 +787,6 @@ fn the_model_answers_as_etcd_does() {
             println!("{label}: {want}");
         }
     }
-    assert!(theirs.len() >= 300, "only {} compared", theirs.len());
     if theirs.len() != ours.len() {
         mismatches.push(format!(
             "the transcripts differ in length: etcd {}, model {}",
@@ -692,4 +801,68 @@ fn the_model_answers_as_etcd_does() {
         theirs.len(),
         mismatches.join("\n")
     );
+}
+
+/// One test per section of the comparison, and one that they compare enough.
+mod the_model_answers_as_etcd_does {
+    use super::check;
+
+    #[test]
+    fn kv() {
+        check("kv");
+    }
+
+    #[test]
+    fn txn() {
+        check("txn");
+    }
+
+    #[test]
+    fn leases() {
+        check("leases");
+    }
+
+    #[test]
+    fn watch() {
+        check("watch");
+    }
+
+    #[test]
+    fn compaction() {
+        check("compaction");
+    }
+
+    #[test]
+    fn mutex() {
+        check("mutex");
+    }
+
+    #[test]
+    fn unknown_methods() {
+        check("unknown_methods");
+    }
+
+    #[test]
+    fn extras() {
+        check("extras");
+    }
+
+    #[test]
+    fn binary_keys() {
+        check("binary_keys");
+    }
+
+    #[test]
+    fn lease_expiry() {
+        check("lease_expiry");
+    }
+
+    /// The sections together compare at least 300 replies and responses.
+    #[test]
+    fn in_all_at_least_300_steps() {
+        let compared: usize = (0..super::SECTIONS.len())
+            .map(|i| super::outcome(i).0.map_or(0, |t| t.len()))
+            .sum();
+        assert!(compared >= 300, "only {compared} compared");
+    }
 }

@@ -4,14 +4,11 @@
 //! UNKILLABLE, SHUTDOWN NOSAVE).
 //! The same requests go over TCP, through the same client code, to a real `redis-server`
 //! and to the model served by `locksim serve redis` (in this process), and every reply
-//! is compared. `tests/redis_fidelity.rs` drives the model itself; these answers come
+//! is compared. `redis.rs` drives the model itself; these answers come
 //! from the node or need time to pass (the 5 s `busy-reply-threshold`, both servers'
 //! default), so they need a server.
 
-#[path = "support/real_redis.rs"]
-mod real_redis;
-#[path = "support/served.rs"]
-mod served;
+use crate::support::{real_redis, served};
 
 use locksim::locks::redis::resp::{decode, encode_command, Value};
 use locksim::serve::ServeFamily;

@@ -162,7 +162,8 @@ pub(super) fn scripting(h: &mut Harness) {
     h.exa(0, &["EVAL", "return redis.call('type', KEYS[1])", "1", "s"]);
 }
 
-pub(super) fn lock_libraries(h: &mut Harness) {
+/// redis-py's `Lock`.
+pub(super) fn redis_py_lock(h: &mut Harness) {
     h.section("redis-py Lock", 1);
     let (release, extend, reacquire) = (
         script("redis-py-release"),
@@ -187,7 +188,10 @@ pub(super) fn lock_libraries(h: &mut Harness) {
     h.exa(0, &["EVAL", &extend, "1", "nottl", "tok", "1000", "0"]);
     h.ex(0, "HSET hl f v");
     h.exa(0, &["EVAL", &release, "1", "hl", "tok"]);
+}
 
+/// node-redlock's scripts (v5, and v4's unlock).
+pub(super) fn node_redlock(h: &mut Harness) {
     h.section("node-redlock", 1);
     let (acquire, extend, release, v4) = (
         script("node-redlock-acquire"),
@@ -209,7 +213,10 @@ pub(super) fn lock_libraries(h: &mut Harness) {
     h.exa(0, &["EVAL", &v4, "1", "r4", "val"]);
     h.ex(0, "HSET r5 f v");
     h.exa(0, &["EVAL", &release, "1", "r5", "val"]);
+}
 
+/// Redisson's `RLock`, with its unlock's pub/sub message.
+pub(super) fn redisson_rlock(h: &mut Harness) {
     h.section("Redisson RLock", 2);
     let (lock, unlock, renew) = (
         script("redisson-lock"),

@@ -1,10 +1,9 @@
 //! `locksim serve`: the Redis model on loopback answers a real socket as the
 //! simulations' clients are answered, and Debian's `etcdctl` works against the Raft
-//! model (the replies themselves are compared with the real servers by
-//! `tests/redis_fidelity.rs`, `tests/etcd_fidelity.rs` and `tests/zk_fidelity.rs`).
+//! model (the replies themselves are compared with the real servers by the `fidelity`
+//! tests: `tests/fidelity/{redis,etcd,zk}.rs`).
 
-#[path = "support/served.rs"]
-mod served;
+use crate::support::served;
 
 use locksim::locks::redis::resp::{decode, encode_command, Value};
 use locksim::serve::ServeFamily;

@@ -14,11 +14,16 @@
 //! Steps tagged [`DELIBERATE`] are the model's deliberate differences, each with its
 //! reason (also in the README); their mismatches are reported, not failed. Without the
 //! ZooKeeper jar the test fails and says how to install it: it never skips silently.
+//!
+//! Each section (CRUD, sequential nodes, Curator's lock paths, watches, sessions,
+//! setWatches, an unknown operation) is a test of its own:
+//! `the_model_answers_as_zookeeper_does::crud`, ... They share one ZooKeeper server and
+//! one model, and run once each, in this order, on both (each section starts from the
+//! zxids, nodes and session numbering the earlier ones left, as one transcript did).
 
-#[path = "support/real_zk.rs"]
-mod real_zk;
-#[path = "support/served.rs"]
-mod served;
+use crate::support::in_order::{panic_message, InOrder};
+use crate::support::kept::keep_until_exit;
+use crate::support::{real_zk, served};
 
 use locksim::locks::zk::proto::{
     decode_reply, encode_request, ClientFrame, OpCode, Request, Response, ServerFrame, PASSWD_LEN,
@@ -29,6 +34,8 @@ use locksim::serve::ServeFamily;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One connection, speaking ZooKeeper's protocol through locksim's codec.
@@ -713,28 +720,73 @@ fn unknown(side: &mut Side) {
     side.call(&mut w, "after an unknown operation", Request::Ping);
 }
 
-fn transcript(port: u16) -> Transcript {
-    let mut side = Side {
+/// A section: the steps it runs on one side.
+type Section = fn(&mut Side);
+
+/// The sections, in the order they run on both servers.
+const SECTIONS: &[(&str, Section)] = &[
+    ("crud", crud),
+    ("sequential", sequential),
+    ("locks", |side| locks(side, 12)),
+    ("watches", watches),
+    ("sessions", sessions),
+    ("set_watches", set_watches),
+    ("unknown", unknown),
+];
+
+/// Both sides of the comparison, kept from one section to the next: ZooKeeper's and the
+/// model's clients (their session numbering goes on), and the model's server.
+struct Runner {
+    zookeeper: Side,
+    model: Side,
+    _model_server: served::Served,
+}
+
+/// One section's transcripts, ZooKeeper's and the model's, or the panic that stopped it.
+type Outcome = (Result<Transcript, String>, Result<Transcript, String>);
+
+/// The sections run so far.
+static SECTIONS_RUN: Mutex<InOrder<Runner, Outcome>> = Mutex::new(InOrder::new());
+
+/// Starts ZooKeeper (stopped when the process exits) and the model with the same tick.
+fn start() -> Runner {
+    let real = real_zk::start_real_zk();
+    let model = served::serve(ServeFamily::Zk, 1, u64::from(real_zk::TICK_MS));
+    let side = |port| Side {
         port,
         out: Vec::new(),
         sessions: BTreeMap::new(),
     };
-    crud(&mut side);
-    sequential(&mut side);
-    locks(&mut side, 12);
-    watches(&mut side);
-    sessions(&mut side);
-    set_watches(&mut side);
-    unknown(&mut side);
-    side.out
+    let runner = Runner {
+        zookeeper: side(real.port),
+        model: side(model.port()),
+        _model_server: model,
+    };
+    keep_until_exit(real);
+    runner
 }
 
-#[test]
-fn the_model_answers_as_zookeeper_does() {
-    let real = real_zk::start_real_zk();
-    let model = served::serve(ServeFamily::Zk, 1, u64::from(real_zk::TICK_MS));
-    let theirs = transcript(real.port);
-    let ours = transcript(model.port());
+/// Section `index` on one side: its transcript, or the panic that stopped it.
+fn run_on(side: &mut Side, index: usize) -> Result<Transcript, String> {
+    let section = SECTIONS[index].1;
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| section(side)));
+    let out = std::mem::take(&mut side.out);
+    ran.map(|()| out).map_err(|panic| panic_message(&*panic))
+}
+
+/// Section `index`'s outcome, on ZooKeeper then on the model.
+fn outcome(index: usize) -> Outcome {
+    InOrder::outcome(&SECTIONS_RUN, index, start, |r, i| {
+        (run_on(&mut r.zookeeper, i), run_on(&mut r.model, i))
+    })
+}
+
+/// Compares section `name` of both transcripts, step by step.
+fn check(name: &str) {
+    let index = SECTIONS.iter().position(|(n, _)| *n == name);
+    let (theirs, ours) = outcome(index.expect("a section"));
+    let theirs = theirs.unwrap_or_else(|e| panic!("{name} stopped on ZooKeeper: {e}"));
+    let ours = ours.unwrap_or_else(|e| panic!("{name} stopped on the model: {e}"));
     assert_eq!(theirs.len(), ours.len(), "the transcripts differ in length");
     let mut mismatches = Vec::new();
     let mut deliberate = Vec::new();
@@ -749,14 +801,13 @@ fn the_model_answers_as_zookeeper_does() {
         }
     }
     println!(
-        "compared {} replies and notifications with ZooKeeper 3.8; {} deliberate differences:",
+        "{name}: compared {} replies and notifications with ZooKeeper 3.8; {} deliberate differences:",
         theirs.len(),
         deliberate.len()
     );
     for d in &deliberate {
         println!("{d}");
     }
-    assert!(theirs.len() >= 300, "only {} compared", theirs.len());
     assert!(
         mismatches.is_empty(),
         "{} of {} replies differ from ZooKeeper's:\n{}",
@@ -764,6 +815,55 @@ fn the_model_answers_as_zookeeper_does() {
         theirs.len(),
         mismatches.join("\n")
     );
+}
+
+/// One test per section of the comparison, and one that they compare enough.
+mod the_model_answers_as_zookeeper_does {
+    use super::*;
+
+    #[test]
+    fn crud() {
+        check("crud");
+    }
+
+    #[test]
+    fn sequential_nodes() {
+        check("sequential");
+    }
+
+    #[test]
+    fn curator_lock_paths() {
+        check("locks");
+    }
+
+    #[test]
+    fn watches() {
+        check("watches");
+    }
+
+    #[test]
+    fn sessions() {
+        check("sessions");
+    }
+
+    #[test]
+    fn set_watches() {
+        check("set_watches");
+    }
+
+    #[test]
+    fn unknown_operation() {
+        check("unknown");
+    }
+
+    /// The sections together compare at least 300 replies and notifications.
+    #[test]
+    fn in_all_at_least_300_steps() {
+        let compared: usize = (0..SECTIONS.len())
+            .map(|i| outcome(i).0.map_or(0, |t| t.len()))
+            .sum();
+        assert!(compared >= 300, "only {compared} compared");
+    }
 }
 
 /// `locksim serve zk --nodes 3`: an ensemble on loopback, its Raft links on loopback too. A

@@ -5,21 +5,26 @@
 //! lock scripts of redis-py, node-redlock and Redisson (`tests/fixtures/lock_scripts/`,
 //! `sims/scripts/`).
 //!
+//! Each section is a test of its own (`model_replies_like_redis_server::strings`, ...),
+//! on one real server the sections share (one at a time: each starts on fresh
+//! connections with FLUSHALL and SCRIPT FLUSH) and a fresh model. `auth` needs a server
+//! with a password: its own.
+//!
 //! Without the `redis-server` binary the test fails and says how to install it: it never
 //! skips silently. Deliberate differences are listed in [`DELIBERATE`]-tagged steps and
 //! reported separately; every other mismatch fails the test.
 
-#[path = "support/real_redis.rs"]
-mod real_redis;
-#[path = "redis_fidelity/scripts.rs"]
 mod scripts;
+
+use crate::support::kept::keep_until_exit;
+use crate::support::real_redis::{start_server, RealServer};
 
 use locksim::locks::redis::model::{Client, RedisServer, ServerConfig};
 use locksim::locks::redis::resp::{decode, encode_command, Value};
-use real_redis::{start_server, RealServer};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn now_ms() -> i64 {
@@ -101,7 +106,10 @@ struct Stats {
 }
 
 struct Harness {
-    real: RealServer,
+    /// The real server's port.
+    real_port: u16,
+    /// The real server, when this harness has one of its own (else it is shared).
+    _own_server: Option<RealServer>,
     model: RedisServer,
     conns: Vec<(RealConn, ModelConn)>,
     stats: Stats,
@@ -202,17 +210,15 @@ fn agree(cmp: Cmp, model: &Value, real: &Value) -> bool {
 }
 
 impl Harness {
-    fn new(requirepass: Option<&str>) -> Harness {
-        let real = match requirepass {
-            Some(p) => start_server(&["--requirepass", p]),
-            None => start_server(&[]),
-        };
+    /// A fresh model, compared with the real server on `real_port`.
+    fn new(real_port: u16, requirepass: Option<&str>) -> Harness {
         let model = RedisServer::with_config(ServerConfig {
             busy_reply_threshold_ms: 5000,
             requirepass: requirepass.map(str::to_string),
         });
         Harness {
-            real,
+            real_port,
+            _own_server: None,
             model,
             conns: Vec::new(),
             stats: Stats::default(),
@@ -243,7 +249,7 @@ impl Harness {
 
     fn open(&mut self, n: usize) {
         for _ in 0..n {
-            let real = RealConn::open(self.real.port);
+            let real = RealConn::open(self.real_port);
             let client = self.model.connect();
             self.conns.push((
                 real,
@@ -634,7 +640,10 @@ fn connection(h: &mut Harness) {
     h.ex(1, "GET k");
     h.ex(1, "CLIENT GETNAME");
     h.ex(1, "QUIT");
-    // RESP3: maps, nulls and pushes on the wire.
+}
+
+/// RESP3: maps, nulls and pushes on the wire.
+fn resp3(h: &mut Harness) {
     h.section("resp3", 2);
     h.run(0, words("HELLO 3"), Cmp::Hello);
     h.ex(0, "GET nokey");
@@ -769,42 +778,116 @@ fn pubsub(h: &mut Harness) {
     h.ex(1, "EXEC");
 }
 
-#[test]
-fn model_replies_like_redis_server() {
-    let mut h = Harness::new(None);
-    strings(&mut h);
-    expiry(&mut h);
-    types(&mut h);
-    connection(&mut h);
-    transactions(&mut h);
-    pubsub(&mut h);
-    scripts::scripting(&mut h);
-    scripts::lock_libraries(&mut h);
-    h.close_all();
-    let mut stats = std::mem::take(&mut h.stats);
-    drop(h);
-    let mut a = Harness::new(Some("secret"));
-    auth(&mut a);
-    a.close_all();
-    stats.compared += a.stats.compared;
-    stats.mismatches.append(&mut a.stats.mismatches);
-    stats.deliberate.append(&mut a.stats.deliberate);
-    println!(
-        "redis fidelity: {} replies compared, {} mismatches, {} deliberate differences",
-        stats.compared,
-        stats.mismatches.len(),
-        stats.deliberate.len()
-    );
-    for d in &stats.deliberate {
-        println!("deliberate: {d}");
+/// The real redis-server the sections share: started by the first, stopped when the
+/// process exits. The lock runs one section at a time on it.
+static SHARED_PORT: Mutex<Option<u16>> = Mutex::new(None);
+
+/// Runs `section` on the shared server and a fresh model, and fails on any mismatch.
+fn check(section: fn(&mut Harness)) {
+    let mut shared = SHARED_PORT.lock().unwrap_or_else(PoisonError::into_inner);
+    let port = *shared.get_or_insert_with(|| {
+        let real = start_server(&[]);
+        let port = real.port;
+        keep_until_exit(real);
+        port
+    });
+    let mut h = Harness::new(port, None);
+    section(&mut h);
+    h.finish();
+}
+
+impl Harness {
+    /// Closes the connections, prints what was compared and fails on any mismatch.
+    fn finish(mut self) {
+        self.close_all();
+        let stats = &self.stats;
+        println!(
+            "redis fidelity: {} replies compared, {} mismatches, {} deliberate differences",
+            stats.compared,
+            stats.mismatches.len(),
+            stats.deliberate.len()
+        );
+        for d in &stats.deliberate {
+            println!("deliberate: {d}");
+        }
+        for m in &stats.mismatches {
+            println!("MISMATCH: {m}");
+        }
+        assert!(
+            stats.mismatches.is_empty(),
+            "{} of {} replies differ from redis-server (see above)",
+            stats.mismatches.len(),
+            stats.compared
+        );
     }
-    for m in &stats.mismatches {
-        println!("MISMATCH: {m}");
+}
+
+/// One test per section of the comparison.
+mod model_replies_like_redis_server {
+    use super::*;
+
+    #[test]
+    fn strings() {
+        check(super::strings);
     }
-    assert!(
-        stats.mismatches.is_empty(),
-        "{} of {} replies differ from redis-server (see above)",
-        stats.mismatches.len(),
-        stats.compared
-    );
+
+    #[test]
+    fn expiry() {
+        check(super::expiry);
+    }
+
+    #[test]
+    fn hashes_lists_wrongtype() {
+        check(types);
+    }
+
+    #[test]
+    fn connection() {
+        check(super::connection);
+    }
+
+    #[test]
+    fn resp3() {
+        check(super::resp3);
+    }
+
+    #[test]
+    fn transactions() {
+        check(super::transactions);
+    }
+
+    #[test]
+    fn pubsub() {
+        check(super::pubsub);
+    }
+
+    #[test]
+    fn scripting() {
+        check(scripts::scripting);
+    }
+
+    #[test]
+    fn redis_py_lock() {
+        check(scripts::redis_py_lock);
+    }
+
+    #[test]
+    fn node_redlock() {
+        check(scripts::node_redlock);
+    }
+
+    #[test]
+    fn redisson_rlock() {
+        check(scripts::redisson_rlock);
+    }
+
+    /// AUTH on a server with a password: a server of its own.
+    #[test]
+    fn auth() {
+        let real = start_server(&["--requirepass", "secret"]);
+        let mut h = Harness::new(real.port, Some("secret"));
+        h._own_server = Some(real);
+        super::auth(&mut h);
+        h.finish();
+    }
 }
