@@ -31,7 +31,9 @@ pub use shrink::shrink_command;
 /// Exit code for bad input.
 pub const EXIT_BAD_INPUT: u8 = 2;
 
-pub use crate::report::ms;
+/// A client process of a live run (the binary's hidden `live-node` entry).
+pub use crate::live::live_node_main;
+pub(crate) use crate::report::ms;
 
 #[cfg(test)]
 mod tests {

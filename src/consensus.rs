@@ -4,12 +4,12 @@
 //! (`locks::raft`) puts an etcd-like service on top; the ZooKeeper family (`locks::zk`)
 //! its ensemble's write path. Neither family imports the other.
 
-pub mod config;
-pub mod core;
-pub mod driver;
-pub mod storage;
+pub(crate) mod config;
+pub(crate) mod core;
+pub(crate) mod driver;
+pub(crate) mod storage;
 
 #[cfg(test)]
 pub(crate) mod testkit;
 
-pub use config::{Fsync, RaftConfig, ReadMode};
+pub(crate) use config::{Fsync, RaftConfig, ReadMode};

@@ -11,7 +11,7 @@ use crate::workload;
 use std::rc::Rc;
 
 /// The world of one run of `scenario` with `faults`.
-pub fn world(scenario: &Scenario, faults: FaultPlan) -> World {
+pub(crate) fn world(scenario: &Scenario, faults: FaultPlan) -> World {
     let mut hosts = Vec::new();
     for name in scenario.servers() {
         let lock = scenario.lock.clone();

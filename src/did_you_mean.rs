@@ -8,7 +8,7 @@ const UNIT_SUFFIXES: [&str; 4] = ["_ms", "_ns", "_s", "_mib"];
 /// The candidate the user most likely meant by `unknown`, if any is close: one edit away
 /// (insert, delete, replace or swap two neighbours), or equal once unit suffixes are
 /// dropped. Ties go to the first candidate, so the answer is stable.
-pub fn closest<'a>(
+pub(crate) fn closest<'a>(
     unknown: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {

@@ -8,10 +8,9 @@ use std::fmt;
 
 mod probe;
 mod table;
-pub mod toml;
+pub(crate) mod toml;
 
-pub use probe::{unknown_field, UnknownField};
-pub use table::{from_table, TableError};
+pub(crate) use table::{from_table, TableError};
 
 /// One step of a key path: a table key or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,7 +230,7 @@ fn quoted_short(name: &str) -> String {
 
 /// Cut every `quoted` name longer than a line in a message down to its start and its
 /// length (as `quoted_short` does).
-pub fn shorten(msg: &str) -> String {
+pub(crate) fn shorten(msg: &str) -> String {
     let parts: Vec<&str> = msg.split('`').collect();
     let mut out = String::with_capacity(msg.len().min(1024));
     for (i, part) in parts.iter().enumerate() {

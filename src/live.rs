@@ -23,10 +23,10 @@ mod node_main;
 mod node_process;
 mod nodes;
 
-pub use error::LiveError;
-pub use messages::{FromNode, NodeSpec, ToNode};
+pub(crate) use error::LiveError;
+pub(crate) use messages::NodeSpec;
 pub use node_main::live_node_main;
-pub use node_process::locksim_binary;
+pub(crate) use node_process::locksim_binary;
 
 use crate::history::names;
 use node_process::Note;
@@ -55,14 +55,12 @@ const START_LIMIT: Duration = Duration::from_secs(60);
 
 /// What a live run did: the run (history, schedule) and the faults it could not apply.
 #[derive(Debug)]
-pub struct LiveRun {
+pub(crate) struct LiveRun {
     /// The history and the fault schedule, as a simulated run returns them.
     pub result: RunResult,
     /// Faults of the schedule, and settings of the scenario, that live mode does not
     /// apply (servers' clock faults, model-only keys, ...).
     pub skipped: Vec<String>,
-    /// The real system the run used (`redis-server`, `etcd`, `ZooKeeper`).
-    pub system: &'static str,
     /// Connections the proxies forwarded, by directed link (source → server).
     pub connections: BTreeMap<(String, String), u64>,
     /// Checks that need the model servers' own events, with why: not checked live.
@@ -72,7 +70,7 @@ pub struct LiveRun {
 }
 
 /// The algorithms live mode runs: those with a real counterpart.
-pub fn live_families() -> Vec<&'static str> {
+pub(crate) fn live_families() -> Vec<&'static str> {
     ALGORITHMS
         .iter()
         .filter(|f| {
@@ -88,7 +86,7 @@ pub fn live_families() -> Vec<&'static str> {
 /// Run `scenario` live for its `duration_ms` with the faults of `seed` (explicit ones and
 /// random draws). `stop` ends the run early (a signal handler sets it). Errors are for
 /// exit code 2 (a family without a real counterpart, a server missing or failing).
-pub fn run_live(
+pub(crate) fn run_live(
     scenario: &Scenario,
     seed: u64,
     stop: Arc<AtomicBool>,
@@ -328,7 +326,6 @@ async fn drive(
             traffic: None,
         },
         skipped,
-        system: cluster.system(),
         unchecked: cluster.unchecked(),
         ready_ms,
         connections: nemesis.target().proxies.connections(),
@@ -366,7 +363,7 @@ const EXPIRY_REORDER_NS: u64 = 5_000_000;
 /// sockets: its `SET` came after the expiry; ZooKeeper's session close is committed
 /// before the next waiter can see its node gone. Indices are renumbered; times stay in
 /// order (the expiry takes the grant's time).
-pub fn order_expirations(history: &mut [Event], window_ns: u64) {
+pub(crate) fn order_expirations(history: &mut [Event], window_ns: u64) {
     for i in 0..history.len() {
         if history[i].f != names::EXPIRE || history[i].kind != EventType::Event {
             continue;

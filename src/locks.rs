@@ -7,14 +7,14 @@
 //! Variants are parameters of one client (see each family's `params.rs`), never copies
 //! of a client that differ in one line.
 
-pub mod db;
+pub(crate) mod db;
 pub mod param;
-pub mod raft;
-pub mod redis;
-pub mod redlock;
-pub mod zk;
+pub(crate) mod raft;
+pub(crate) mod redis;
+pub(crate) mod redlock;
+pub(crate) mod zk;
 
-pub use param::{ParamDoc, ParamError};
+pub(crate) use param::{ParamDoc, ParamError};
 
 use crate::check::{Check, QUALITY, STANDARD};
 use crate::key_error;
@@ -327,7 +327,8 @@ pub struct Family {
 }
 
 /// [`Family::configure`]: the scenario text and its folder to a configured algorithm.
-pub type ConfigureFn = fn(&str, &std::path::Path) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>;
+pub(crate) type ConfigureFn =
+    fn(&str, &std::path::Path) -> Result<Arc<dyn AlgorithmConfig>, ConfigError>;
 
 impl Family {
     /// The entry for algorithm `A`.
@@ -375,8 +376,3 @@ pub const ALGORITHMS: &[Family] = &[
     Family::of::<raft::RaftParams>(),
     Family::of::<zk::ZkParams>(),
 ];
-
-/// The family called `name`.
-pub fn family(name: &str) -> Option<&'static Family> {
-    ALGORITHMS.iter().find(|f| f.name == name)
-}

@@ -27,8 +27,8 @@ mod histogram;
 mod occupancy;
 mod totals;
 
-pub use histogram::Histogram;
-pub use totals::{LatencySummary, MetricsTotals};
+pub(crate) use histogram::Histogram;
+pub(crate) use totals::{LatencySummary, MetricsTotals};
 
 use crate::check::{fifo_inversions, hold_intervals, max_bypass};
 use crate::history::{acquire_attempts, Event};
@@ -36,7 +36,7 @@ use crate::sim::Traffic;
 use serde::Serialize;
 
 /// Every figure a run reports, with what it means (for `locksim list`).
-pub const METRICS: &[(&str, &str)] = &[
+pub(crate) const METRICS: &[(&str, &str)] = &[
     ("latency_ms", "acquire invoke to grant, p50, p99 and max: all grants, uncontended (the lock free and nobody waiting at the invoke) and contended"),
     ("grants_per_s", "granted acquires per simulated second"),
     ("unavailable", "fraction of the run with a client waiting for the lock and nobody holding it"),
@@ -112,12 +112,12 @@ impl TrafficCost {
 }
 
 /// Index of the uncontended histogram in [`RunMetrics::histograms`].
-pub const UNCONTENDED: usize = 0;
+pub(crate) const UNCONTENDED: usize = 0;
 /// Index of the contended histogram in [`RunMetrics::histograms`].
-pub const CONTENDED: usize = 1;
+pub(crate) const CONTENDED: usize = 1;
 
 /// The costs of the run that recorded `history`, ended at `end_ns` and sent `traffic`.
-pub fn run_metrics(history: &[Event], end_ns: u64, traffic: Traffic) -> RunMetrics {
+pub(crate) fn run_metrics(history: &[Event], end_ns: u64, traffic: Traffic) -> RunMetrics {
     let attempts = acquire_attempts(history);
     let inversions = fifo_inversions(&attempts);
     let holds = hold_intervals(history, end_ns);
@@ -172,7 +172,7 @@ pub(crate) fn fraction(part: u64, whole: u64) -> f64 {
 }
 
 /// A byte count for people: `812 B`, `2.1 KiB`, `3.4 MiB`.
-pub fn bytes(n: f64) -> String {
+pub(crate) fn bytes(n: f64) -> String {
     if n < 1024.0 {
         format!("{n:.0} B")
     } else if n < 1024.0 * 1024.0 {

@@ -21,25 +21,25 @@
 mod conn;
 mod connector;
 mod frame;
-pub mod grpc;
+pub(crate) mod grpc;
 mod live;
 mod meter;
-pub mod peer;
+pub(crate) mod peer;
 mod remote;
 mod server;
-pub mod tcp;
+pub(crate) mod tcp;
 
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
-pub use frame::{encode_frame, FrameTooLarge, Frames, MAX_FRAME};
-pub use grpc::{
-    serve_grpc, serve_grpc_connection, ChannelError, Deadlines, GrpcChannel, GrpcRouter, HyperIo,
-    NodeExecutor,
-};
-pub use live::{listen, Listener, LiveStream, NetStream, Tcp};
+pub(crate) use frame::FrameTooLarge;
+pub use frame::{encode_frame, Frames, MAX_FRAME};
+pub(crate) use grpc::{serve_grpc_connection, ChannelError, GrpcRouter};
+pub use grpc::{Deadlines, GrpcChannel};
+pub use live::Tcp;
+pub(crate) use live::{listen, NetStream};
 // The address book lives with the node context; callers of live mode find it here too.
-pub use crate::sim::{monotonic_ns, LiveNet};
-pub use peer::{serve_peers, Mesh};
+pub(crate) use crate::sim::{monotonic_ns, LiveNet};
+pub(crate) use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};
 pub use server::serve;
-pub use tcp::SimStream;
+pub(crate) use tcp::SimStream;

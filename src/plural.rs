@@ -1,7 +1,7 @@
 //! Counts in prose: "1 thread", "2 threads", "1 process", "3 processes".
 
 /// `n` and the noun, plural unless `n` is 1 (nouns ending in `s` take `es`).
-pub fn plural(n: u64, noun: &str) -> String {
+pub(crate) fn plural(n: u64, noun: &str) -> String {
     match (n, noun.ends_with('s')) {
         (1, _) => format!("1 {noun}"),
         (_, true) => format!("{n} {noun}es"),

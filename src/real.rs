@@ -16,10 +16,9 @@ mod proxy;
 mod server;
 mod supervisor;
 
-pub use owner::connection_owner;
-pub use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
-pub use server::{NotListening, ServerProcess};
-pub use supervisor::{die_with_locksim, signal, Supervisor};
+pub(crate) use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
+pub(crate) use server::{NotListening, ServerProcess};
+pub(crate) use supervisor::{die_with_locksim, signal, Supervisor};
 
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::collections::BTreeMap;
@@ -242,7 +241,7 @@ pub fn find_binary(name: &str, package: &str) -> io::Result<PathBuf> {
 
 /// A free loopback port (the kernel's pick; free when asked, as good as it gets without
 /// holding it).
-pub fn free_port() -> io::Result<u16> {
+pub(crate) fn free_port() -> io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())

@@ -11,27 +11,25 @@ mod guarantees;
 mod html;
 mod markdown;
 mod matrix;
-pub mod partial;
+pub(crate) mod partial;
 mod story;
 mod timeline;
 
-pub use error::{Difference, ReportError};
-pub use evidence::{bound_text, percent, upper_bound_95};
-pub use guarantees::{
-    anchor, build, CellResult, CheckCell, CheckInfo, ColumnInfo, Guarantees, RowInfo, Timeline,
-};
-pub use html::html;
-pub use markdown::{cell_symbol, markdown};
-pub use matrix::{Cell, Column, Matrix, Row};
-pub use partial::{compute, merge, read_partials, ComputeSpec, Partial};
-pub use story::{describe, error_replies, event_line, explain, ms, wall_clock};
-pub use timeline::{first_violated, human_time, sentence, timeline_svg};
+pub(crate) use error::ReportError;
+pub(crate) use guarantees::{build, Guarantees};
+pub(crate) use html::html;
+pub(crate) use markdown::markdown;
+pub(crate) use matrix::Matrix;
+pub(crate) use partial::{compute, merge, read_partials, ComputeSpec, Partial};
+pub(crate) use story::ms;
+pub(crate) use story::{error_replies, explain};
+pub(crate) use timeline::{first_violated, timeline_svg};
 
 use std::path::Path;
 
 /// The build a report comes from: `locksim <version> (<commit> <commit date>)`, the
 /// commit stamped by `build.rs` ("unknown" outside a git checkout).
-pub fn source_stamp() -> String {
+pub(crate) fn source_stamp() -> String {
     format!(
         "locksim {} ({})",
         env!("CARGO_PKG_VERSION"),
@@ -40,7 +38,7 @@ pub fn source_stamp() -> String {
 }
 
 /// Write `guarantees.md`, `guarantees.json` and `index.html` into `out`.
-pub fn write_reports(g: &Guarantees, out: &Path) -> Result<(), ReportError> {
+pub(crate) fn write_reports(g: &Guarantees, out: &Path) -> Result<(), ReportError> {
     let write = |name: &str, text: String| {
         let p = out.join(name);
         std::fs::write(&p, text).map_err(|e| ReportError::Write(p, e))

@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// TCP port of the storage server.
-pub const STORAGE_PORT: u16 = 7000;
+pub(crate) const STORAGE_PORT: u16 = 7000;
 
 #[derive(Default)]
 struct Store {
@@ -37,11 +37,11 @@ struct Store {
 
 /// The storage's durable state. Cloning shares it.
 #[derive(Clone, Default)]
-pub struct StorageState(Rc<RefCell<Store>>);
+pub(crate) struct StorageState(Rc<RefCell<Store>>);
 
 impl StorageState {
     /// Empty storage: every counter is 0.
-    pub fn new() -> StorageState {
+    pub(crate) fn new() -> StorageState {
         StorageState::default()
     }
 
@@ -144,7 +144,7 @@ impl Reply {
 }
 
 /// The storage server's main loop.
-pub async fn storage_main(ctx: NodeCtx, state: StorageState, fence_reads: bool) {
+pub(crate) async fn storage_main(ctx: NodeCtx, state: StorageState, fence_reads: bool) {
     let answer = move |ctx: &NodeCtx,
                        request: Result<Vec<u8>, FrameTooLarge>,
                        out: &mut Vec<u8>| match request {
@@ -156,7 +156,7 @@ pub async fn storage_main(ctx: NodeCtx, state: StorageState, fence_reads: bool) 
 
 /// Result of a storage request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StorageReply {
+pub(crate) enum StorageReply {
     /// Read value, or whether a write was accepted.
     Ok(i64),
     /// The storage refused the request (a stale token on a fenced read).
@@ -164,13 +164,13 @@ pub enum StorageReply {
 }
 
 /// A client's connection to the storage.
-pub struct StorageClient {
+pub(crate) struct StorageClient {
     remote: Remote<Frames, Tcp>,
 }
 
 impl StorageClient {
     /// A client whose requests time out after `timeout` local time.
-    pub fn new(timeout: Duration) -> StorageClient {
+    pub(crate) fn new(timeout: Duration) -> StorageClient {
         StorageClient {
             remote: Remote::with_connector("storage", STORAGE_PORT, timeout, Frames, Tcp),
         }
@@ -187,7 +187,7 @@ impl StorageClient {
     }
 
     /// Read `key`, carrying `token`.
-    pub async fn read(
+    pub(crate) async fn read(
         &mut self,
         ctx: &NodeCtx,
         key: &str,
@@ -198,7 +198,7 @@ impl StorageClient {
     }
 
     /// Write `value` to `key`, carrying `token`.
-    pub async fn write(
+    pub(crate) async fn write(
         &mut self,
         ctx: &NodeCtx,
         key: &str,

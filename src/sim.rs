@@ -19,21 +19,24 @@ mod kernel;
 mod live_net;
 mod node;
 mod pause;
-pub mod random_faults;
+pub(crate) mod random_faults;
 mod world;
 
-pub use clock::{Clock, ClockChange, EPOCH_NS};
+pub use clock::EPOCH_NS;
+pub(crate) use clock::{Clock, ClockChange};
 pub use disk::Disk;
-pub use fault::{actions, Action, Fault, FaultPoint, Schedule, TimedFault, MAX_FAULT_MS};
+pub(crate) use fault::{actions, Action, MAX_FAULT_MS};
+pub use fault::{Fault, FaultPoint, Schedule, TimedFault};
 pub use join::join_all;
-pub use kernel::{Kernel, Listening, Open, Traffic};
-pub use live_net::{monotonic_ns, LiveNet};
-pub use node::{node_rng, ArmedFault, Elapsed, NodeCtx, NodeEnv, NodeRequest, NodeState};
-pub use pause::{Pausable, PauseSwitch};
-pub use random_faults::RandomFaults;
-pub use world::{
-    run, FaultPlan, Host, HostMain, Network, Progress, RunResult, World, PROGRESS_EVERY_MS, TICK,
-};
+pub use kernel::{Kernel, Traffic};
+pub(crate) use kernel::{Listening, Open};
+pub(crate) use live_net::monotonic_ns;
+pub use live_net::LiveNet;
+pub(crate) use node::{ArmedFault, NodeRequest};
+pub use node::{Elapsed, NodeCtx, NodeState};
+pub(crate) use random_faults::RandomFaults;
+pub use world::RunResult;
+pub(crate) use world::{run, FaultPlan, Host, HostMain, Network, Progress, World, TICK};
 // The fault applier live runs share with simulated ones.
 pub(crate) use applier::{close_crashed_op, FaultTarget, Nemesis, Resumed, Via};
 

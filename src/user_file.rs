@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Why a user's file was not read.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// Opening or reading failed (missing, no permission, ...).
     Io(std::io::Error),
     /// Not a regular file: what it is instead (`a directory`, `a FIFO`, ...).
@@ -44,7 +44,7 @@ impl fmt::Display for ReadError {
 impl std::error::Error for ReadError {}
 
 /// The bytes of the regular file at `path`, at most `cap` of them.
-pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     // Refuse by name first, so that a device is not even opened...
     regular(&std::fs::metadata(path).map_err(ReadError::Io)?)?;
     // ...and again by handle, in case the name changed in between: O_NONBLOCK lets the
@@ -59,7 +59,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
 }
 
 /// [`read_capped`], as UTF-8 text.
-pub fn read_text_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
+pub(crate) fn read_text_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
     String::from_utf8(read_capped(path, cap)?).map_err(|e| {
         let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = good.iter().filter(|&&b| b == b'\n').count() + 1;

@@ -31,13 +31,13 @@ use crate::sim::{FaultPoint, NodeCtx};
 use std::time::Duration;
 
 /// The lock every client contends for.
-pub const LOCK: &str = "L";
+pub(crate) const LOCK: &str = "L";
 /// The storage key of the counter.
-pub const COUNTER: &str = "counter";
+pub(crate) const COUNTER: &str = "counter";
 
 /// A client node's main loop with lock client `lock` (runs until the simulation ends or
 /// the node crashes).
-pub async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClient>) {
+pub(crate) async fn client_main(ctx: NodeCtx, w: &Workload, mut lock: Box<dyn LockClient>) {
     let mut storage = StorageClient::new(Duration::from_millis(w.storage_timeout_ms));
     let wait = w.acquire.wait(w.acquire_timeout_ms);
     // Stagger the start so clients do not move in lockstep.

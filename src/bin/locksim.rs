@@ -306,7 +306,7 @@ fn main() -> ExitCode {
             cli::shrink_command(&scenario, seed, &opts, out.as_deref(), bar)
         }
         Command::List { sims } => cli::list_command(&sims),
-        Command::LiveNode { spec } => locksim::live::live_node_main(&spec),
+        Command::LiveNode { spec } => locksim::cli::live_node_main(&spec),
         Command::Live {
             scenario,
             duration,

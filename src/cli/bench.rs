@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The standard benchmark scenario: 1 Redis server, 3 clients, storage, 10 s, pauses.
-pub const STANDARD: &str = r#"
+pub(crate) const STANDARD: &str = r#"
 name = "bench-standard"
 description = "1 Redis server, 3 clients, fenced storage, random pauses"
 algorithm = "redis"
@@ -25,7 +25,7 @@ pause = { nodes = "clients", duration_ms = [500, 2000] }
 
 /// The database benchmark scenario: db-0 and its cleaner, storage, 3 clients, 10 s,
 /// pauses (a unique-row lock with AUTO_INCREMENT tokens).
-pub const DB: &str = r#"
+pub(crate) const DB: &str = r#"
 name = "bench-db"
 description = "db-0 with a cleaner, 3 clients, fenced storage, random pauses"
 algorithm = "db"
@@ -40,7 +40,7 @@ pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
 /// The Raft benchmark scenario: 3 Raft nodes, 3 clients, storage, 10 s, pauses.
-pub const RAFT: &str = r#"
+pub(crate) const RAFT: &str = r#"
 name = "bench-raft"
 description = "3 Raft nodes, 3 etcd Mutex clients, fenced storage, random pauses"
 algorithm = "raft"
@@ -55,7 +55,7 @@ pause = { nodes = "clients", duration_ms = [500, 2000] }
 
 /// The ZooKeeper benchmark scenario: a 3-server ensemble, 3 Curator clients, storage,
 /// 10 s, pauses.
-pub const ZK: &str = r#"
+pub(crate) const ZK: &str = r#"
 name = "bench-zk"
 description = "3 ZooKeeper servers (Raft-replicated), 3 Curator InterProcessMutex clients, fenced storage, random pauses"
 algorithm = "zk"
@@ -71,7 +71,7 @@ pause = { nodes = "clients", duration_ms = [500, 2000] }
 
 /// One benchmark line per algorithm family: (label, scenario). Each runs 10 simulated
 /// seconds with 3 clients and storage, so the lines compare.
-pub const FAMILIES: &[(&str, &str)] = &[
+pub(crate) const FAMILIES: &[(&str, &str)] = &[
     ("redis (1 server)", STANDARD),
     ("db (unique row)", DB),
     ("raft (3 nodes)", RAFT),

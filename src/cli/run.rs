@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Exit code after SIGINT (128 + 2), as shells report it.
-pub const EXIT_SIGINT: u8 = 130;
+pub(crate) const EXIT_SIGINT: u8 = 130;
 /// Exit code after SIGTERM (128 + 15).
-pub const EXIT_SIGTERM: u8 = 143;
+pub(crate) const EXIT_SIGTERM: u8 = 143;
 
 /// Without a terminal, a progress line this often (wall time), unless `--quiet`.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(10);

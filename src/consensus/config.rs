@@ -7,7 +7,7 @@ use serde::Deserialize;
 /// How a node answers a read (the `read` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ReadMode {
+pub(crate) enum ReadMode {
     /// Raft ReadIndex (raft-rs `ReadOnlyOption::Safe`): the leader confirms its leadership
     /// with a heartbeat round to a quorum before answering; the answer waits until the
     /// node has applied up to the read index. Linearizable.
@@ -25,7 +25,7 @@ pub enum ReadMode {
 /// When a node fsyncs its Raft log (the `fsync` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Fsync {
+pub(crate) enum Fsync {
     /// Before any message that acknowledges the written state leaves the node (as Raft
     /// requires: persist before responding).
     Always,
@@ -36,7 +36,7 @@ pub enum Fsync {
 
 /// A Raft cluster's configuration, as every one of its cores takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RaftConfig {
+pub(crate) struct RaftConfig {
     /// Voters, Raft ids `1..=nodes` [3].
     pub nodes: u32,
     /// Length of one tick on the node's local monotonic clock, ms [10]: the driver's

@@ -75,14 +75,16 @@ use crate::sim::Disk;
 use protobuf::Message as _;
 use raft::prelude::{Entry, EntryType, Message, MessageType};
 use raft::storage::MemStorage;
-use raft::{Config, RawNode, ReadOnlyOption, StateRole, Storage};
+#[cfg(test)]
+use raft::Storage;
+use raft::{Config, RawNode, ReadOnlyOption, StateRole};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// A node's Raft role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     /// Follows a leader (or waits for one).
     Follower,
     /// Asking for pre-votes (no term change yet).
@@ -106,7 +108,7 @@ impl From<StateRole> for Role {
 
 /// A message to send to peer `to`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// Raft id of the destination (1-based; node `raft-(to - 1)`).
     pub to: u64,
     /// The message.
@@ -115,19 +117,20 @@ pub struct Outgoing {
 
 impl Outgoing {
     /// The message as protobuf bytes (what goes on the wire; see [`RaftCore::step_bytes`]).
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         self.msg.write_to_bytes().expect("encode raft message")
     }
 
     /// The raft-rs message type, for traces.
-    pub fn msg_type(&self) -> MessageType {
+    #[cfg(test)]
+    pub(crate) fn msg_type(&self) -> MessageType {
         self.msg.get_msg_type()
     }
 }
 
 /// A committed log entry, to apply in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
+pub(crate) struct Committed {
     /// Log index.
     pub index: u64,
     /// Term the entry was proposed in.
@@ -140,7 +143,7 @@ pub struct Committed {
 /// A ReadIndex answer: once the node has applied `index`, a read with context `ctx` is
 /// linearizable (or lease-based, per `read`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadState {
+pub(crate) struct ReadState {
     /// The commit index at the time the leader confirmed the read.
     pub index: u64,
     /// The context given to [`RaftCore::read_index`].
@@ -149,7 +152,7 @@ pub struct ReadState {
 
 /// Leader or role changed (Raft's soft state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SoftState {
+pub(crate) struct SoftState {
     /// The leader this node believes in, 0 for none.
     pub leader_id: u64,
     /// This node's role.
@@ -160,7 +163,7 @@ pub struct SoftState {
 /// already on disk (and synced with `fsync = always`), so send the messages, apply the
 /// committed entries, then answer the read states whose index has been applied.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Output {
+pub(crate) struct Output {
     /// Messages to send, in order.
     pub messages: Vec<Outgoing>,
     /// Newly committed entries, in log order.
@@ -173,15 +176,7 @@ pub struct Output {
     pub synced: bool,
 }
 
-impl Output {
-    /// Nothing to do.
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
-            && self.committed.is_empty()
-            && self.read_states.is_empty()
-            && self.soft_state.is_none()
-    }
-}
+impl Output {}
 
 /// What [`RaftCore::process_ready_async`] hands back: `now` can be acted on at once (its
 /// messages sent, its committed entries applied: raft-rs hands out only entries this node
@@ -189,7 +184,7 @@ impl Output {
 /// on disk (acknowledgements of appends, votes), to send once Ready `persist` is
 /// confirmed with [`RaftCore::on_persisted`].
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AsyncOutput {
+pub(crate) struct AsyncOutput {
     /// What needs no fsync first.
     pub now: Output,
     /// What waits for this node's fsync.
@@ -200,7 +195,7 @@ pub struct AsyncOutput {
 
 /// Why a proposal was refused at once (a proposal that was accepted can still be lost).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProposeError {
+pub(crate) enum ProposeError {
     /// raft-rs dropped it: no known leader, or a leader transfer is under way.
     Dropped,
     /// Any other raft-rs error.
@@ -220,7 +215,7 @@ impl std::error::Error for ProposeError {}
 
 /// Counters, for tests and traces.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CoreStats {
+pub(crate) struct CoreStats {
     /// Election timeouts drawn from the seeded RNG.
     pub timeout_draws: u64,
     /// Resets of the randomized timeout detected only because its value changed while
@@ -238,7 +233,7 @@ pub struct CoreStats {
 }
 
 /// One node's Raft state machine over its disk.
-pub struct RaftCore {
+pub(crate) struct RaftCore {
     raw: RawNode<MemStorage>,
     wal: Wal,
     rng: ChaCha8Rng,
@@ -263,7 +258,7 @@ impl fmt::Debug for RaftCore {
 }
 
 /// The raft-rs configuration for node `id` (voters are `1..=params.nodes`).
-pub fn raft_config(id: u64, params: &RaftConfig) -> Config {
+pub(crate) fn raft_config(id: u64, params: &RaftConfig) -> Config {
     let mut c = Config::new(id);
     c.election_tick = params.election_tick as usize;
     c.heartbeat_tick = params.heartbeat_tick as usize;
@@ -283,7 +278,8 @@ pub fn raft_config(id: u64, params: &RaftConfig) -> Config {
 
 impl RaftConfig {
     /// Whether raft-rs accepts this configuration (what [`RaftCore::new`] checks first).
-    pub fn validate(&self) -> Result<(), raft::Error> {
+    #[cfg(test)]
+    pub(crate) fn validate(&self) -> Result<(), raft::Error> {
         raft_config(1, self).validate()
     }
 }
@@ -292,7 +288,7 @@ impl RaftCore {
     /// Start node `id` (1-based) from whatever its disk holds: a fresh node on an empty
     /// disk, a restarted one otherwise. `seed` seeds the election-timeout RNG (the node
     /// context's `rand_u64()`; draw a new one at every start).
-    pub fn new(
+    pub(crate) fn new(
         id: u64,
         params: &RaftConfig,
         disk: &mut Disk,
@@ -344,7 +340,7 @@ impl RaftCore {
     }
 
     /// Advance Raft's logical clock by one tick. Returns whether a ready may be pending.
-    pub fn tick(&mut self) -> bool {
+    pub(crate) fn tick(&mut self) -> bool {
         let r = self.raw.tick();
         self.fix_timeout();
         r
@@ -357,7 +353,7 @@ impl RaftCore {
     /// it lost (only possible after a crash with `fsync = none`). raft-rs (like etcd) would
     /// panic there ("to_commit is out of range"); lowering it lets the run go on so the
     /// checks see the data loss, and the leader's next append repairs the log.
-    pub fn step(&mut self, mut msg: Message) -> Result<(), raft::Error> {
+    pub(crate) fn step(&mut self, mut msg: Message) -> Result<(), raft::Error> {
         if msg.get_msg_type() == MessageType::MsgHeartbeat && msg.commit > self.last_index() {
             msg.commit = self.commit_index();
             self.stats.clamped_heartbeats += 1;
@@ -368,14 +364,14 @@ impl RaftCore {
     }
 
     /// Decode protobuf bytes from the wire and step them.
-    pub fn step_bytes(&mut self, bytes: &[u8]) -> Result<(), raft::Error> {
+    pub(crate) fn step_bytes(&mut self, bytes: &[u8]) -> Result<(), raft::Error> {
         let msg = Message::parse_from_bytes(bytes).map_err(raft::Error::CodecError)?;
         self.step(msg)
     }
 
     /// Propose `data` as a log entry. `Ok` means raft-rs took it (appended as leader, or
     /// forwarded to the leader it knows): it may still never commit.
-    pub fn propose(&mut self, data: Vec<u8>) -> Result<(), ProposeError> {
+    pub(crate) fn propose(&mut self, data: Vec<u8>) -> Result<(), ProposeError> {
         debug_assert!(!data.is_empty(), "empty data is the leader's no-op");
         let r = self.raw.propose(Vec::new(), data);
         self.fix_timeout();
@@ -388,26 +384,19 @@ impl RaftCore {
 
     /// Ask for a read index with a caller-chosen unique context. The answer, if any, comes
     /// back as a [`ReadState`] with the same context from a later `process_ready`.
-    pub fn read_index(&mut self, ctx: Vec<u8>) {
+    pub(crate) fn read_index(&mut self, ctx: Vec<u8>) {
         self.raw.read_index(ctx);
         self.fix_timeout();
     }
 
-    /// Start an election now (tests; the node itself only ticks).
-    pub fn campaign(&mut self) -> Result<(), raft::Error> {
-        let r = self.raw.campaign();
-        self.fix_timeout();
-        r
-    }
-
     /// Whether [`RaftCore::process_ready`] has anything to do.
-    pub fn has_ready(&self) -> bool {
+    pub(crate) fn has_ready(&self) -> bool {
         self.raw.has_ready()
     }
 
     /// Persist what Raft asks to persist, then return what to send and apply. Drains
     /// every pending ready.
-    pub fn process_ready(&mut self, disk: &mut Disk) -> Output {
+    pub(crate) fn process_ready(&mut self, disk: &mut Disk) -> Output {
         let mut out = Output::default();
         while self.raw.has_ready() {
             self.stats.readies += 1;
@@ -448,7 +437,7 @@ impl RaftCore {
     /// disk (an fsync started); raft-rs counts them persisted only at
     /// [`RaftCore::on_persisted`], so a leader whose own log lags commits with its
     /// followers' copies alone.
-    pub fn process_ready_async(&mut self, disk: &mut Disk) -> AsyncOutput {
+    pub(crate) fn process_ready_async(&mut self, disk: &mut Disk) -> AsyncOutput {
         let mut out = AsyncOutput::default();
         while self.raw.has_ready() {
             self.stats.readies += 1;
@@ -480,7 +469,7 @@ impl RaftCore {
 
     /// The writes of every Ready up to number `ready` are durable (see
     /// [`RaftCore::process_ready_async`]); what that allows comes with the next Ready.
-    pub fn on_persisted(&mut self, ready: u64) {
+    pub(crate) fn on_persisted(&mut self, ready: u64) {
         self.raw.on_persist_ready(ready);
     }
 
@@ -503,57 +492,55 @@ impl RaftCore {
     }
 
     /// This node's Raft id.
-    pub fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.raw.raft.id
     }
 
     /// Current role.
-    pub fn role(&self) -> Role {
+    pub(crate) fn role(&self) -> Role {
         self.raw.raft.state.into()
     }
 
     /// Whether this node believes it is the leader.
-    pub fn is_leader(&self) -> bool {
+    pub(crate) fn is_leader(&self) -> bool {
         self.raw.raft.state == StateRole::Leader
     }
 
     /// Current term.
-    pub fn term(&self) -> u64 {
+    pub(crate) fn term(&self) -> u64 {
         self.raw.raft.term
     }
 
     /// The leader this node believes in, 0 for none.
-    pub fn leader_id(&self) -> u64 {
+    pub(crate) fn leader_id(&self) -> u64 {
         self.raw.raft.leader_id
     }
 
     /// Highest index known committed.
-    pub fn commit_index(&self) -> u64 {
+    pub(crate) fn commit_index(&self) -> u64 {
         self.raw.raft.raft_log.committed
     }
 
     /// Index of the last log entry.
-    pub fn last_index(&self) -> u64 {
+    pub(crate) fn last_index(&self) -> u64 {
         self.raw.raft.raft_log.last_index()
     }
 
     /// The current randomized election timeout, in ticks.
-    pub fn election_timeout_ticks(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn election_timeout_ticks(&self) -> usize {
         self.raw.raft.randomized_election_timeout()
     }
 
     /// Counters.
-    pub fn stats(&self) -> &CoreStats {
+    #[cfg(test)]
+    pub(crate) fn stats(&self) -> &CoreStats {
         &self.stats
     }
 
-    /// WAL counters: (bytes written, fsyncs).
-    pub fn wal_stats(&self) -> (u64, u64) {
-        (self.wal.bytes_written, self.wal.syncs)
-    }
-
     /// The persisted log `[1, last]` (what has gone through `process_ready`).
-    pub fn log(&self) -> Vec<Entry> {
+    #[cfg(test)]
+    pub(crate) fn log(&self) -> Vec<Entry> {
         let store = self.raw.store();
         let last = store.last_index().expect("last index");
         if last == 0 {
@@ -562,12 +549,6 @@ impl RaftCore {
         store
             .entries(1, last + 1, None, raft::GetEntriesContext::empty(false))
             .expect("entries")
-    }
-
-    /// Read-only access to the raft-rs node (inspection only: stepping it directly would
-    /// bypass the seeded election timeout).
-    pub fn raw(&self) -> &RawNode<MemStorage> {
-        &self.raw
     }
 }
 

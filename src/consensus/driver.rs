@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// What a family does with its Raft core when the driver asks.
-pub trait RaftHost {
+pub(crate) trait RaftHost {
     /// Handle whatever Ready the core has: persist, apply, answer, send.
     fn handle_ready(&self) -> impl Future<Output = ()>;
     /// Tick the core once; `now` is the local monotonic time, ns.
@@ -36,7 +36,7 @@ pub trait RaftHost {
 
 /// Drive `host` forever: tick every `tick_ns` of `ctx`'s local monotonic clock and handle
 /// Readies when `wake` is notified. A restarted node handles its recovered log at once.
-pub async fn drive(ctx: &NodeCtx, wake: &Notify, tick_ns: i64, host: &impl RaftHost) {
+pub(crate) async fn drive(ctx: &NodeCtx, wake: &Notify, tick_ns: i64, host: &impl RaftHost) {
     host.handle_ready().await;
     let mut next_tick = ctx.mono_ns() + tick_ns;
     loop {

@@ -39,7 +39,7 @@ use raft::prelude::{ConfState, Entry, HardState};
 use raft::storage::MemStorage;
 
 /// The WAL's file name on the node's disk.
-pub const WAL_FILE: &str = "raft.wal";
+pub(crate) const WAL_FILE: &str = "raft.wal";
 
 const KIND_ENTRY: u8 = 1;
 const KIND_HARD_STATE: u8 = 2;
@@ -66,7 +66,7 @@ fn encode_record(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
 
 /// The writing side of the WAL: appends records and fsyncs per the [`Fsync`] policy.
 #[derive(Debug, Clone)]
-pub struct Wal {
+pub(crate) struct Wal {
     fsync: Fsync,
     buf: Vec<u8>,
     dirty: bool,
@@ -78,7 +78,7 @@ pub struct Wal {
 
 impl Wal {
     /// A writer with `fsync` policy.
-    pub fn new(fsync: Fsync) -> Wal {
+    pub(crate) fn new(fsync: Fsync) -> Wal {
         Wal {
             fsync,
             buf: Vec::new(),
@@ -96,14 +96,14 @@ impl Wal {
     }
 
     /// Append a hard-state record (page cache only until [`Wal::sync`]).
-    pub fn save_hard_state(&mut self, disk: &mut Disk, hs: &HardState) {
+    pub(crate) fn save_hard_state(&mut self, disk: &mut Disk, hs: &HardState) {
         let payload = hs.write_to_bytes().expect("encode HardState");
         encode_record(KIND_HARD_STATE, &payload, &mut self.buf);
         self.flush(disk);
     }
 
     /// Append one record per entry (page cache only until [`Wal::sync`]).
-    pub fn append_entries(&mut self, disk: &mut Disk, entries: &[Entry]) {
+    pub(crate) fn append_entries(&mut self, disk: &mut Disk, entries: &[Entry]) {
         for e in entries {
             let payload = e.write_to_bytes().expect("encode Entry");
             encode_record(KIND_ENTRY, &payload, &mut self.buf);
@@ -113,7 +113,7 @@ impl Wal {
 
     /// Make the appended records durable if the policy says so and anything is unsynced.
     /// Returns whether an fsync happened.
-    pub fn sync(&mut self, disk: &mut Disk) -> bool {
+    pub(crate) fn sync(&mut self, disk: &mut Disk) -> bool {
         if self.fsync == Fsync::Always && self.dirty {
             disk.fsync(WAL_FILE);
             self.dirty = false;
@@ -127,7 +127,7 @@ impl Wal {
 
 /// What recovery found in the WAL.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Recovered {
+pub(crate) struct Recovered {
     /// The last hard state (default if none survived), commit lowered to the last entry.
     pub hard_state: HardState,
     /// The log, indices 1..=n, contiguous.
@@ -143,7 +143,7 @@ pub struct Recovered {
 }
 
 /// Replay WAL bytes: see the module docs for the rules.
-pub fn recover_bytes(bytes: &[u8]) -> Recovered {
+pub(crate) fn recover_bytes(bytes: &[u8]) -> Recovered {
     let mut r = Recovered::default();
     let mut pos = 0usize;
     while let Some(rest) = bytes.get(pos..) {
@@ -201,7 +201,7 @@ pub fn recover_bytes(bytes: &[u8]) -> Recovered {
 
 /// Recover the WAL on `disk`; if a tail was dropped, rewrite the file to the valid prefix
 /// (durably, as a repair tool would) so new records follow valid ones.
-pub fn recover(disk: &mut Disk) -> Recovered {
+pub(crate) fn recover(disk: &mut Disk) -> Recovered {
     let r = recover_bytes(disk.read(WAL_FILE));
     if r.dropped_bytes > 0 {
         let valid = disk.read(WAL_FILE)[..r.valid_len].to_vec();
@@ -213,7 +213,7 @@ pub fn recover(disk: &mut Disk) -> Recovered {
 }
 
 /// raft-rs storage holding the recovered log and hard state, with voters `1..=nodes`.
-pub fn mem_storage(recovered: &Recovered, nodes: u64) -> MemStorage {
+pub(crate) fn mem_storage(recovered: &Recovered, nodes: u64) -> MemStorage {
     let store =
         MemStorage::new_with_conf_state(ConfState::from(((1..=nodes).collect::<Vec<_>>(), vec![])));
     {

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// splitmix64: the per-node seed of node `id`'s `start`-th incarnation.
-pub fn node_seed(seed: u64, id: u64, start: u64) -> u64 {
+pub(crate) fn node_seed(seed: u64, id: u64, start: u64) -> u64 {
     let mut z =
         seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ start.wrapping_mul(0xd1b5_4a32_d192_ed03);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -18,7 +18,7 @@ pub fn node_seed(seed: u64, id: u64, start: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub params: RaftConfig,
     pub seed: u64,
     pub nodes: Vec<Option<RaftCore>>,
@@ -49,7 +49,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn new(params: RaftConfig, seed: u64) -> Cluster {
+    pub(crate) fn new(params: RaftConfig, seed: u64) -> Cluster {
         let n = params.nodes as usize;
         let mut c = Cluster {
             tick_every: vec![params.tick_ms; n],
@@ -77,7 +77,7 @@ impl Cluster {
         c
     }
 
-    pub fn ids(&self) -> std::ops::RangeInclusive<u64> {
+    pub(crate) fn ids(&self) -> std::ops::RangeInclusive<u64> {
         1..=self.params.nodes as u64
     }
 
@@ -99,20 +99,20 @@ impl Cluster {
         self.process(id);
     }
 
-    pub fn node(&self, id: u64) -> &RaftCore {
+    pub(crate) fn node(&self, id: u64) -> &RaftCore {
         self.nodes[(id - 1) as usize].as_ref().expect("node is up")
     }
 
-    pub fn node_mut(&mut self, id: u64) -> &mut RaftCore {
+    pub(crate) fn node_mut(&mut self, id: u64) -> &mut RaftCore {
         self.nodes[(id - 1) as usize].as_mut().expect("node is up")
     }
 
-    pub fn is_up(&self, id: u64) -> bool {
+    pub(crate) fn is_up(&self, id: u64) -> bool {
         self.nodes[(id - 1) as usize].is_some()
     }
 
     /// Process node `id`'s ready: record, apply, enqueue messages.
-    pub fn process(&mut self, id: u64) {
+    pub(crate) fn process(&mut self, id: u64) {
         let i = (id - 1) as usize;
         let Some(core) = self.nodes[i].as_mut() else {
             return;
@@ -178,7 +178,7 @@ impl Cluster {
     }
 
     /// Advance one ms: deliver due messages, then tick nodes whose period has elapsed.
-    pub fn step(&mut self) {
+    pub(crate) fn step(&mut self) {
         self.now_ms += 1;
         while let Some(entry) = self.queue.first_entry() {
             if entry.key().0 > self.now_ms {
@@ -203,14 +203,14 @@ impl Cluster {
         }
     }
 
-    pub fn run_ms(&mut self, ms: u64) {
+    pub(crate) fn run_ms(&mut self, ms: u64) {
         for _ in 0..ms {
             self.step();
         }
     }
 
     /// Step until `pred` holds (checked every ms) or `max_ms` pass; returns whether it held.
-    pub fn run_until(&mut self, max_ms: u64, pred: impl Fn(&Cluster) -> bool) -> bool {
+    pub(crate) fn run_until(&mut self, max_ms: u64, pred: impl Fn(&Cluster) -> bool) -> bool {
         for _ in 0..max_ms {
             if pred(self) {
                 return true;
@@ -221,13 +221,13 @@ impl Cluster {
     }
 
     /// The live leader of the highest term, if any.
-    pub fn leader(&self) -> Option<u64> {
+    pub(crate) fn leader(&self) -> Option<u64> {
         self.ids()
             .filter(|&id| self.is_up(id) && self.node(id).role() == Role::Leader)
             .max_by_key(|&id| self.node(id).term())
     }
 
-    pub fn wait_leader(&mut self, max_ms: u64) -> u64 {
+    pub(crate) fn wait_leader(&mut self, max_ms: u64) -> u64 {
         assert!(
             self.run_until(max_ms, |c| c.leader().is_some()),
             "no leader within {max_ms} ms"
@@ -236,7 +236,7 @@ impl Cluster {
     }
 
     /// Nodes that have applied an entry with `data` since their last start.
-    pub fn applied_by(&self, data: &[u8]) -> Vec<u64> {
+    pub(crate) fn applied_by(&self, data: &[u8]) -> Vec<u64> {
         self.ids()
             .filter(|&id| {
                 self.applied[(id - 1) as usize]
@@ -248,7 +248,7 @@ impl Cluster {
 
     /// Propose `data` to the current leader until a majority has applied it. Returns
     /// whether it committed within `max_ms`.
-    pub fn commit(&mut self, data: &[u8], max_ms: u64) -> bool {
+    pub(crate) fn commit(&mut self, data: &[u8], max_ms: u64) -> bool {
         let majority = self.params.nodes as usize / 2 + 1;
         let deadline = self.now_ms + max_ms;
         while self.now_ms < deadline {
@@ -268,19 +268,19 @@ impl Cluster {
         self.applied_by(data).len() >= majority
     }
 
-    pub fn crash(&mut self, id: u64) {
+    pub(crate) fn crash(&mut self, id: u64) {
         let i = (id - 1) as usize;
         self.nodes[i] = None;
         self.disks[i].crash();
         self.trace.push(format!("{} n{id} crash", self.now_ms));
     }
 
-    pub fn restart(&mut self, id: u64) {
+    pub(crate) fn restart(&mut self, id: u64) {
         self.start(id);
     }
 
     /// Cut every link to and from `id`.
-    pub fn isolate(&mut self, id: u64) {
+    pub(crate) fn isolate(&mut self, id: u64) {
         for other in self.ids() {
             if other != id {
                 self.cut.insert((id, other));
@@ -289,12 +289,12 @@ impl Cluster {
         }
     }
 
-    pub fn heal(&mut self) {
+    pub(crate) fn heal(&mut self) {
         self.cut.clear();
     }
 
     /// Data of the persisted log of node `id`.
-    pub fn log_data(&self, id: u64) -> Vec<Vec<u8>> {
+    pub(crate) fn log_data(&self, id: u64) -> Vec<Vec<u8>> {
         self.node(id)
             .log()
             .iter()
@@ -303,7 +303,7 @@ impl Cluster {
     }
 }
 
-pub fn fnv64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         h ^= u64::from(b);

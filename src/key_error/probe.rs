@@ -12,7 +12,7 @@ use std::fmt;
 
 /// A key the table at its path does not have, and the keys it has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownField {
+pub(crate) struct UnknownField {
     /// The key as written.
     pub field: String,
     /// The keys the table has.
@@ -22,7 +22,7 @@ pub struct UnknownField {
 /// The unknown field that `path` (ending in a key) names in `T`, if its last key is not
 /// a field of the struct it sits in. `None` when the key is a field, or when the path
 /// leaves the typed part of `T` (a map, a table kept as a value, an untagged enum).
-pub fn unknown_field<T: de::DeserializeOwned>(path: &[Segment]) -> Option<UnknownField> {
+pub(crate) fn unknown_field<T: de::DeserializeOwned>(path: &[Segment]) -> Option<UnknownField> {
     let Some(Segment::Key(last)) = path.last() else {
         return None;
     };

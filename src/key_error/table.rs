@@ -13,7 +13,7 @@ use std::fmt;
 
 /// Why a table does not deserialise.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableError {
+pub(crate) enum TableError {
     /// A key the type does not have.
     UnknownField {
         /// The key as written.
@@ -57,7 +57,7 @@ impl de::Error for TableError {
 }
 
 /// Deserialise `T` from a parsed table.
-pub fn from_table<T: de::DeserializeOwned>(table: toml::Table) -> Result<T, TableError> {
+pub(crate) fn from_table<T: de::DeserializeOwned>(table: toml::Table) -> Result<T, TableError> {
     T::deserialize(ValueDe(toml::Value::Table(table)))
 }
 

@@ -8,14 +8,14 @@ use serde::de::DeserializeOwned;
 use toml_edit::{Item, TableLike, Value};
 
 /// Deserialise `T` from TOML text; an error names the key at fault.
-pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, KeyError> {
+pub(crate) fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, KeyError> {
     toml::from_str(text).map_err(|e| describe::<T>(&e, text))
 }
 
 /// `e`, met while reading `text` as a `T`, on one line, at its line and column, under the
 /// key it concerns: the key whose value it points at. An error pointing at a key itself
 /// (an unknown field, which the message names) gets the keys `T` has there as a hint.
-pub fn describe<T: DeserializeOwned>(e: &toml::de::Error, text: &str) -> KeyError {
+pub(crate) fn describe<T: DeserializeOwned>(e: &toml::de::Error, text: &str) -> KeyError {
     let mut msg = e.message().trim().replace('\n', " ");
     if msg.is_empty() {
         // toml says nothing when a value is missing, e.g. `clients =` at the end.

@@ -141,14 +141,14 @@ pub trait Model {
 /// Values interned to small ids, so model states stay `Copy` and cheap to hash.
 /// Ids are assigned in first-seen order, so they are the same on every run.
 #[derive(Clone, Debug, Default)]
-pub struct ValueTable {
+pub(crate) struct ValueTable {
     values: Vec<crate::history::edn::Value>,
     index: std::collections::HashMap<crate::history::edn::Value, u32>,
 }
 
 impl ValueTable {
     /// The id of `v`, adding it when new.
-    pub fn intern(&mut self, v: &crate::history::edn::Value) -> u32 {
+    pub(crate) fn intern(&mut self, v: &crate::history::edn::Value) -> u32 {
         if let Some(&id) = self.index.get(v) {
             return id;
         }
@@ -159,7 +159,7 @@ impl ValueTable {
     }
 
     /// The value with id `id`.
-    pub fn get(&self, id: u32) -> &crate::history::edn::Value {
+    pub(crate) fn get(&self, id: u32) -> &crate::history::edn::Value {
         &self.values[id as usize]
     }
 }

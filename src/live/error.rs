@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// A live run's failure.
 #[derive(Debug)]
-pub enum LiveError {
+pub(crate) enum LiveError {
     /// The scenario's algorithm has no real counterpart.
     NoRealCounterpart {
         /// The algorithm asked for.

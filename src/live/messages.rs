@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// its file, with the live duration), which node and incarnation it is, and the run's
 /// clock and address book.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeSpec {
+pub(crate) struct NodeSpec {
     /// The scenario file.
     pub scenario: PathBuf,
     /// The live duration, ms (replaces the file's `duration_ms`, as for locksim itself).
@@ -34,7 +34,7 @@ pub struct NodeSpec {
 /// From locksim to a client process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ToNode {
+pub(crate) enum ToNode {
     /// Arm `fault` for when the node next reaches `point`.
     Arm {
         /// Where.
@@ -54,7 +54,7 @@ pub enum ToNode {
 /// From a client process to locksim.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum FromNode {
+pub(crate) enum FromNode {
     /// An event of the history, stamped on the run's clock.
     Event(Box<Event>),
     /// The node reached an armed pause: it stops itself (SIGSTOP) right after this line;

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 /// What a client process asked for or did, for the driver to act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Note {
+pub(crate) enum Note {
     /// It stopped itself at an armed pause: SIGCONT it after this many ns.
     Stopping(u64),
     /// It reached an armed crash point: kill it (restart after the ns given).
@@ -26,10 +26,10 @@ pub enum Note {
 }
 
 /// Notes from every client process, by node name, in arrival order.
-pub type Inbox = Rc<RefCell<Vec<(String, Note)>>>;
+pub(crate) type Inbox = Rc<RefCell<Vec<(String, Note)>>>;
 
 /// The locksim executable client processes run: `$LOCKSIM_BIN`, else this executable.
-pub fn locksim_binary() -> io::Result<PathBuf> {
+pub(crate) fn locksim_binary() -> io::Result<PathBuf> {
     match std::env::var_os("LOCKSIM_BIN") {
         Some(p) => Ok(PathBuf::from(p)),
         None => std::env::current_exe(),
@@ -37,7 +37,7 @@ pub fn locksim_binary() -> io::Result<PathBuf> {
 }
 
 /// One running client process.
-pub struct NodeProcess {
+pub(crate) struct NodeProcess {
     pid: u32,
     orders: mpsc::UnboundedSender<ToNode>,
     /// When locksim killed it (true ns), for the reader to close its last operation.
@@ -49,7 +49,7 @@ pub struct NodeProcess {
 
 impl NodeProcess {
     /// Start the process for `spec`; its events go to `recorder`, its notes to `inbox`.
-    pub fn spawn(
+    pub(crate) fn spawn(
         exe: &Path,
         spec: NodeSpec,
         recorder: Recorder,
@@ -102,30 +102,30 @@ impl NodeProcess {
     }
 
     /// Send it an order (lost if it is already gone, which is what a dead process gets).
-    pub fn order(&self, order: ToNode) {
+    pub(crate) fn order(&self, order: ToNode) {
         let _ = self.orders.send(order);
     }
 
     /// Whether it is stopped (SIGSTOP by locksim or by itself).
-    pub fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.stopped
     }
 
     /// SIGSTOP it.
-    pub fn stop(&mut self) -> io::Result<()> {
+    pub(crate) fn stop(&mut self) -> io::Result<()> {
         signal(self.pid, libc::SIGSTOP)?;
         self.stopped = true;
         Ok(())
     }
 
     /// It stopped itself (a [`Note::Stopping`]).
-    pub fn stopped_itself(&mut self) {
+    pub(crate) fn stopped_itself(&mut self) {
         self.stopped = true;
     }
 
     /// SIGCONT it, once the kernel shows it stopped; `Ok(false)` when it has not stopped
     /// yet (it raises SIGSTOP just after its note), so the caller retries.
-    pub fn resume(&mut self) -> io::Result<bool> {
+    pub(crate) fn resume(&mut self) -> io::Result<bool> {
         if !process_is_stopped(self.pid) {
             return Ok(false);
         }
@@ -136,7 +136,7 @@ impl NodeProcess {
 
     /// SIGKILL it at true time `now_ns`; its reader then closes its outstanding
     /// operation as indeterminate (`info`, Jepsen's convention for a crashed process).
-    pub fn kill(&mut self, now_ns: u64) {
+    pub(crate) fn kill(&mut self, now_ns: u64) {
         if self.killed_at.get().is_none() {
             self.killed_at.set(Some(now_ns));
             let _ = signal(self.pid, libc::SIGKILL);

@@ -37,17 +37,15 @@
 //! There is no replicated standby (DESIGN's `standby` key, the articles' "two databases"):
 //! one server, so the key is unknown rather than accepted and ignored.
 
-pub mod cleaner;
+pub(crate) mod cleaner;
 mod client;
-pub mod model;
-pub mod node;
-pub mod params;
+pub(crate) mod model;
+pub(crate) mod node;
+pub(crate) mod params;
 mod session;
 
-pub use client::{DbLock, TOKEN_SEQ};
-pub use node::DB_PORT;
-pub use params::{DbParams, Fsync, Release, Scheme, Token};
-pub use session::Session;
+pub(crate) use client::DbLock;
+pub(crate) use params::DbParams;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
 use crate::sim::NodeCtx;

@@ -17,26 +17,26 @@
 //! `lessor_check` (#15247), `read` (stale reads), `check_quorum`, `fsync`. Catalogue rows
 //! 16–19 are `sims/raft-*.toml`.
 
-pub mod client;
-pub mod etcd_api;
-pub mod etcd_client_api;
-pub mod etcd_grpc;
-pub mod etcdpb;
-pub mod invariants;
-pub mod kv;
-pub mod lease;
-pub mod mutex;
-pub mod node;
-pub mod params;
+pub(crate) mod client;
+pub(crate) mod etcd_api;
+pub(crate) mod etcd_client_api;
+pub(crate) mod etcd_grpc;
+pub(crate) mod etcdpb;
+pub(crate) mod invariants;
+pub(crate) mod kv;
+pub(crate) mod lease;
+pub(crate) mod mutex;
+pub(crate) mod node;
+pub(crate) mod params;
 mod real;
-pub mod service;
-pub mod wire;
+pub(crate) mod service;
+pub(crate) mod wire;
 
 #[cfg(test)]
 mod run_tests;
 
-pub use mutex::EtcdMutex;
-pub use params::RaftParams;
+pub(crate) use mutex::EtcdMutex;
+pub(crate) use params::RaftParams;
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};

@@ -10,25 +10,22 @@
 mod aof;
 mod endpoint;
 mod lock;
-pub mod model;
-pub mod node;
-pub mod params;
+pub(crate) mod model;
+pub(crate) mod node;
+pub(crate) mod params;
 mod real;
 mod replication;
-pub mod resp;
+pub(crate) mod resp;
 mod sentinel;
 mod state;
 
-pub use endpoint::{redis_remote, Call, Discovery, Endpoint, RedisRemote};
-pub use lock::{eval, RedisLock};
+pub(crate) use endpoint::{redis_remote, Call, Discovery, Endpoint, RedisRemote};
+pub(crate) use lock::{eval, RedisLock};
 pub(crate) use node::record_expired;
-pub use node::{run_node, serve_node};
-pub use params::{
-    Acquire, Convention, Persistence, RedisParams, Renew, Replication, ScriptFiles, ScriptTexts,
-    TokenSource, Unlock,
-};
-pub use real::{ask, RealRedis};
-pub use state::Role;
+pub(crate) use node::serve_node;
+pub(crate) use params::{Acquire, Persistence, RedisParams, TokenSource};
+pub(crate) use real::RealRedis;
+pub(crate) use state::Role;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
 use crate::real::RealCluster;
@@ -38,25 +35,25 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// Redis's TCP port.
-pub const REDIS_PORT: u16 = 6379;
+pub(crate) const REDIS_PORT: u16 = 6379;
 
 /// Sentinel's TCP port.
-pub const SENTINEL_PORT: u16 = 26379;
+pub(crate) const SENTINEL_PORT: u16 = 26379;
 
 /// The monitored group's name, as in `sentinel monitor mymaster ...`.
-pub const MASTER_NAME: &str = "mymaster";
+pub(crate) const MASTER_NAME: &str = "mymaster";
 
 /// `algorithm = "redis"`: one Redis node, `redis-0`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(transparent)]
-pub struct Single(pub RedisParams);
+pub(crate) struct Single(pub RedisParams);
 
 /// `algorithm = "redis-replicated"`: `redis-0` starts as the primary, `redis-1..` as its
 /// asynchronous replicas, and `sentinel-N` monitor them and fail over. The same client
 /// finds the primary through the sentinels.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(transparent)]
-pub struct Replicated(pub RedisParams);
+pub(crate) struct Replicated(pub RedisParams);
 
 /// Points inside a two-step acquire (`setnx-then-expire`).
 const MID_ACQUIRE: &[FaultPoint] = &[FaultPoint::MidAcquire];

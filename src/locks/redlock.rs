@@ -35,14 +35,11 @@
 //! held which nodes.
 
 mod client;
-pub mod core;
-pub mod params;
+pub(crate) mod core;
+pub(crate) mod params;
 
-pub use self::core::{
-    decide, drift_ns, elapsed_ns, quorum, tally, validity_ns, Decision, NodeReply, Stamp, Tally,
-};
-pub use client::RedlockClient;
-pub use params::{ClockKind, Redlock};
+pub(crate) use client::RedlockClient;
+pub(crate) use params::Redlock;
 
 use crate::check::{Check, STANDARD};
 use crate::locks::redis::RealRedis;
@@ -124,7 +121,7 @@ impl Algorithm for Redlock {
 
 /// A Redis node of a Redlock deployment: after a restart it stays down for
 /// `restart_delay_ms` before serving (antirez's delayed restart), then serves as usual.
-pub async fn server_main(ctx: NodeCtx, params: Redlock) {
+pub(crate) async fn server_main(ctx: NodeCtx, params: Redlock) {
     if ctx.incarnation() > 0 && params.restart_delay_ms > 0 {
         ctx.sleep(Duration::from_millis(params.restart_delay_ms))
             .await;

@@ -29,31 +29,31 @@
 //! reply is lost leaves, without Curator's protected mode, a node nobody knows about that
 //! the client's own live session keeps forever: a deadlock (row 15).
 
-pub mod checks;
+pub(crate) mod checks;
 mod connection;
 mod core;
-pub mod curator;
-pub mod db;
+pub(crate) mod curator;
+pub(crate) mod db;
 mod ensemble;
-pub mod handle;
-pub mod jute;
-pub mod mutex;
+pub(crate) mod handle;
+pub(crate) mod jute;
+pub(crate) mod mutex;
 mod node;
-pub mod params;
-pub mod proto;
+pub(crate) mod params;
+pub(crate) mod proto;
 mod real;
-pub mod server;
-pub mod session;
-pub mod states;
-pub mod tree;
+pub(crate) mod server;
+pub(crate) mod session;
+pub(crate) mod states;
+pub(crate) mod tree;
 mod txn_log;
 mod watches;
 
 #[cfg(test)]
 mod run_tests;
 
-pub use mutex::CuratorMutex;
-pub use params::{OnSuspended, ZkParams, ZkToken};
+pub(crate) use mutex::CuratorMutex;
+pub(crate) use params::ZkParams;
 pub use real::{JVM_FLAGS, LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
 
 use crate::check::{Check, STANDARD};

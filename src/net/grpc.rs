@@ -17,7 +17,9 @@
 //! senders) and a task the node spawns answers the calls (see this module's tests).
 
 use super::connector::Connector;
-use super::live::{listen, Tcp};
+#[cfg(test)]
+use super::live::listen;
+use super::live::Tcp;
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use http::uri::{Authority, Scheme, Uri};
 use hyper::body::Incoming;
@@ -34,12 +36,12 @@ use tonic::server::NamedService;
 use tower_service::Service;
 
 /// The error type tonic's client side expects from a channel.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// hyper's executor for a node: every task hyper and h2 start (connection drivers,
 /// streams, request-body pipes) is spawned with [`NodeCtx::spawn`], never `tokio::spawn`.
 #[derive(Clone)]
-pub struct NodeExecutor(pub NodeCtx);
+pub(crate) struct NodeExecutor(pub NodeCtx);
 
 impl<F> hyper::rt::Executor<F> for NodeExecutor
 where
@@ -53,7 +55,7 @@ where
 }
 
 /// A tokio stream as hyper's IO ([`hyper::rt::Read`] / [`hyper::rt::Write`]).
-pub struct HyperIo<T>(pub T);
+pub(crate) struct HyperIo<T>(pub T);
 
 impl<T: AsyncRead + Unpin> hyper::rt::Read for HyperIo<T> {
     fn poll_read(
@@ -92,7 +94,7 @@ impl<T: AsyncWrite + Unpin> hyper::rt::Write for HyperIo<T> {
 }
 
 /// The response every routed gRPC service gives.
-pub type GrpcResponse = http::Response<tonic::body::Body>;
+pub(crate) type GrpcResponse = http::Response<tonic::body::Body>;
 
 type Route = Rc<dyn Fn(http::Request<Incoming>) -> LocalBoxFuture<'static, GrpcResponse>>;
 
@@ -102,19 +104,19 @@ type Route = Rc<dyn Fn(http::Request<Incoming>) -> LocalBoxFuture<'static, GrpcR
 /// method M for service S", and `ResourceExhausted` "malformed method name" for a path
 /// that is not `/service/method`.
 #[derive(Clone, Default)]
-pub struct GrpcRouter {
+pub(crate) struct GrpcRouter {
     routes: Vec<(String, Route)>,
 }
 
 impl GrpcRouter {
     /// A router with no services.
-    pub fn new() -> GrpcRouter {
+    pub(crate) fn new() -> GrpcRouter {
         GrpcRouter::default()
     }
 
     /// This router also serving `service` (a generated server such as
     /// `KvServer::new(impl)`) under `/<its full name>/`.
-    pub fn serving<S>(mut self, service: S) -> GrpcRouter
+    pub(crate) fn serving<S>(mut self, service: S) -> GrpcRouter
     where
         S: Service<http::Request<Incoming>, Response = GrpcResponse, Error = Infallible>
             + NamedService
@@ -137,7 +139,8 @@ impl GrpcRouter {
     }
 
     /// The names of the services routed, e.g. `etcdserverpb.KV`.
-    pub fn services(&self) -> Vec<&str> {
+    #[cfg(test)]
+    pub(crate) fn services(&self) -> Vec<&str> {
         let names = self.routes.iter().map(|(p, _)| p.trim_matches('/'));
         names.collect()
     }
@@ -232,7 +235,7 @@ where
 
 /// Serve gRPC on one accepted connection until it closes: HTTP/2 by hyper on the node's
 /// executor, no `date` header (it would read the system clock).
-pub async fn serve_grpc_connection<T, S, B>(
+pub(crate) async fn serve_grpc_connection<T, S, B>(
     ctx: NodeCtx,
     stream: T,
     service: S,
@@ -254,7 +257,8 @@ where
 
 /// Accept gRPC connections on `port` of this node (simulated, or loopback in a live run)
 /// forever, each served by a task of its own.
-pub async fn serve_grpc<S, B>(ctx: NodeCtx, port: u16, service: S) -> io::Result<()>
+#[cfg(test)]
+pub(crate) async fn serve_grpc<S, B>(ctx: NodeCtx, port: u16, service: S) -> io::Result<()>
 where
     S: Service<http::Request<Incoming>, Response = http::Response<B>> + Clone + 'static,
     S::Future: 'static,
@@ -442,14 +446,14 @@ impl GrpcChannel {
 /// Why a [`GrpcChannel`] call got no response, and whether its request may have reached
 /// the server (a caller must not assume a write that may have arrived did not happen).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelError {
+pub(crate) struct ChannelError {
     sent: bool,
     what: String,
 }
 
 impl ChannelError {
     /// Nothing was sent: the connection could not be opened.
-    pub fn unsent(what: impl std::fmt::Display) -> ChannelError {
+    pub(crate) fn unsent(what: impl std::fmt::Display) -> ChannelError {
         ChannelError {
             sent: false,
             what: what.to_string(),
@@ -458,7 +462,7 @@ impl ChannelError {
 
     /// The request may have reached the server: the connection failed or the deadline
     /// passed after it was sent.
-    pub fn lost(what: impl std::fmt::Display) -> ChannelError {
+    pub(crate) fn lost(what: impl std::fmt::Display) -> ChannelError {
         ChannelError {
             sent: true,
             what: what.to_string(),
@@ -466,7 +470,7 @@ impl ChannelError {
     }
 
     /// Whether the request may have reached the server.
-    pub fn sent(&self) -> bool {
+    pub(crate) fn sent(&self) -> bool {
         self.sent
     }
 }

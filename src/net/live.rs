@@ -134,7 +134,7 @@ impl Connector for Tcp {
 }
 
 /// A listening socket: turmoil's in a simulation, real loopback in a live run.
-pub enum Listener {
+pub(crate) enum Listener {
     /// turmoil's.
     Sim(tcp::SimListener),
     /// 127.0.0.1 at the node's port in the live run's address book.
@@ -143,7 +143,7 @@ pub enum Listener {
 
 impl Listener {
     /// The next connection.
-    pub async fn accept(&self) -> io::Result<NetStream> {
+    pub(crate) async fn accept(&self) -> io::Result<NetStream> {
         match self {
             Listener::Sim(l) => Ok(NetStream::Sim(l.accept().await?.0)),
             Listener::Live(l) => {
@@ -157,7 +157,7 @@ impl Listener {
 
 /// Listen on `port` of this node: turmoil's port in a simulation; in a live run, the
 /// node's own loopback port from the address book (`port` is the simulated one).
-pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<Listener> {
+pub(crate) async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<Listener> {
     let Some(net) = ctx.live() else {
         return Ok(Listener::Sim(tcp::listen(ctx, port).await?));
     };

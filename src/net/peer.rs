@@ -23,9 +23,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Messages a peer's outbox holds before new ones are dropped.
-pub const PEER_QUEUE: usize = 1024;
+pub(crate) const PEER_QUEUE: usize = 1024;
 /// Messages sent in one batch at most.
-pub const PEER_BATCH: usize = 256;
+pub(crate) const PEER_BATCH: usize = 256;
 
 struct Inner {
     outbox: RefCell<Vec<VecDeque<Vec<u8>>>>,
@@ -34,11 +34,11 @@ struct Inner {
 
 /// A server's outboxes, one per peer index. Cheap to clone.
 #[derive(Clone)]
-pub struct Mesh(Rc<Inner>);
+pub(crate) struct Mesh(Rc<Inner>);
 
 impl Mesh {
     /// Outboxes for `peers` peers (indices `0..peers`; a node's own index stays unused).
-    pub fn new(peers: usize) -> Mesh {
+    pub(crate) fn new(peers: usize) -> Mesh {
         Mesh(Rc::new(Inner {
             outbox: RefCell::new(vec![VecDeque::new(); peers]),
             ready: (0..peers).map(|_| Notify::new()).collect(),
@@ -47,7 +47,7 @@ impl Mesh {
 
     /// Queue `msg` for peer `to`. Returns false if it was dropped (full outbox or unknown
     /// peer).
-    pub fn send(&self, to: usize, msg: Vec<u8>) -> bool {
+    pub(crate) fn send(&self, to: usize, msg: Vec<u8>) -> bool {
         let mut outbox = self.0.outbox.borrow_mut();
         let Some(q) = outbox.get_mut(to) else {
             return false;
@@ -62,7 +62,7 @@ impl Mesh {
 
     /// Start one sender task per peer: peer `i` is `hosts[i]` on `port` (skipping index
     /// `me`); each batch's acknowledgement must arrive within `timeout` of local time.
-    pub fn spawn_senders(
+    pub(crate) fn spawn_senders(
         &self,
         ctx: &NodeCtx,
         me: usize,
@@ -118,7 +118,7 @@ async fn sender(ctx: NodeCtx, mesh: Mesh, to: usize, host: String, port: u16, ti
 }
 
 /// Accept peers on `port` forever; `handler` gets each message of each batch, in order.
-pub async fn serve_peers<H>(ctx: NodeCtx, port: u16, handler: H)
+pub(crate) async fn serve_peers<H>(ctx: NodeCtx, port: u16, handler: H)
 where
     H: Fn(&NodeCtx, &[u8]) + Clone + 'static,
 {
@@ -139,14 +139,14 @@ where
 }
 
 /// Append one message (4-byte big-endian length, then its bytes) to a batch.
-pub fn push_message(batch: &mut Vec<u8>, msg: &[u8]) {
+pub(crate) fn push_message(batch: &mut Vec<u8>, msg: &[u8]) {
     let len = u32::try_from(msg.len()).expect("peer messages are smaller than 4 GiB");
     batch.extend_from_slice(&len.to_be_bytes());
     batch.extend_from_slice(msg);
 }
 
 /// Split a batch into its messages; a torn batch yields its whole messages.
-pub fn split_batch(mut payload: &[u8]) -> Vec<&[u8]> {
+pub(crate) fn split_batch(mut payload: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     while payload.len() >= 4 {
         let len = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes")) as usize;

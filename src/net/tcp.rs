@@ -17,7 +17,7 @@
 //!   with `already connected`. Real servers are saved by TCP keepalive (Redis turns it
 //!   on, `tcp-keepalive 300`); [`read_alive`] is that keepalive for server-side reads.
 
-pub use super::meter::Metered;
+pub(crate) use super::meter::Metered;
 use crate::sim::{Elapsed, Listening, NodeCtx, Open};
 use std::io;
 use std::net::SocketAddr;
@@ -31,11 +31,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 /// timeouts; it must stay longer than any catalogue scenario (12 s), whose histories it
 /// would otherwise change, and short against the time a client takes to wrap its 16,384
 /// ephemeral ports.
-pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
+pub(crate) const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
 /// Between unanswered probes (Redis: a third of the idle time).
-pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
+pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
 /// Unanswered probes before the connection is dropped (Redis: 3).
-pub const KEEPALIVE_PROBES: u32 = 3;
+pub(crate) const KEEPALIVE_PROBES: u32 = 3;
 
 /// A simulated connection, its writes counted ([`Metered`]); on the connecting side
 /// with its [`Open`] mark, which tells the peer's keepalive probes the connection is open
@@ -77,9 +77,9 @@ impl SimStream {
 }
 
 /// The read half of a split [`SimStream`].
-pub type ReadHalf = turmoil::net::tcp::OwnedReadHalf;
+pub(crate) type ReadHalf = turmoil::net::tcp::OwnedReadHalf;
 /// The write half of a split [`SimStream`], still counted.
-pub type WriteHalf = Metered<turmoil::net::tcp::OwnedWriteHalf>;
+pub(crate) type WriteHalf = Metered<turmoil::net::tcp::OwnedWriteHalf>;
 
 impl AsyncRead for SimStream {
     fn poll_read(
@@ -121,7 +121,7 @@ impl AsyncWrite for SimStream {
 /// * A connect still pending at the deadline is not dropped (turmoil would leak its
 ///   socket) but finished in the background and closed: the caller sees `Elapsed` at
 ///   the deadline.
-pub async fn connect(
+pub(crate) async fn connect(
     ctx: &NodeCtx,
     host: &str,
     port: u16,
@@ -173,7 +173,7 @@ fn refused(host: &str, port: u16) -> io::Error {
 
 /// A listener bound on a port of a node, marked in the run's kernel view as bound for as
 /// long as it lives (a crash drops it).
-pub struct SimListener {
+pub(crate) struct SimListener {
     listener: turmoil::net::TcpListener,
     _mark: Option<Listening>,
     ctx: NodeCtx,
@@ -181,14 +181,14 @@ pub struct SimListener {
 
 impl SimListener {
     /// The next connection, and the peer's address.
-    pub async fn accept(&self) -> io::Result<(SimStream, SocketAddr)> {
+    pub(crate) async fn accept(&self) -> io::Result<(SimStream, SocketAddr)> {
         let (stream, peer) = self.listener.accept().await?;
         Ok((SimStream::new(&self.ctx, stream, None)?, peer))
     }
 }
 
 /// Bind a listener on `port` of this node.
-pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<SimListener> {
+pub(crate) async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<SimListener> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
     Ok(SimListener {
         listener,
@@ -198,7 +198,7 @@ pub async fn listen(ctx: &NodeCtx, port: u16) -> io::Result<SimListener> {
 }
 
 /// The keepalive state of one accepted connection.
-pub struct Keepalive {
+pub(crate) struct Keepalive {
     /// Peer host name.
     peer: String,
     /// The connection as the peer (its connecting end) sees it: (peer, us).
@@ -207,7 +207,7 @@ pub struct Keepalive {
 
 impl Keepalive {
     /// Keepalive for an accepted connection with these addresses.
-    pub fn new(local: SocketAddr, peer: SocketAddr) -> Keepalive {
+    pub(crate) fn new(local: SocketAddr, peer: SocketAddr) -> Keepalive {
         Keepalive {
             peer: turmoil::reverse_lookup(peer.ip()).unwrap_or_default(),
             key: (peer, local),
@@ -215,7 +215,7 @@ impl Keepalive {
     }
 
     /// Keepalive for an accepted stream.
-    pub fn of(stream: &SimStream) -> io::Result<Keepalive> {
+    pub(crate) fn of(stream: &SimStream) -> io::Result<Keepalive> {
         Ok(Keepalive::new(stream.local_addr()?, stream.peer_addr()?))
     }
 
@@ -238,7 +238,7 @@ impl Keepalive {
 /// read with `ConnectionReset`; [`KEEPALIVE_PROBES`] unanswered probes fail it with
 /// `TimedOut` an interval after the last. The caller then drops the connection, as on
 /// any read error.
-pub async fn read_alive<R: AsyncRead + Unpin>(
+pub(crate) async fn read_alive<R: AsyncRead + Unpin>(
     ctx: &NodeCtx,
     ka: &Keepalive,
     rd: &mut R,

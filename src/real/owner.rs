@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// The pid among `candidates` whose process holds the client end of the loopback
 /// connection from port `peer_port` to port `local_port`, if the kernel still lists it.
-pub fn connection_owner(
+pub(crate) fn connection_owner(
     peer_port: u16,
     local_port: u16,
     candidates: impl IntoIterator<Item = u32>,

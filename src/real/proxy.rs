@@ -37,7 +37,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// How long a lost chunk waits to be resent: Linux's minimum retransmission timeout.
-pub const RETRANSMIT: Duration = Duration::from_millis(200);
+pub(crate) const RETRANSMIT: Duration = Duration::from_millis(200);
 
 /// The name of a connection's source when the kernel no longer showed who opened it: its
 /// links are never cut (the run says how many there were).
@@ -45,7 +45,7 @@ const UNKNOWN: &str = "?";
 
 /// One proxy: connections to `public` go to server `node`, listening on `listen`.
 #[derive(Clone)]
-pub struct Route {
+pub(crate) struct Route {
     /// The server node.
     pub node: String,
     /// The port everyone dials.
@@ -76,14 +76,14 @@ pub enum Opening {
 
 /// A family's rewrite of opening messages (see [`Opening`]); it runs on the proxies'
 /// thread.
-pub type OpeningRewrite = Arc<dyn Fn(&[u8]) -> Opening + Send + Sync>;
+pub(crate) type OpeningRewrite = Arc<dyn Fn(&[u8]) -> Opening + Send + Sync>;
 
 /// The longest opening message read before the bytes are passed on as they are.
 const OPENING_LIMIT: usize = 4096;
 
 /// The network every proxied link has: the scenario's `[network]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkShape {
+pub(crate) struct LinkShape {
     /// One-way latency range, ms.
     pub latency_ms: [u64; 2],
     /// Probability that a chunk is lost (and resent after [`RETRANSMIT`]).
@@ -136,7 +136,7 @@ impl Shared {
 /// The proxies of a run, on their own thread (a server's readiness check and the
 /// driver's waits block; the proxies must keep forwarding meanwhile). Dropping it stops
 /// them and closes every proxied connection.
-pub struct Proxies {
+pub(crate) struct Proxies {
     shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -145,7 +145,11 @@ pub struct Proxies {
 impl Proxies {
     /// Listen on every route's public port (now, so that the ports are held) and start
     /// forwarding. `supervisor` names the processes that open connections.
-    pub fn start(routes: &[Route], shape: LinkShape, supervisor: Supervisor) -> io::Result<Self> {
+    pub(crate) fn start(
+        routes: &[Route],
+        shape: LinkShape,
+        supervisor: Supervisor,
+    ) -> io::Result<Self> {
         let mut listeners = Vec::new();
         for r in routes {
             let l = std::net::TcpListener::bind(("127.0.0.1", r.public))?;
@@ -188,7 +192,7 @@ impl Proxies {
     /// Cut (`true`) or restore the directed link `from → to`. Overlapping partitions are
     /// the caller's to count (a run's fault applier restores a link once no partition
     /// cuts it).
-    pub fn set_cut(&self, from: &str, to: &str, cut: bool) {
+    pub(crate) fn set_cut(&self, from: &str, to: &str, cut: bool) {
         {
             let mut cuts = self.shared.cuts.lock().unwrap_or_else(|e| e.into_inner());
             let key = (from.to_string(), to.to_string());
@@ -203,7 +207,7 @@ impl Proxies {
 
     /// Connections forwarded so far, by directed link (source → server); a source the
     /// kernel no longer showed is `?`.
-    pub fn connections(&self) -> BTreeMap<(String, String), u64> {
+    pub(crate) fn connections(&self) -> BTreeMap<(String, String), u64> {
         let c = self.shared.connections.lock();
         c.unwrap_or_else(|e| e.into_inner()).clone()
     }

@@ -13,7 +13,7 @@ use std::process::{Child, Stdio};
 use std::rc::Rc;
 
 /// One real server on 127.0.0.1.
-pub struct ServerProcess {
+pub(crate) struct ServerProcess {
     /// The node name it stands for (`redis-0`, `raft-1`, `zk-2`).
     pub name: String,
     /// Where it is reachable once up: its first port's listen port.
@@ -29,7 +29,7 @@ impl ServerProcess {
     /// Start `name` with its data in a new folder under `root`; it returns at once (see
     /// [`Self::wait_listening`]): the servers of a cluster may only open their ports
     /// once a quorum of them runs.
-    pub fn start(
+    pub(crate) fn start(
         name: &str,
         root: &Path,
         cluster: Rc<dyn RealCluster>,
@@ -81,7 +81,7 @@ impl ServerProcess {
 
     /// Block until it accepts connections on its first port (see [`Patience`]); the
     /// error carries the end of its log.
-    pub fn wait_listening(&mut self, patience: &Patience) -> Result<(), NotListening> {
+    pub(crate) fn wait_listening(&mut self, patience: &Patience) -> Result<(), NotListening> {
         let port = self.port;
         let mut exited = false;
         let child = &mut self.child;
@@ -106,7 +106,7 @@ impl ServerProcess {
     }
 
     /// The last `lines` lines of its log (stdout and stderr).
-    pub fn log_tail(&self, lines: usize) -> String {
+    pub(crate) fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
@@ -120,22 +120,22 @@ impl ServerProcess {
     }
 
     /// Freeze the process (SIGSTOP): it keeps its sockets and answers nothing.
-    pub fn pause(&mut self) -> io::Result<()> {
+    pub(crate) fn pause(&mut self) -> io::Result<()> {
         signal(self.pid()?, libc::SIGSTOP)
     }
 
     /// Thaw it (SIGCONT).
-    pub fn resume(&mut self) -> io::Result<()> {
+    pub(crate) fn resume(&mut self) -> io::Result<()> {
         signal(self.pid()?, libc::SIGCONT)
     }
 
     /// Whether it is running (started and not crashed).
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.child.is_some()
     }
 
     /// Kill it (SIGKILL): what it had synced to its data folder is all a restart gets.
-    pub fn crash(&mut self) -> io::Result<()> {
+    pub(crate) fn crash(&mut self) -> io::Result<()> {
         if let Some(mut child) = self.child.take() {
             self.supervisor.remove(child.id());
             child.kill()?;
@@ -146,7 +146,7 @@ impl ServerProcess {
 
     /// Start it again on the same ports and data folder (after [`Self::crash`]); returns
     /// at once, as clients of a restarting server find it refusing or still loading.
-    pub fn restart(&mut self) -> io::Result<()> {
+    pub(crate) fn restart(&mut self) -> io::Result<()> {
         self.crash()?;
         self.spawn()
     }
@@ -154,7 +154,7 @@ impl ServerProcess {
 
 /// A server that did not come to accept connections, with the end of its log.
 #[derive(Debug)]
-pub struct NotListening {
+pub(crate) struct NotListening {
     why: Why,
     system: &'static str,
     log_tail: String,

@@ -8,26 +8,26 @@ use std::sync::{Arc, Mutex};
 /// The process ids of every live process with their node names, so that an interrupt
 /// can kill them all and a proxy can tell whose connection it accepted.
 #[derive(Debug, Clone, Default)]
-pub struct Supervisor(Arc<Mutex<BTreeMap<u32, String>>>);
+pub(crate) struct Supervisor(Arc<Mutex<BTreeMap<u32, String>>>);
 
 impl Supervisor {
     /// List `pid` as node `node`'s process.
-    pub fn add(&self, pid: u32, node: &str) {
+    pub(crate) fn add(&self, pid: u32, node: &str) {
         self.lock().insert(pid, node.to_string());
     }
 
     /// Forget `pid` (it was killed and reaped).
-    pub fn remove(&self, pid: u32) {
+    pub(crate) fn remove(&self, pid: u32) {
         self.lock().remove(&pid);
     }
 
     /// Every listed process: pid → node.
-    pub fn processes(&self) -> BTreeMap<u32, String> {
+    pub(crate) fn processes(&self) -> BTreeMap<u32, String> {
         self.lock().clone()
     }
 
     /// SIGKILL every process still listed (they may be stopped: SIGKILL ends those too).
-    pub fn kill_all(&self) {
+    pub(crate) fn kill_all(&self) {
         for (pid, _) in std::mem::take(&mut *self.lock()) {
             let _ = signal(pid, libc::SIGKILL);
         }
@@ -40,7 +40,7 @@ impl Supervisor {
 }
 
 /// Send signal `sig` (`libc::SIGSTOP`, `SIGCONT`, `SIGKILL`) to `pid`.
-pub fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+pub(crate) fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: kill(2) with a pid of a child this process started and a valid signal.
     if unsafe { libc::kill(pid as libc::pid_t, sig) } == 0 {
         Ok(())
@@ -54,7 +54,7 @@ pub fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
 /// (`PR_SET_PDEATHSIG` follows the forking *thread*: live mode starts every process from
 /// the thread that runs the whole run). If locksim died before the `prctl`, the process
 /// exits at once.
-pub fn die_with_locksim() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+pub(crate) fn die_with_locksim() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
     let locksim = std::process::id() as libc::pid_t;
     move || {
         // SAFETY: prctl(2), getppid(2) and _exit(2) are async-signal-safe, as code

@@ -17,7 +17,7 @@ const REENTRANT: &str = REENTRANT_CHECK.name;
 
 /// One cell of a table: its text, where it links, and how it reads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// The text.
     pub text: String,
     /// The link, when there is one (a cell's scenario file).
@@ -29,7 +29,7 @@ pub struct Cell {
 
 /// One table: a heading, the words under it, a header line and one line per algorithm.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Table {
+pub(crate) struct Table {
     /// Its anchor and heading.
     pub id: String,
     /// The heading.
@@ -43,7 +43,7 @@ pub struct Table {
 }
 
 /// The section's words before its tables.
-pub const INTRO: &str = "Safety is half of what people compare when they choose a lock. \
+pub(crate) const INTRO: &str = "Safety is half of what people compare when they choose a lock. \
 The other half: whether waiters are served in the order they asked (`fair`), whether a \
 holder may take the lock again (`reentrant`), how long an acquire takes, how many grants a \
 second the lock sustains, how much of the time the lock was unobtainable while a client \
@@ -58,7 +58,7 @@ beside them.";
 
 /// The cost table of each fault class, then the reentrancy table when a column
 /// exercises it.
-pub fn tables(g: &Guarantees) -> Vec<Table> {
+pub(crate) fn tables(g: &Guarantees) -> Vec<Table> {
     let mut v: Vec<Table> = g
         .columns
         .iter()
@@ -220,7 +220,7 @@ fn percent(f: f64) -> String {
 }
 
 /// The findings: sentences computed from the cells, each naming the cells it rests on.
-pub fn findings(g: &Guarantees) -> Vec<String> {
+pub(crate) fn findings(g: &Guarantees) -> Vec<String> {
     let Some(base) = g.columns.iter().find(|c| !c.reentrant) else {
         return Vec::new();
     };

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Why a report, a shard of it or a merge could not be made.
 #[derive(Debug)]
-pub enum ReportError {
+pub(crate) enum ReportError {
     /// A file could not be read.
     ReadFile(PathBuf, io::Error),
     /// A folder of partial files could not be listed.
@@ -90,7 +90,7 @@ pub enum ReportError {
 
 /// What differs between two shards that should be of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Difference {
+pub(crate) enum Difference {
     /// Built from different sources (their stamps).
     Builds(String, String),
     /// Different matrix files.

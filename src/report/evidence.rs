@@ -5,7 +5,7 @@
 
 /// The one-sided 95% upper confidence bound on the per-seed violation rate after `n`
 /// seeds without a violation (1 for `n = 0`: no evidence at all).
-pub fn upper_bound_95(n: u64) -> f64 {
+pub(crate) fn upper_bound_95(n: u64) -> f64 {
     if n == 0 {
         return 1.0;
     }
@@ -13,7 +13,7 @@ pub fn upper_bound_95(n: u64) -> f64 {
 }
 
 /// A rate as a percentage with two significant digits: `1.5%`, `0.15%`, `14%`.
-pub fn percent(rate: f64) -> String {
+pub(crate) fn percent(rate: f64) -> String {
     let p = rate * 100.0;
     if p >= 10.0 {
         format!("{p:.0}%")
@@ -27,7 +27,7 @@ pub fn percent(rate: f64) -> String {
 }
 
 /// `≤ 1.5%`: the bound after `n` clean seeds, as a cell shows it.
-pub fn bound_text(n: u64) -> String {
+pub(crate) fn bound_text(n: u64) -> String {
     format!("≤ {}", percent(upper_bound_95(n)))
 }
 

@@ -6,7 +6,7 @@ use super::guarantees::Guarantees;
 
 /// "Measured on 200 seeds per cell: broke `mutex` (fencing off: pause 200/200, clock
 /// 7/200; on: pause 200/200) … Held everywhere else (each ≤ 1.5%)." for one row.
-pub fn measured(g: &Guarantees, row: &str) -> String {
+pub(crate) fn measured(g: &Guarantees, row: &str) -> String {
     let mut broke = Vec::new();
     let mut undecided = Vec::new();
     for check in g.check_names() {

@@ -20,7 +20,7 @@ use std::path::Path;
 
 /// One check's result in one cell.
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckCell {
+pub(crate) struct CheckCell {
     /// Seeds that violated it.
     pub violations: u64,
     /// Seeds on which the checker gave up (time budget).
@@ -41,7 +41,7 @@ pub struct CheckCell {
 
 /// One cell's results.
 #[derive(Debug, Clone, Serialize)]
-pub struct CellResult {
+pub(crate) struct CellResult {
     /// `<row>--<column>--<fenced|unfenced>`.
     pub name: String,
     /// Row label.
@@ -73,7 +73,7 @@ pub struct CellResult {
 /// What a cell's lock cost over all its seeds, in simulated time (see [`crate::metrics`]):
 /// functions of the links the matrix describes, not of the machine that ran it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Cost {
+pub(crate) struct Cost {
     /// Granted acquires.
     pub grants: u64,
     /// Grants per simulated second.
@@ -106,7 +106,7 @@ impl Cost {
 
 /// One counterexample picture: the first violation of one check of a cell.
 #[derive(Debug, Clone, Serialize)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     /// Its anchor in `index.html`: `<cell>--<check>`.
     pub id: String,
     /// The cell.
@@ -124,7 +124,7 @@ pub struct Timeline {
 
 /// A check as the report defines it.
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckInfo {
+pub(crate) struct CheckInfo {
     /// Its name.
     pub name: String,
     /// What it checks.
@@ -133,7 +133,7 @@ pub struct CheckInfo {
 
 /// The whole matrix's results.
 #[derive(Debug, Clone, Serialize)]
-pub struct Guarantees {
+pub(crate) struct Guarantees {
     /// The locksim build that computed the counts (commit and its date).
     pub locksim: String,
     /// The build that re-ran the first seeds for the timelines, when another one.
@@ -161,7 +161,7 @@ pub struct Guarantees {
 
 /// A row as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct RowInfo {
+pub(crate) struct RowInfo {
     /// Label.
     pub name: String,
     /// Algorithm.
@@ -174,7 +174,7 @@ pub struct RowInfo {
 
 /// A column as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct ColumnInfo {
+pub(crate) struct ColumnInfo {
     /// Label.
     pub name: String,
     /// What it injects.
@@ -187,7 +187,7 @@ pub struct ColumnInfo {
 /// Build the results of a complete partial (shard 1 of 1), writing the cells' scenario
 /// files under `out/cells/` and re-running each violated check's first seed for its
 /// timeline. `on_timeline(done, total)` reports.
-pub fn build(
+pub(crate) fn build(
     p: &Partial,
     out: &Path,
     on_timeline: &(dyn Fn(usize, usize) + Sync),
@@ -351,7 +351,7 @@ fn cell_result(
 }
 
 /// The anchor of a check's first violation in a cell.
-pub fn anchor(cell: &str, check: &str) -> String {
+pub(crate) fn anchor(cell: &str, check: &str) -> String {
     format!("{cell}--{check}")
 }
 
@@ -414,19 +414,19 @@ fn draw(
 
 impl Guarantees {
     /// The cell of (row, column, fencing).
-    pub fn cell(&self, row: &str, column: &str, fencing: bool) -> Option<&CellResult> {
+    pub(crate) fn cell(&self, row: &str, column: &str, fencing: bool) -> Option<&CellResult> {
         self.cells
             .iter()
             .find(|c| c.row == row && c.column == column && c.fencing == fencing)
     }
 
     /// Every check some cell runs, in report order (one table each).
-    pub fn check_names(&self) -> Vec<String> {
+    pub(crate) fn check_names(&self) -> Vec<String> {
         self.checks.iter().map(|c| c.name.clone()).collect()
     }
 
     /// The fencing settings the matrix ran, in order.
-    pub fn fencing_settings(&self) -> Vec<bool> {
+    pub(crate) fn fencing_settings(&self) -> Vec<bool> {
         let mut v: Vec<bool> = Vec::new();
         for c in &self.cells {
             if !v.contains(&c.fencing) {

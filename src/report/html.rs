@@ -45,7 +45,7 @@ td small{color:#555}code{background:#f4f4f4;padding:1px 3px;word-break:break-wor
 dt{font-weight:bold;margin-top:.6em}.stamp{color:#555}:target{outline:3px solid #fc0}";
 
 /// The HTML page.
-pub fn html(g: &Guarantees) -> String {
+pub(crate) fn html(g: &Guarantees) -> String {
     let mut s = String::new();
     let _ = write!(
         s,

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 /// A cell's text for `check`: `✗ k/N` violated on k of N seeds, `? k/N` undecided on k
 /// (checker budget), `✓ 0/N ≤ x%` held on all N with the 95% upper bound on the rate,
 /// `–` not applicable.
-pub fn cell_symbol(cell: &CellResult, check: &str) -> String {
+pub(crate) fn cell_symbol(cell: &CellResult, check: &str) -> String {
     match cell.checks.get(check) {
         None => "–".into(),
         Some(c) if c.violations > 0 => format!("✗ {}/{}", c.violations, cell.seeds),
@@ -21,7 +21,7 @@ pub fn cell_symbol(cell: &CellResult, check: &str) -> String {
 }
 
 /// The words every page starts with: what the numbers are and are not.
-pub fn how_to_read(g: &Guarantees) -> String {
+pub(crate) fn how_to_read(g: &Guarantees) -> String {
     format!(
         "`✗ k/N`: the check was violated on k of N seeds (the cell links to the first \
          counterexample). `✓ 0/N ≤ x%`: it held on all N seeds, which does not prove it \
@@ -35,7 +35,7 @@ pub fn how_to_read(g: &Guarantees) -> String {
 }
 
 /// The Markdown report.
-pub fn markdown(g: &Guarantees) -> String {
+pub(crate) fn markdown(g: &Guarantees) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,

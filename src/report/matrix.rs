@@ -33,7 +33,7 @@ use std::path::Path;
 /// One row: an algorithm with parameters.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Row {
+pub(crate) struct Row {
     /// Label and file-name stem (letters, digits, `-`).
     pub name: String,
     /// The scenario's `algorithm`.
@@ -52,7 +52,7 @@ pub struct Row {
 /// One column: a fault class.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Column {
+pub(crate) struct Column {
     /// Label and file-name stem.
     pub name: String,
     /// What it injects, for the reader.
@@ -70,7 +70,7 @@ pub struct Column {
 /// The whole matrix.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     /// Seeds per cell.
     #[serde(default = "default_seeds")]
     pub seeds: u64,
@@ -108,7 +108,7 @@ fn default_fencing() -> Vec<bool> {
 
 /// One cell of the matrix.
 #[derive(Debug, Clone)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// Its row.
     pub row: usize,
     /// Its column.
@@ -119,7 +119,7 @@ pub struct Cell {
 
 impl Cell {
     /// `<row>--<column>--<fenced|unfenced>`: the cell's scenario name and file stem.
-    pub fn stem(&self, m: &Matrix) -> String {
+    pub(crate) fn stem(&self, m: &Matrix) -> String {
         format!(
             "{}--{}--{}",
             m.rows[self.row].name,
@@ -131,14 +131,14 @@ impl Cell {
 
 impl Matrix {
     /// Read and check a matrix file; errors name the file and what is wrong.
-    pub fn load(path: &Path) -> Result<Matrix, ReportError> {
+    pub(crate) fn load(path: &Path) -> Result<Matrix, ReportError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ReportError::ReadFile(path.to_path_buf(), e))?;
         Matrix::parse(&text, path)
     }
 
     /// Parse and check a matrix file's text (`path` names it in errors).
-    pub fn parse(text: &str, path: &Path) -> Result<Matrix, ReportError> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Matrix, ReportError> {
         let m: Matrix = toml::from_str(text).map_err(|e| ReportError::MatrixToml {
             path: path.to_path_buf(),
             line: e.span().map(|s| text[..s.start].lines().count().max(1)),
@@ -163,7 +163,7 @@ impl Matrix {
     }
 
     /// Every cell: row by row, fencing settings, then columns.
-    pub fn cells(&self) -> Vec<Cell> {
+    pub(crate) fn cells(&self) -> Vec<Cell> {
         let mut v = Vec::new();
         for row in 0..self.rows.len() {
             for &fencing in &self.fencing {
@@ -181,7 +181,7 @@ impl Matrix {
 
     /// Write every cell's scenario to `<out>/cells/<stem>.toml` and load it back: the
     /// cells in order, as (stem, scenario).
-    pub fn write_cells(&self, out: &Path) -> Result<Vec<(String, Scenario)>, ReportError> {
+    pub(crate) fn write_cells(&self, out: &Path) -> Result<Vec<(String, Scenario)>, ReportError> {
         let dir = out.join("cells");
         std::fs::create_dir_all(&dir).map_err(|e| ReportError::Create(dir.clone(), e))?;
         self.cells()
@@ -199,7 +199,7 @@ impl Matrix {
     }
 
     /// The scenario text of `cell`.
-    pub fn scenario_text(&self, cell: &Cell) -> String {
+    pub(crate) fn scenario_text(&self, cell: &Cell) -> String {
         let (row, column) = (&self.rows[cell.row], &self.columns[cell.column]);
         let mut t = toml::Table::new();
         t.insert("name".into(), cell.stem(self).into());

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The `format` a partial file carries; merge refuses any other.
-pub const PARTIAL_FORMAT: &str = "locksim-report-partial/3";
+pub(crate) const PARTIAL_FORMAT: &str = "locksim-report-partial/3";
 
 /// One check's verdicts over some seeds of one cell.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Seeds that violated it.
     pub violations: u64,
     /// Seeds on which the checker gave up (time budget): neither verdict.
@@ -54,7 +54,7 @@ impl Counts {
 
 /// One cell's counts over the seeds a shard ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellCounts {
+pub(crate) struct CellCounts {
     /// The cell's name, `<row>--<column>--<fenced|unfenced>`.
     pub cell: String,
     /// Seeds run.
@@ -120,7 +120,7 @@ impl CellCounts {
 /// What one machine computed: its shard of every cell's seeds, with everything a merge
 /// needs to check that the shards belong together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Partial {
+pub(crate) struct Partial {
     /// [`PARTIAL_FORMAT`].
     pub format: String,
     /// The locksim build (see [`super::source_stamp`]): shards of different builds may
@@ -140,18 +140,18 @@ pub struct Partial {
 
 impl Partial {
     /// The matrix this partial was computed from.
-    pub fn matrix(&self) -> Result<Matrix, ReportError> {
+    pub(crate) fn matrix(&self) -> Result<Matrix, ReportError> {
         Matrix::parse(&self.matrix, Path::new(&self.matrix_file))
     }
 
     /// The file name a shard writes: `partial-K-of-N.json`.
-    pub fn file_name(&self) -> String {
+    pub(crate) fn file_name(&self) -> String {
         format!("partial-{}-of-{}.json", self.shard[0], self.shard[1])
     }
 }
 
 /// What [`compute`] needs besides the matrix.
-pub struct ComputeSpec<'a> {
+pub(crate) struct ComputeSpec<'a> {
     /// The matrix file as given (recorded, and read by the merge).
     pub matrix_file: &'a Path,
     /// Seeds per cell over all shards.
@@ -166,7 +166,7 @@ pub struct ComputeSpec<'a> {
 
 /// Run shard `spec.shard` of every cell of the matrix in `spec.matrix_file`.
 /// `on_progress(seeds done, seeds total, cell)` reports.
-pub fn compute(
+pub(crate) fn compute(
     spec: &ComputeSpec,
     on_progress: &(dyn Fn(u64, u64, &str) + Sync),
 ) -> Result<Partial, ReportError> {
@@ -198,7 +198,7 @@ pub fn compute(
 }
 
 /// Read a partial file, or every `partial-*.json` in a folder (sorted by name).
-pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, ReportError> {
+pub(crate) fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, ReportError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| ReportError::ReadFolder(path.to_path_buf(), e))?
@@ -239,7 +239,7 @@ pub fn read_partials(path: &Path) -> Result<Vec<(PathBuf, Partial)>, ReportError
 /// Add up the shards of one matrix into the counts of shard 1 of 1. Every shard of
 /// the same sharding must be present exactly once, from the same build, matrix and seed
 /// count; otherwise the error names the file and what differs.
-pub fn merge(parts: &[(PathBuf, Partial)]) -> Result<Partial, ReportError> {
+pub(crate) fn merge(parts: &[(PathBuf, Partial)]) -> Result<Partial, ReportError> {
     let (first_file, first) = parts.first().ok_or(ReportError::NothingToMerge)?;
     let n = first.shard[1];
     let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();

@@ -12,13 +12,13 @@ use std::fmt::Write as _;
 const SHOWN: usize = 3;
 
 /// Format true or local nanoseconds as milliseconds with three decimals.
-pub fn ms(ns: i64) -> String {
+pub(crate) fn ms(ns: i64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 /// The human explanation of every violation in `reports`, with the events involved and
 /// the faults around them. Columns: true time | node, its monotonic and wall clock | event.
-pub fn explain(history: &History, reports: &[CheckReport]) -> String {
+pub(crate) fn explain(history: &History, reports: &[CheckReport]) -> String {
     let mut out = String::new();
     for r in reports {
         if r.verdict == Verdict::Holds {
@@ -90,7 +90,7 @@ fn table_header() -> String {
 /// Error replies to lock script calls (`error-reply` events), if the history has any:
 /// the first of each different reply as a table row, how many more and when the last
 /// came, then why no acquire succeeded when that is what they explain. Empty otherwise.
-pub fn error_replies(history: &[Event]) -> String {
+pub(crate) fn error_replies(history: &[Event]) -> String {
     // (script, text) -> every event of that reply, in order; groups in order of first.
     let mut groups: BTreeMap<(&str, &str), Vec<&Event>> = BTreeMap::new();
     for e in history {
@@ -138,7 +138,7 @@ pub fn error_replies(history: &[Event]) -> String {
 }
 
 /// One event as a table row.
-pub fn event_line(e: &Event) -> String {
+pub(crate) fn event_line(e: &Event) -> String {
     let mark = if e.process == "nemesis" { "!" } else { " " };
     let node = if e.process == "nemesis" {
         e.nodes.as_ref().map(|n| n.join(",")).unwrap_or_default()
@@ -158,7 +158,7 @@ pub fn event_line(e: &Event) -> String {
 }
 
 /// The wall clock as time of day since the simulation epoch (midnight), e.g. 00:00:01.503.
-pub fn wall_clock(wall_ms: i64) -> String {
+pub(crate) fn wall_clock(wall_ms: i64) -> String {
     let rel = wall_ms - EPOCH_NS / 1_000_000;
     let sign = if rel < 0 { "-" } else { "" };
     let a = rel.unsigned_abs();
@@ -173,7 +173,7 @@ pub fn wall_clock(wall_ms: i64) -> String {
 
 /// `type f target key=value...`, the fields that are present; an error reply to a lock
 /// script call in words.
-pub fn describe(e: &Event) -> String {
+pub(crate) fn describe(e: &Event) -> String {
     if let Some(r) = ErrorReply::of(e) {
         let from = r.server.map_or(String::new(), |s| format!(" from {s}"));
         let lock = e

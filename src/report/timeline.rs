@@ -84,7 +84,7 @@ use lanes::*;
 use marks::*;
 use spans::*;
 use words::*;
-pub use words::{human_time, sentence};
+pub(crate) use words::{human_time, sentence};
 
 /// Everything a picture is drawn from and into.
 struct Canvas<'a> {
@@ -132,7 +132,7 @@ impl Canvas<'_> {
 
 /// The name of the first violated check in `reports` ("" if none): the focus of a
 /// single timeline. Quality checks (`fair`) are not violations and are not drawn.
-pub fn first_violated(reports: &[CheckReport]) -> &'static str {
+pub(crate) fn first_violated(reports: &[CheckReport]) -> &'static str {
     reports
         .iter()
         .find(|r| r.is_violation())
@@ -221,7 +221,7 @@ fn net_rows(c: &Canvas, cuts: &[Cut]) -> (Vec<usize>, usize) {
 /// Draw `history` (a run that ended at `end_ns`) around the first violation of the check
 /// named `focus` in `reports`: its events in red, those of other violated checks' first
 /// violations in light red. Without a violation of `focus`, the whole run is drawn.
-pub fn timeline_svg(
+pub(crate) fn timeline_svg(
     history: &[Event],
     reports: &[CheckReport],
     focus: &str,

@@ -16,7 +16,7 @@ const MS: u64 = 1_000_000;
 
 /// The longest time any fault field may name: one simulated hour, so local-time
 /// arithmetic can never overflow whatever the input.
-pub const MAX_FAULT_MS: u64 = 3_600_000;
+pub(crate) const MAX_FAULT_MS: u64 = 3_600_000;
 
 /// Where a pause or crash strikes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, Default)]
@@ -442,7 +442,7 @@ impl Fault {
 
 /// The world's actions for a whole schedule, in true-time order (stable: at equal times,
 /// schedule order).
-pub fn actions(schedule: &[TimedFault]) -> Vec<(u64, Action)> {
+pub(crate) fn actions(schedule: &[TimedFault]) -> Vec<(u64, Action)> {
     let mut out = Vec::new();
     let mut next_id = 0u64;
     for f in schedule {

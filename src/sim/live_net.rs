@@ -67,7 +67,7 @@ impl LiveNet {
 
 /// The machine's monotonic clock (`CLOCK_MONOTONIC`, as `std::time::Instant` reads it),
 /// ns: the same in every process, so client processes stamp events on locksim's scale.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

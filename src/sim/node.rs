@@ -147,7 +147,7 @@ impl NodeState {
 
 /// A ChaCha RNG derived from the run seed and the node name (FNV-1a of the name), so a
 /// node's random choices do not shift when another node is added.
-pub fn node_rng(seed: u64, name: &str) -> ChaCha8Rng {
+pub(crate) fn node_rng(seed: u64, name: &str) -> ChaCha8Rng {
     let h = crate::history::fnv1a(name.as_bytes());
     ChaCha8Rng::seed_from_u64(seed ^ h.rotate_left(17))
 }

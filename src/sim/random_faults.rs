@@ -160,7 +160,7 @@ fn pick(rng: &mut ChaCha8Rng, nodes: &[String]) -> String {
 
 /// The random faults of `seed`, in time order. `all` is every node of the run (a
 /// partition must leave at least one of them on the other side).
-pub fn draw_schedule(f: &RandomFaults, all: &[String], seed: u64) -> Schedule {
+pub(crate) fn draw_schedule(f: &RandomFaults, all: &[String], seed: u64) -> Schedule {
     let mut out = Vec::new();
     // The nemesis has its own stream, so adding a node does not reshuffle faults.
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321);

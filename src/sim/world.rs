@@ -28,13 +28,13 @@ use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// turmoil's tick: messages move and hosts run in steps of this much true time.
-pub const TICK: Duration = Duration::from_millis(1);
+pub(crate) const TICK: Duration = Duration::from_millis(1);
 
 /// What a host runs: called at the first start and at every restart, with a fresh context.
-pub type HostMain = Rc<dyn Fn(NodeCtx) -> LocalBoxFuture<'static, ()>>;
+pub(crate) type HostMain = Rc<dyn Fn(NodeCtx) -> LocalBoxFuture<'static, ()>>;
 
 /// One simulated machine.
-pub struct Host {
+pub(crate) struct Host {
     /// Its name (also its network address).
     pub name: String,
     /// Its code.
@@ -43,7 +43,7 @@ pub struct Host {
 
 impl Host {
     /// A host called `name` running `main`.
-    pub fn new(
+    pub(crate) fn new(
         name: impl Into<String>,
         main: impl Fn(NodeCtx) -> LocalBoxFuture<'static, ()> + 'static,
     ) -> Host {
@@ -56,7 +56,7 @@ impl Host {
 
 /// The network between hosts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Network {
+pub(crate) struct Network {
     /// One-way message latency range, ms.
     pub latency_ms: [u64; 2],
     /// Probability per tick that a link fails (links repair with probability 0.5).
@@ -94,13 +94,13 @@ impl FaultPlan {
 /// Told the simulated milliseconds done, every [`PROGRESS_EVERY_MS`] of simulated time;
 /// returns whether to go on (false: stop the run, e.g. on Ctrl-C). It observes only:
 /// nothing it does reaches the simulation.
-pub type Progress = Box<dyn Fn(u64) -> bool>;
+pub(crate) type Progress = Box<dyn Fn(u64) -> bool>;
 
 /// How often (simulated ms) a run reports its progress.
-pub const PROGRESS_EVERY_MS: u64 = 100;
+pub(crate) const PROGRESS_EVERY_MS: u64 = 100;
 
 /// Everything one run needs.
-pub struct World {
+pub(crate) struct World {
     /// Simulated duration, ms.
     pub duration_ms: u64,
     /// The network.
@@ -133,7 +133,7 @@ pub struct RunResult {
 }
 
 /// Run `world` with `seed`.
-pub fn run(world: World, seed: u64) -> RunResult {
+pub(crate) fn run(world: World, seed: u64) -> RunResult {
     let recorder = Recorder::new();
     let net = &world.network;
     let mut sim = turmoil::Builder::new()

@@ -186,7 +186,7 @@ fn client_pause_and_crash_are_real_signals_to_client_processes() {
     assert!(silent_while_down, "client-2 acted while killed");
     // client-1's wall clock stepped 100 s forward at 3800 ms, in its own process: the
     // events it records afterwards carry the stepped reading.
-    let epoch_ms = locksim::sim::EPOCH_NS / 1_000_000;
+    let epoch_ms = locksim::testing::EPOCH_NS / 1_000_000;
     let ahead = |e: &locksim::Event| {
         e.wall_ms
             .map(|w| w - epoch_ms - (e.time_ns / 1_000_000) as i64)

@@ -51,11 +51,11 @@ use crate::support::kept::keep_until_exit;
 use crate::support::{real_etcd, served};
 
 use locksim::history::Recorder;
-use locksim::locks::raft::etcdpb::etcdserverpb as pb;
-use locksim::locks::raft::etcdpb::mvccpb;
-use locksim::net::{Deadlines, GrpcChannel, LiveNet};
-use locksim::serve::ServeFamily;
-use locksim::sim::{NodeCtx, NodeState};
+use locksim::testing::etcd::etcdserverpb as pb;
+use locksim::testing::etcd::mvccpb;
+use locksim::testing::ServeFamily;
+use locksim::testing::{Deadlines, GrpcChannel, LiveNet};
+use locksim::testing::{NodeCtx, NodeState};
 use pb::cluster_client::ClusterClient;
 use pb::compare::{CompareResult, CompareTarget, TargetUnion};
 use pb::kv_client::KvClient;

@@ -19,8 +19,8 @@ mod scripts;
 use crate::support::kept::keep_until_exit;
 use crate::support::real_redis::{start_server, RealServer};
 
-use locksim::locks::redis::model::{Client, RedisServer, ServerConfig};
-use locksim::locks::redis::resp::{decode, encode_command, Value};
+use locksim::testing::redis::{decode, encode_command, Value};
+use locksim::testing::redis::{Client, RedisServer, ServerConfig};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::TcpStream;

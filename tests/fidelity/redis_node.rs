@@ -10,8 +10,8 @@
 
 use crate::support::{real_redis, served};
 
-use locksim::locks::redis::resp::{decode, encode_command, Value};
-use locksim::serve::ServeFamily;
+use locksim::testing::redis::{decode, encode_command, Value};
+use locksim::testing::ServeFamily;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

@@ -25,12 +25,12 @@ use crate::support::in_order::{panic_message, InOrder};
 use crate::support::kept::keep_until_exit;
 use crate::support::{real_zk, served};
 
-use locksim::locks::zk::proto::{
+use locksim::testing::zk::{
     decode_reply, encode_request, ClientFrame, OpCode, Request, Response, ServerFrame, PASSWD_LEN,
     PING_XID,
 };
-use locksim::locks::zk::tree::{CreateMode, SessionId, Stat, WatchedEvent};
-use locksim::serve::ServeFamily;
+use locksim::testing::zk::{CreateMode, SessionId, Stat, WatchedEvent};
+use locksim::testing::ServeFamily;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -714,7 +714,7 @@ fn unknown(side: &mut Side) {
     let mut w = side.connect("unknown: connect", 1000);
     let req = Request::Rejected {
         op: 9999,
-        err: locksim::locks::zk::tree::ZkError::Unimplemented,
+        err: locksim::testing::zk::ZkError::Unimplemented,
     };
     side.call(&mut w, "unknown operation", req);
     side.call(&mut w, "after an unknown operation", Request::Ping);

@@ -10,9 +10,9 @@
 //! `cargo test --release --test simulation soak:: -- --ignored --nocapture`.
 
 use locksim::history::Recorder;
-use locksim::net::{encode_frame, serve, CallError, Frames, Remote};
-use locksim::sim::{Kernel, NodeCtx, NodeState};
+use locksim::plugin::{encode_frame, serve, CallError, Frames, Remote};
 use locksim::sweep::{run_seed, summarize, SeedSet};
+use locksim::testing::{Kernel, NodeCtx, NodeState};
 use locksim::Scenario;
 use std::path::Path;
 use std::rc::Rc;

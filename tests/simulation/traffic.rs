@@ -4,7 +4,7 @@
 //! emitted in `turmoil`'s link code, below every protocol locksim speaks). A stream opened
 //! around the count, or a count of a write turmoil never sent, breaks the equality.
 
-use locksim::sim::Traffic;
+use locksim::testing::Traffic;
 use locksim::{run, Scenario};
 use std::fmt;
 use std::path::Path;

@@ -33,7 +33,7 @@ pub const MAX_SESSION_TIMEOUT_MS: u32 = 20 * TICK_MS;
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 // The jars and logging live mode's ZooKeeper uses too.
-use locksim::locks::zk::{LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
+use locksim::testing::zk::{LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
 
 /// A running ZooKeeper server; dropping it kills the JVM and removes its directory.
 pub struct RealZk {
@@ -144,7 +144,7 @@ fn try_start(java: &Path, class_path: &str) -> Result<RealZk, EarlyExit> {
     let started = Instant::now();
     let child = Command::new(java)
         // Live mode's flags: quick to start, writing nowhere but `dir`.
-        .args(locksim::locks::zk::JVM_FLAGS)
+        .args(locksim::testing::zk::JVM_FLAGS)
         .arg(format!("-Djava.io.tmpdir={}", dir.display()))
         .arg(format!("-Dlog4j.configuration=file:{}", log4j.display()))
         .arg("-cp")
@@ -224,7 +224,7 @@ fn server_config(port: u16, data: &Path) -> String {
 
 /// `java` from PATH, `/usr/bin` or `/usr/local/bin`; panics with install instructions if none.
 fn java_binary() -> PathBuf {
-    locksim::real::find_binary("java", "zookeeper").unwrap_or_else(|e| {
+    locksim::testing::find_binary("java", "zookeeper").unwrap_or_else(|e| {
         panic!(
             "{e}: this test runs a real ZooKeeper server and does not skip. Run the tests \
              with scripts/test, which installs it (the package pulls in Java)."

@@ -3,7 +3,7 @@
 //!
 //! A test reaches it as `crate::support::served` (see `mod.rs`).
 
-use locksim::serve::{ServeConfig, ServeFamily};
+use locksim::testing::{ServeConfig, ServeFamily};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -50,7 +50,7 @@ pub fn serve(family: ServeFamily, nodes: u32, tick_ms: u64) -> Served {
         let ready = move |ports: &[u16]| {
             let _ = tx.send(ports.to_vec());
         };
-        locksim::serve::serve(&config, s, ready, |_| {}).expect("the model serves");
+        locksim::testing::serve(&config, s, ready, |_| {}).expect("the model serves");
     });
     let ports = rx
         .recv_timeout(Duration::from_secs(10))

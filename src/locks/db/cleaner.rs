@@ -17,7 +17,7 @@ use crate::sim::NodeCtx;
 use std::time::Duration;
 
 /// Run the cleaner until the simulation ends (nothing to do without a timeout).
-pub async fn cleaner_main(ctx: NodeCtx, p: DbParams) {
+pub(crate) async fn cleaner_main(ctx: NodeCtx, p: DbParams) {
     let Some(ms) = p.cleaner_timeout_ms else {
         return std::future::pending().await;
     };

@@ -26,10 +26,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The sequence `for-update` tokens come from.
-pub const TOKEN_SEQ: &str = "lock_seq";
+pub(crate) const TOKEN_SEQ: &str = "lock_seq";
 
 /// The database lock client.
-pub struct DbLock {
+pub(crate) struct DbLock {
     p: DbParams,
     session: Session,
     timeout: Duration,
@@ -81,7 +81,7 @@ impl std::fmt::Display for RowError {
 
 impl DbLock {
     /// A client of `db-0`.
-    pub fn new(p: DbParams) -> DbLock {
+    pub(crate) fn new(p: DbParams) -> DbLock {
         // A pool tests a connection idle for half the server's wait_timeout.
         let idle_test = Duration::from_millis((p.wait_timeout_ms / 2).max(1));
         DbLock {

@@ -50,23 +50,23 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 mod statement;
-pub use statement::Statement;
+pub(crate) use statement::Statement;
 
 /// A session (connection) id, as `CONNECTION_ID()`.
-pub type ConnId = u64;
+pub(crate) type ConnId = u64;
 
 /// `ER_DUP_ENTRY`.
-pub const ER_DUP_ENTRY: u16 = 1062;
+pub(crate) const ER_DUP_ENTRY: u16 = 1062;
 /// `ER_LOCK_WAIT_TIMEOUT`.
-pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+pub(crate) const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
 /// `ER_PARSE_ERROR`: a request the server cannot read.
-pub const ER_PARSE_ERROR: u16 = 1064;
+pub(crate) const ER_PARSE_ERROR: u16 = 1064;
 /// `CR_COMMANDS_OUT_OF_SYNC`: a statement sent while the previous one is still running.
-pub const CR_COMMANDS_OUT_OF_SYNC: u16 = 2014;
+pub(crate) const CR_COMMANDS_OUT_OF_SYNC: u16 = 2014;
 
 /// One row of `method_lock`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     /// `AUTO_INCREMENT` id.
     pub id: u64,
     /// The lock name (unique).
@@ -81,7 +81,7 @@ pub struct Row {
 
 /// The extra conditions of an `UPDATE … WHERE name = ?`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cond {
+pub(crate) struct Cond {
     /// `AND owner = ?`
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
@@ -96,7 +96,7 @@ pub struct Cond {
 
 /// The `SET` clause of an `UPDATE`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Set {
+pub(crate) struct Set {
     /// `owner = ?`
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
@@ -110,7 +110,7 @@ pub struct Set {
 
 /// A server error: MySQL's code, its symbolic name and message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DbError {
+pub(crate) struct DbError {
     /// MySQL error code, e.g. 1062.
     pub code: u16,
     /// Symbolic name, e.g. `ER_DUP_ENTRY`.
@@ -122,7 +122,7 @@ pub struct DbError {
 /// The reply to a statement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A statement without a result set: rows changed, and `LAST_INSERT_ID()` of an insert.
     Ok {
         /// Rows changed.
@@ -154,7 +154,7 @@ impl Reply {
     }
 
     /// An error reply.
-    pub fn error(code: u16, name: &str, message: impl Into<String>) -> Reply {
+    pub(crate) fn error(code: u16, name: &str, message: impl Into<String>) -> Reply {
         Reply::Error(DbError {
             code,
             name: name.to_string(),
@@ -163,7 +163,7 @@ impl Reply {
     }
 
     /// The error code, if an error.
-    pub fn code(&self) -> Option<u16> {
+    pub(crate) fn code(&self) -> Option<u16> {
         match self {
             Reply::Error(e) => Some(e.code),
             _ => None,
@@ -174,7 +174,7 @@ impl Reply {
 /// One change of a committed transaction: the row's final image or its deletion.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Change {
+pub(crate) enum Change {
     /// The row as committed.
     Put(Row),
     /// The row was deleted.
@@ -184,7 +184,7 @@ pub enum Change {
 /// A redo log record. One record per line, so a commit is atomic on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Redo {
+pub(crate) enum Redo {
     /// A committed transaction.
     Commit(Vec<Change>),
     /// An `AUTO_INCREMENT` value was handed out (written at allocation, not at commit).
@@ -195,7 +195,7 @@ pub enum Redo {
 
 /// The server's clocks at a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Now {
+pub(crate) struct Now {
     /// Monotonic, ns: timeouts.
     pub mono_ns: i64,
     /// Wall, ms: `NOW()`.
@@ -204,7 +204,7 @@ pub struct Now {
 
 /// Server settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     /// `innodb_lock_wait_timeout`, ns.
     pub lock_wait_timeout_ns: i64,
     /// `wait_timeout`, ns.
@@ -213,7 +213,7 @@ pub struct Config {
 
 /// What the node must do after a call: collected, then taken with [`Db::take_effects`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// Replies to *other* sessions whose waiting statement finished (granted or timed out).
     pub replies: Vec<(ConnId, Reply)>,
     /// Redo records to append (and flush, per policy) before any reply is sent.
@@ -253,7 +253,7 @@ enum Step {
 }
 
 /// The database server.
-pub struct Db {
+pub(crate) struct Db {
     cfg: Config,
     rows: BTreeMap<String, Row>,
     auto_increment: u64,
@@ -268,7 +268,7 @@ pub struct Db {
 
 impl Db {
     /// An empty database.
-    pub fn new(cfg: Config) -> Db {
+    pub(crate) fn new(cfg: Config) -> Db {
         Db {
             cfg,
             rows: BTreeMap::new(),
@@ -284,7 +284,7 @@ impl Db {
 
     /// Crash recovery: replay a redo log (JSON lines). A torn last line (a crash in the
     /// middle of a write) ends the log.
-    pub fn recover(cfg: Config, log: &[u8]) -> Db {
+    pub(crate) fn recover(cfg: Config, log: &[u8]) -> Db {
         let mut db = Db::new(cfg);
         for line in log.split(|&b| b == b'\n') {
             let Ok(rec) = serde_json::from_slice::<Redo>(line) else {
@@ -315,7 +315,7 @@ impl Db {
     }
 
     /// Encode redo records as log lines.
-    pub fn encode_redo(records: &[Redo]) -> Vec<u8> {
+    pub(crate) fn encode_redo(records: &[Redo]) -> Vec<u8> {
         let mut out = Vec::new();
         for r in records {
             serde_json::to_writer(&mut out, r).expect("redo records serialise");
@@ -325,19 +325,20 @@ impl Db {
     }
 
     /// The committed and uncommitted rows, by name (for tests and traces).
-    pub fn rows(&self) -> &BTreeMap<String, Row> {
+    pub(crate) fn rows(&self) -> &BTreeMap<String, Row> {
         &self.rows
     }
 
     /// The session holding the row lock on `name`, and the sessions waiting for it.
-    pub fn lock_holder(&self, name: &str) -> Option<(ConnId, Vec<ConnId>)> {
+    #[cfg(test)]
+    pub(crate) fn lock_holder(&self, name: &str) -> Option<(ConnId, Vec<ConnId>)> {
         self.locks
             .get(name)
             .map(|l| (l.holder, l.waiters.iter().copied().collect()))
     }
 
     /// Open a session.
-    pub fn connect(&mut self, now: Now) -> ConnId {
+    pub(crate) fn connect(&mut self, now: Now) -> ConnId {
         let c = self.next_conn;
         self.next_conn += 1;
         self.sessions.insert(
@@ -352,7 +353,7 @@ impl Db {
 
     /// Run a statement of session `conn`. `None`: it waits for a row lock, and its reply
     /// comes later in [`Effects::replies`].
-    pub fn execute(&mut self, conn: ConnId, stmt: Statement, now: Now) -> Option<Reply> {
+    pub(crate) fn execute(&mut self, conn: ConnId, stmt: Statement, now: Now) -> Option<Reply> {
         let Some(s) = self.sessions.get_mut(&conn) else {
             return Some(Reply::error(
                 CR_COMMANDS_OUT_OF_SYNC,
@@ -384,14 +385,14 @@ impl Db {
 
     /// Session `conn` closed (the client hung up or its connection broke): roll its
     /// transaction back and release its locks.
-    pub fn disconnect(&mut self, conn: ConnId, now: Now) {
+    pub(crate) fn disconnect(&mut self, conn: ConnId, now: Now) {
         self.end_session(conn);
         self.pump(now);
     }
 
     /// Time passes: statements waiting past `lock_wait_timeout` fail with 1205, and
     /// sessions idle for `wait_timeout` are ended.
-    pub fn tick(&mut self, now: Now) {
+    pub(crate) fn tick(&mut self, now: Now) {
         let timed_out: Vec<ConnId> = self
             .sessions
             .iter()
@@ -433,7 +434,7 @@ impl Db {
     }
 
     /// Take what the node must do.
-    pub fn take_effects(&mut self) -> Effects {
+    pub(crate) fn take_effects(&mut self) -> Effects {
         std::mem::take(&mut self.fx)
     }
 

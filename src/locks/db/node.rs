@@ -35,13 +35,13 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 /// MySQL's TCP port.
-pub const DB_PORT: u16 = 3306;
+pub(crate) const DB_PORT: u16 = 3306;
 
 /// The redo log file on the node's disk.
-pub const REDO_LOG: &str = "ib_redo";
+pub(crate) const REDO_LOG: &str = "ib_redo";
 
 /// Housekeeping period, server local ms: the resolution of both timeouts.
-pub const TICK_MS: u64 = 10;
+pub(crate) const TICK_MS: u64 = 10;
 
 /// What a connection task is told by the rest of the node.
 enum Out {
@@ -67,7 +67,7 @@ fn now(ctx: &NodeCtx) -> Now {
 }
 
 /// The model's settings from the `[lock]` table.
-pub fn config(p: &DbParams) -> Config {
+pub(crate) fn config(p: &DbParams) -> Config {
     Config {
         lock_wait_timeout_ns: p.lock_wait_timeout_ms as i64 * 1_000_000,
         wait_timeout_ns: p.wait_timeout_ms as i64 * 1_000_000,
@@ -75,7 +75,7 @@ pub fn config(p: &DbParams) -> Config {
 }
 
 /// Run the database node (at each start and restart: recovery replays the redo log).
-pub async fn db_main(ctx: NodeCtx, params: DbParams) {
+pub(crate) async fn db_main(ctx: NodeCtx, params: DbParams) {
     let db = Db::recover(config(&params), ctx.disk().read(REDO_LOG));
     tracing::debug!(rows = db.rows().len(), "recovered");
     let node: Node = Rc::new(RefCell::new(State {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// How a client uses the table as a lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Scheme {
+pub(crate) enum Scheme {
     /// `INSERT` a row (a unique index on the name refuses a second one), `DELETE` it to
     /// release; a cleaner deletes rows older than `cleaner_timeout_ms`.
     UniqueRow,
@@ -22,7 +22,7 @@ pub enum Scheme {
 /// What a unique-row or optimistic release matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Release {
+pub(crate) enum Release {
     /// `WHERE name = ?`: whoever's row it is now (catalogue row 20).
     ByName,
     /// `WHERE name = ? AND owner = ?`, the owner value unique to this acquire.
@@ -32,7 +32,7 @@ pub enum Release {
 /// When the server makes a commit durable (`innodb_flush_log_at_trx_commit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Fsync {
+pub(crate) enum Fsync {
     /// Flush the redo log at every commit (`= 1`, the default).
     Always,
     /// Write at commit, flush once a second (`= 2`): a crash loses up to a second of
@@ -43,7 +43,7 @@ pub enum Fsync {
 /// Where a fencing token comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Token {
+pub(crate) enum Token {
     /// No token.
     None,
     /// unique-row: the inserted row's `AUTO_INCREMENT` id (`LAST_INSERT_ID()`), never
@@ -62,7 +62,7 @@ pub enum Token {
 /// `[lock]` for `algorithm = "db"`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct DbParams {
+pub(crate) struct DbParams {
     /// The lock scheme [unique-row].
     #[serde(default = "default_scheme")]
     pub scheme: Scheme,
@@ -137,7 +137,7 @@ const OPTIMISTIC_TTL_MS: u64 = 1000;
 
 impl DbParams {
     /// The fencing token, with the scheme's default applied.
-    pub fn token(&self) -> Token {
+    pub(crate) fn token(&self) -> Token {
         self.token.unwrap_or(match self.scheme {
             Scheme::UniqueRow => Token::Id,
             Scheme::ForUpdate => Token::Sequence,
@@ -146,7 +146,7 @@ impl DbParams {
     }
 
     /// The lease the client believes it holds, with the scheme's default applied.
-    pub fn ttl(&self) -> Option<u64> {
+    pub(crate) fn ttl(&self) -> Option<u64> {
         self.ttl_ms.or(match self.scheme {
             Scheme::UniqueRow => self.cleaner_timeout_ms,
             Scheme::ForUpdate => Some(self.wait_timeout_ms),
@@ -155,7 +155,7 @@ impl DbParams {
     }
 
     /// Check values serde cannot.
-    pub fn validate(&self) -> Result<(), KeyError> {
+    pub(crate) fn validate(&self) -> Result<(), KeyError> {
         if let Some(t) = self.cleaner_timeout_ms {
             if self.scheme != Scheme::UniqueRow {
                 return Err(KeyError::new(
@@ -201,7 +201,7 @@ impl DbParams {
 }
 
 /// The keys, for `locksim list`.
-pub const DOCS: &[ParamDoc] = &[
+pub(crate) const DOCS: &[ParamDoc] = &[
     ParamDoc::new("scheme", "\"unique-row\"", "unique-row (INSERT to lock, DELETE to unlock) | for-update (SELECT ... FOR UPDATE in an open transaction, COMMIT to unlock) | optimistic (compare-and-set on a version column)"),
     ParamDoc::new("cleaner_timeout_ms", "", "unique-row: a cleaner node deletes rows with updated_at older than this by the database's NOW() (absent: no cleaner)"),
     ParamDoc::new("cleaner_interval_ms", "100", "how often the cleaner runs, its local ms"),

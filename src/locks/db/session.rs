@@ -17,7 +17,7 @@ use crate::sim::NodeCtx;
 use std::time::Duration;
 
 /// One database connection (reconnecting lazily when it is used again after a failure).
-pub struct Session {
+pub(crate) struct Session {
     host: String,
     conn: Option<Conn<SimStream, Frames>>,
     /// Bumped at each new connection: a transaction belongs to one generation.
@@ -30,7 +30,7 @@ pub struct Session {
 
 impl Session {
     /// A session to `host` that tests its connection after `idle_test` of idleness.
-    pub fn new(host: &str, idle_test: Duration) -> Session {
+    pub(crate) fn new(host: &str, idle_test: Duration) -> Session {
         Session {
             host: host.to_string(),
             conn: None,
@@ -41,23 +41,13 @@ impl Session {
     }
 
     /// The current connection's generation (changes at every reconnect).
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
-    }
-
-    /// Whether a connection is open.
-    pub fn connected(&self) -> bool {
-        self.conn.is_some()
-    }
-
-    /// Close the connection (the server rolls back whatever it had open).
-    pub fn disconnect(&mut self) {
-        self.conn = None;
     }
 
     /// Run `stmt` within `timeout`, connecting first if needed; an idle connection is
     /// tested with `SELECT 1` first and replaced if it fails.
-    pub async fn call(
+    pub(crate) async fn call(
         &mut self,
         ctx: &NodeCtx,
         stmt: &Statement,
@@ -82,7 +72,7 @@ impl Session {
 
     /// Run `stmt` on the connection of generation `generation` only: if that connection
     /// is gone, so is its transaction, and nothing is sent (`Connect` error).
-    pub async fn call_in_txn(
+    pub(crate) async fn call_in_txn(
         &mut self,
         ctx: &NodeCtx,
         generation: u64,

@@ -53,7 +53,7 @@ use tonic::Status;
 
 /// Why a call got no useful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallFailure {
+pub(crate) enum CallFailure {
     /// The node answered with one of etcd's errors.
     Reply(ApiError),
     /// No answer: the transport failed. `sent`: the request may have reached the node.
@@ -67,7 +67,7 @@ pub enum CallFailure {
 
 impl CallFailure {
     /// Whether the request may have taken effect.
-    pub fn maybe_applied(&self) -> bool {
+    pub(crate) fn maybe_applied(&self) -> bool {
         match self {
             CallFailure::Reply(e) => e.maybe_applied(),
             CallFailure::Transport { sent, .. } => *sent,
@@ -107,7 +107,7 @@ impl std::fmt::Display for CallFailure {
 }
 
 /// A client of the Raft cluster over etcd's gRPC API: one channel per node.
-pub struct EtcdClient {
+pub(crate) struct EtcdClient {
     channels: Vec<GrpcChannel>,
     preferred: Rc<Cell<usize>>,
     tick: Duration,
@@ -118,7 +118,11 @@ pub struct EtcdClient {
 impl EtcdClient {
     /// A client of `params.nodes` nodes whose requests time out after
     /// `request_timeout_ms`, preferring the node `preferred` names (shared).
-    pub fn new(ctx: &NodeCtx, params: &RaftParams, preferred: Rc<Cell<usize>>) -> EtcdClient {
+    pub(crate) fn new(
+        ctx: &NodeCtx,
+        params: &RaftParams,
+        preferred: Rc<Cell<usize>>,
+    ) -> EtcdClient {
         let timeout = Duration::from_millis(params.request_timeout_ms());
         let deadlines = Deadlines {
             connect: timeout,
@@ -143,17 +147,17 @@ impl EtcdClient {
     }
 
     /// The per-request deadline.
-    pub fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// Move on to the next node.
-    pub fn next_node(&self) {
+    pub(crate) fn next_node(&self) {
         self.next();
     }
 
     /// The nodes' Raft tick: how long to wait before trying again.
-    pub fn tick(&self) -> Duration {
+    pub(crate) fn tick(&self) -> Duration {
         self.tick
     }
 
@@ -184,7 +188,7 @@ impl EtcdClient {
     }
 
     /// One request to the preferred node, no retry.
-    pub async fn call_once(&self, req: &Request) -> Result<Response, CallFailure> {
+    pub(crate) async fn call_once(&self, req: &Request) -> Result<Response, CallFailure> {
         let mut kv = KvClient::new(self.channel());
         let mut lease = LeaseClient::new(self.channel());
         let answer = match req {
@@ -240,7 +244,7 @@ impl EtcdClient {
     /// A request with retries, on other nodes, while it cannot have taken effect and
     /// `deadline` (local mono ns) has not passed. `idempotent`: it has no effect at all
     /// (a read), so even a lost answer is retried.
-    pub async fn call(
+    pub(crate) async fn call(
         &mut self,
         ctx: &NodeCtx,
         req: &Request,
@@ -282,7 +286,7 @@ impl EtcdClient {
 
     /// Propose `req` through the log: the response, or why not (`maybe_applied` says
     /// whether it may still have taken effect).
-    pub async fn propose(
+    pub(crate) async fn propose(
         &mut self,
         ctx: &NodeCtx,
         req: Request,
@@ -292,7 +296,7 @@ impl EtcdClient {
     }
 
     /// A read (per the nodes' `read` mode), retried until `deadline`.
-    pub async fn range(
+    pub(crate) async fn range(
         &mut self,
         ctx: &NodeCtx,
         r: RangeRequest,
@@ -306,7 +310,11 @@ impl EtcdClient {
 
     /// One keepalive on a `LeaseKeepAlive` stream of the preferred node: the TTL granted,
     /// ms (0: the lease is gone, etcd's answer to a renew of an unknown lease).
-    pub async fn keep_alive_once(&self, ctx: &NodeCtx, lease: LeaseId) -> Result<u64, CallFailure> {
+    pub(crate) async fn keep_alive_once(
+        &self,
+        ctx: &NodeCtx,
+        lease: LeaseId,
+    ) -> Result<u64, CallFailure> {
         let (tx, rx) = mpsc::channel(1);
         let _ = tx.try_send(pb::LeaseKeepAliveRequest { id: lease as i64 });
         let mut client = LeaseClient::new(self.channel());
@@ -329,7 +337,7 @@ impl EtcdClient {
 
     /// A watch on `key` from revision `rev` at the preferred node: `Ok(true)` once it
     /// reports a delete of the key, `Ok(false)` if none came within `wait` (local time).
-    pub async fn watch_delete(
+    pub(crate) async fn watch_delete(
         &self,
         ctx: &NodeCtx,
         key: &str,
@@ -406,7 +414,7 @@ impl Shared {
 }
 
 /// A lease kept alive in the background (etcd's `Session`).
-pub struct Session {
+pub(crate) struct Session {
     /// The lease.
     pub lease: LeaseId,
     /// End of validity on the client's monotonic clock, ns (shared with the grants made
@@ -419,7 +427,7 @@ pub struct Session {
 impl Session {
     /// Grant a lease (a random id) and start keeping it alive. `Err` when the grant got
     /// no answer before `deadline` (a lease granted without our knowing simply expires).
-    pub async fn start(
+    pub(crate) async fn start(
         ctx: &NodeCtx,
         client: &mut EtcdClient,
         params: &RaftParams,
@@ -459,14 +467,14 @@ impl Session {
     }
 
     /// Whether the session can still be used: not ended, validity ahead of `now_ns`.
-    pub fn alive(&self, now_ns: i64) -> bool {
+    pub(crate) fn alive(&self, now_ns: i64) -> bool {
         !self.shared.lost.get() && now_ns < self.valid_until.get()
     }
 
     /// Completes when the session ends (etcd's `Session.Done()`): a keepalive answer
     /// said the lease is gone, the deadline check found no answer within the TTL, or the
     /// session was orphaned.
-    pub fn done(&self) -> impl std::future::Future<Output = ()> + 'static {
+    pub(crate) fn done(&self) -> impl std::future::Future<Output = ()> + 'static {
         let shared = self.shared.clone();
         async move {
             loop {
@@ -481,7 +489,7 @@ impl Session {
     }
 
     /// Stop keeping the lease alive (etcd's `Orphan`): it expires on its own.
-    pub fn orphan(&self) {
+    pub(crate) fn orphan(&self) {
         self.keepalive.abort();
         self.shared.end();
     }

@@ -18,13 +18,13 @@ use std::collections::BTreeSet;
 use tonic::{Code, Status};
 
 /// etcd's default `--max-txn-ops`: the most compares, or ops in one branch, of a txn.
-pub const MAX_TXN_OPS: usize = 128;
+pub(crate) const MAX_TXN_OPS: usize = 128;
 /// etcd's `MaxLeaseTTL`, seconds.
-pub const MAX_LEASE_TTL_S: i64 = 9_000_000_000;
+pub(crate) const MAX_LEASE_TTL_S: i64 = 9_000_000_000;
 
 /// Why the API refused or failed a request: etcd's `rpctypes` errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     /// `ErrGRPCEmptyKey`.
     EmptyKey,
     /// `ErrGRPCValueProvided`: `ignore_value` with a value.
@@ -55,11 +55,11 @@ pub enum ApiError {
 
 /// The metadata key carrying a [`ApiError::NotLeader`] hint (the model's addition; etcd
 /// forwards instead).
-pub const LEADER_HINT: &str = "locksim-leader";
+pub(crate) const LEADER_HINT: &str = "locksim-leader";
 
 impl ApiError {
     /// The gRPC status etcd answers.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         let (code, msg): (Code, String) = match self {
             ApiError::EmptyKey => (
                 Code::InvalidArgument,
@@ -100,7 +100,7 @@ impl ApiError {
     }
 
     /// The error a status carries, if it is one of etcd's the client acts on.
-    pub fn of_status(s: &Status) -> Option<ApiError> {
+    pub(crate) fn of_status(s: &Status) -> Option<ApiError> {
         let e = match (s.code(), s.message()) {
             (Code::FailedPrecondition, "etcdserver: not leader") => ApiError::NotLeader {
                 hint: s
@@ -120,7 +120,7 @@ impl ApiError {
     }
 
     /// Whether the request may have taken effect although it failed.
-    pub fn maybe_applied(&self) -> bool {
+    pub(crate) fn maybe_applied(&self) -> bool {
         matches!(self, ApiError::Timeout)
     }
 }
@@ -187,7 +187,7 @@ fn lease_id(v: i64) -> LeaseId {
 }
 
 /// etcd's `RangeRequest`, checked.
-pub fn range_request(r: pb::RangeRequest) -> Result<RangeRequest, ApiError> {
+pub(crate) fn range_request(r: pb::RangeRequest) -> Result<RangeRequest, ApiError> {
     use pb::range_request::{SortOrder as O, SortTarget as T};
     let sort_order = match O::try_from(r.sort_order) {
         Ok(O::Ascend) => SortOrder::Ascend,
@@ -218,7 +218,7 @@ pub fn range_request(r: pb::RangeRequest) -> Result<RangeRequest, ApiError> {
 }
 
 /// etcd's `PutRequest`, checked.
-pub fn put_request(r: pb::PutRequest) -> Result<PutRequest, ApiError> {
+pub(crate) fn put_request(r: pb::PutRequest) -> Result<PutRequest, ApiError> {
     if r.key.is_empty() {
         return Err(ApiError::EmptyKey);
     }
@@ -239,7 +239,7 @@ pub fn put_request(r: pb::PutRequest) -> Result<PutRequest, ApiError> {
 }
 
 /// etcd's `DeleteRangeRequest`, checked.
-pub fn delete_request(r: pb::DeleteRangeRequest) -> Result<DeleteRequest, ApiError> {
+pub(crate) fn delete_request(r: pb::DeleteRangeRequest) -> Result<DeleteRequest, ApiError> {
     Ok(DeleteRequest {
         keys: key_spec(r.key, r.range_end)?,
         prev_kv: r.prev_kv,
@@ -247,7 +247,7 @@ pub fn delete_request(r: pb::DeleteRangeRequest) -> Result<DeleteRequest, ApiErr
 }
 
 /// etcd's `TxnRequest`, checked (`checkTxnRequest`, then `checkIntervals`).
-pub fn txn_request(r: pb::TxnRequest) -> Result<TxnRequest, ApiError> {
+pub(crate) fn txn_request(r: pb::TxnRequest) -> Result<TxnRequest, ApiError> {
     let t = txn(r, MAX_TXN_OPS)?;
     check_intervals(&t.success)?;
     check_intervals(&t.failure)?;
@@ -394,7 +394,7 @@ fn check_intervals(ops: &[TxnOp]) -> Result<Writes, ApiError> {
 }
 
 /// A key as etcd's `mvccpb.KeyValue`.
-pub fn kv_pb(kv: KeyValue) -> mvccpb::KeyValue {
+pub(crate) fn kv_pb(kv: KeyValue) -> mvccpb::KeyValue {
     mvccpb::KeyValue {
         key: bytes_of(&kv.key),
         create_revision: kv.create_revision as i64,
@@ -407,7 +407,7 @@ pub fn kv_pb(kv: KeyValue) -> mvccpb::KeyValue {
 
 /// The fields of a response header a node fills in (etcd's `header.fill`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HeaderIds {
+pub(crate) struct HeaderIds {
     /// The cluster's id.
     pub cluster_id: u64,
     /// The answering member's id.
@@ -421,7 +421,7 @@ pub struct HeaderIds {
 impl HeaderIds {
     /// A full header at `revision` (0: the store's revision when the node answered, as
     /// etcd's `header.fill`).
-    pub fn header(&self, revision: u64) -> Option<pb::ResponseHeader> {
+    pub(crate) fn header(&self, revision: u64) -> Option<pb::ResponseHeader> {
         let revision = if revision == 0 {
             self.revision
         } else {
@@ -436,7 +436,7 @@ impl HeaderIds {
     }
 
     /// A header without a revision (etcd's `MemberList`, a watch canceled by compaction).
-    pub fn without_revision(&self) -> Option<pb::ResponseHeader> {
+    pub(crate) fn without_revision(&self) -> Option<pb::ResponseHeader> {
         Some(pb::ResponseHeader {
             revision: 0,
             ..self.header(0)?
@@ -450,7 +450,7 @@ fn bare_header(revision: u64) -> Option<pb::ResponseHeader> {
 }
 
 /// A range's answer; `header` fills the top-level header (inside a txn it is bare).
-pub fn range_response(r: RangeResponse, ids: Option<&HeaderIds>) -> pb::RangeResponse {
+pub(crate) fn range_response(r: RangeResponse, ids: Option<&HeaderIds>) -> pb::RangeResponse {
     pb::RangeResponse {
         header: ids.map_or_else(|| bare_header(r.revision), |h| h.header(r.revision)),
         kvs: r.kvs.into_iter().map(kv_pb).collect(),
@@ -460,7 +460,7 @@ pub fn range_response(r: RangeResponse, ids: Option<&HeaderIds>) -> pb::RangeRes
 }
 
 /// A put's answer.
-pub fn put_response(r: PutResponse, ids: Option<&HeaderIds>) -> pb::PutResponse {
+pub(crate) fn put_response(r: PutResponse, ids: Option<&HeaderIds>) -> pb::PutResponse {
     pb::PutResponse {
         header: ids.map_or_else(|| bare_header(r.revision), |h| h.header(r.revision)),
         prev_kv: r.prev_kv.map(kv_pb),
@@ -468,7 +468,10 @@ pub fn put_response(r: PutResponse, ids: Option<&HeaderIds>) -> pb::PutResponse 
 }
 
 /// A delete's answer.
-pub fn delete_response(r: DeleteResponse, ids: Option<&HeaderIds>) -> pb::DeleteRangeResponse {
+pub(crate) fn delete_response(
+    r: DeleteResponse,
+    ids: Option<&HeaderIds>,
+) -> pb::DeleteRangeResponse {
     pb::DeleteRangeResponse {
         header: ids.map_or_else(|| bare_header(r.revision), |h| h.header(r.revision)),
         deleted: r.deleted as i64,
@@ -477,7 +480,7 @@ pub fn delete_response(r: DeleteResponse, ids: Option<&HeaderIds>) -> pb::Delete
 }
 
 /// A txn's answer.
-pub fn txn_response(r: TxnResponse, ids: Option<&HeaderIds>) -> pb::TxnResponse {
+pub(crate) fn txn_response(r: TxnResponse, ids: Option<&HeaderIds>) -> pb::TxnResponse {
     use pb::response_op::Response as R;
     let responses = r
         .responses

@@ -14,7 +14,7 @@ fn header_revision(h: &Option<pb::ResponseHeader>) -> u64 {
 }
 
 /// etcd's `mvccpb.KeyValue` as the store's.
-pub fn kv_of(kv: mvccpb::KeyValue) -> KeyValue {
+pub(crate) fn kv_of(kv: mvccpb::KeyValue) -> KeyValue {
     KeyValue {
         key: text_of(kv.key),
         value: text_of(kv.value),
@@ -26,7 +26,7 @@ pub fn kv_of(kv: mvccpb::KeyValue) -> KeyValue {
 }
 
 /// A range as etcd's `RangeRequest`.
-pub fn range_pb(r: &RangeRequest) -> pb::RangeRequest {
+pub(crate) fn range_pb(r: &RangeRequest) -> pb::RangeRequest {
     use pb::range_request::{SortOrder as O, SortTarget as T};
     let sort_order = match r.sort_order {
         SortOrder::None => O::None,
@@ -58,7 +58,7 @@ pub fn range_pb(r: &RangeRequest) -> pb::RangeRequest {
 }
 
 /// A put as etcd's `PutRequest`.
-pub fn put_pb(p: &PutRequest) -> pb::PutRequest {
+pub(crate) fn put_pb(p: &PutRequest) -> pb::PutRequest {
     pb::PutRequest {
         key: bytes_of(&p.key),
         value: bytes_of(&p.value),
@@ -70,7 +70,7 @@ pub fn put_pb(p: &PutRequest) -> pb::PutRequest {
 }
 
 /// A delete as etcd's `DeleteRangeRequest`.
-pub fn delete_pb(d: &DeleteRequest) -> pb::DeleteRangeRequest {
+pub(crate) fn delete_pb(d: &DeleteRequest) -> pb::DeleteRangeRequest {
     pb::DeleteRangeRequest {
         key: bytes_of(&d.keys.key),
         range_end: bytes_of(&d.keys.range_end),
@@ -116,7 +116,7 @@ fn op_pb(op: &TxnOp) -> pb::RequestOp {
 }
 
 /// A txn as etcd's `TxnRequest`.
-pub fn txn_pb(t: &TxnRequest) -> pb::TxnRequest {
+pub(crate) fn txn_pb(t: &TxnRequest) -> pb::TxnRequest {
     pb::TxnRequest {
         compare: t.compare.iter().map(compare_pb).collect(),
         success: t.success.iter().map(op_pb).collect(),
@@ -125,7 +125,7 @@ pub fn txn_pb(t: &TxnRequest) -> pb::TxnRequest {
 }
 
 /// etcd's `RangeResponse` as the store's.
-pub fn range_of(r: pb::RangeResponse) -> RangeResponse {
+pub(crate) fn range_of(r: pb::RangeResponse) -> RangeResponse {
     RangeResponse {
         revision: header_revision(&r.header),
         kvs: r.kvs.into_iter().map(kv_of).collect(),
@@ -135,7 +135,7 @@ pub fn range_of(r: pb::RangeResponse) -> RangeResponse {
 }
 
 /// etcd's `PutResponse` as the store's.
-pub fn put_of(r: pb::PutResponse) -> PutResponse {
+pub(crate) fn put_of(r: pb::PutResponse) -> PutResponse {
     PutResponse {
         revision: header_revision(&r.header),
         prev_kv: r.prev_kv.map(kv_of),
@@ -143,7 +143,7 @@ pub fn put_of(r: pb::PutResponse) -> PutResponse {
 }
 
 /// etcd's `DeleteRangeResponse` as the store's.
-pub fn delete_of(r: pb::DeleteRangeResponse) -> DeleteResponse {
+pub(crate) fn delete_of(r: pb::DeleteRangeResponse) -> DeleteResponse {
     DeleteResponse {
         revision: header_revision(&r.header),
         deleted: r.deleted.max(0) as u64,
@@ -152,7 +152,7 @@ pub fn delete_of(r: pb::DeleteRangeResponse) -> DeleteResponse {
 }
 
 /// etcd's `TxnResponse` as the store's (an empty `ResponseOp` reads as an empty range).
-pub fn txn_of(r: pb::TxnResponse) -> TxnResponse {
+pub(crate) fn txn_of(r: pb::TxnResponse) -> TxnResponse {
     use pb::response_op::Response as R;
     let responses = r
         .responses
@@ -173,7 +173,7 @@ pub fn txn_of(r: pb::TxnResponse) -> TxnResponse {
 }
 
 /// A watch of `keys` from revision `start` (0: from now).
-pub fn watch_create_pb(keys: &KeySpec, start: u64) -> pb::WatchRequest {
+pub(crate) fn watch_create_pb(keys: &KeySpec, start: u64) -> pb::WatchRequest {
     pb::WatchRequest {
         request_union: Some(pb::watch_request::RequestUnion::CreateRequest(
             pb::WatchCreateRequest {

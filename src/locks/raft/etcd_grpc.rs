@@ -19,14 +19,14 @@ use tokio::sync::{mpsc, oneshot};
 use tonic::{Status, Streaming};
 
 /// Where a node's answer to a [`Call`] goes: the answer and the header fields, or why not.
-pub type Reply<T> = oneshot::Sender<Result<(T, HeaderIds), ApiError>>;
+pub(crate) type Reply<T> = oneshot::Sender<Result<(T, HeaderIds), ApiError>>;
 
 /// A stream of answers to a streaming RPC.
-pub type Replies<T> = mpsc::Sender<Result<T, Status>>;
+pub(crate) type Replies<T> = mpsc::Sender<Result<T, Status>>;
 
 /// A lease as `LeaseTimeToLive` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseTtl {
+pub(crate) struct LeaseTtl {
     /// Remaining, ms (negative: the lease does not exist).
     pub remaining_ms: i64,
     /// Granted, ms.
@@ -37,7 +37,7 @@ pub struct LeaseTtl {
 
 /// A member as `MemberList` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberInfo {
+pub(crate) struct MemberInfo {
     /// etcd's member id.
     pub id: u64,
     /// The node's name.
@@ -50,7 +50,7 @@ pub struct MemberInfo {
 
 /// What `Status` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusInfo {
+pub(crate) struct StatusInfo {
     /// The leader's member id (0: none known).
     pub leader: u64,
     /// Last log index.
@@ -60,7 +60,7 @@ pub struct StatusInfo {
 }
 
 /// What the gRPC services ask of the node.
-pub enum Call {
+pub(crate) enum Call {
     /// A request through the Raft log (a `LeaseGrant` with id 0 gets one from the node).
     Propose(Request, Reply<Response>),
     /// A read (per the node's `read` mode; `serializable` reads its own state).
@@ -93,7 +93,7 @@ pub enum Call {
 }
 
 /// The metadata key that marks a lessor call one node forwarded to another.
-pub const FORWARDED: &str = "locksim-forwarded";
+pub(crate) const FORWARDED: &str = "locksim-forwarded";
 
 /// `call`, marked [`Call::Forwarded`] when `meta` says another node forwarded it.
 fn hop(meta: &tonic::metadata::MetadataMap, call: Call) -> Call {
@@ -106,7 +106,7 @@ fn hop(meta: &tonic::metadata::MetadataMap, call: Call) -> Call {
 
 /// The services of one node: every RPC becomes a [`Call`] on `calls`.
 #[derive(Clone)]
-pub struct EtcdService {
+pub(crate) struct EtcdService {
     calls: mpsc::UnboundedSender<Call>,
     second_ms: u64,
 }
@@ -117,12 +117,12 @@ const STREAM_BUFFER: usize = 64;
 impl EtcdService {
     /// Services that hand their calls to `calls`; lease TTLs count seconds of
     /// `second_ms`.
-    pub fn new(calls: mpsc::UnboundedSender<Call>, second_ms: u64) -> EtcdService {
+    pub(crate) fn new(calls: mpsc::UnboundedSender<Call>, second_ms: u64) -> EtcdService {
         EtcdService { calls, second_ms }
     }
 
     /// The router serving every service on one connection.
-    pub fn router(self) -> GrpcRouter {
+    pub(crate) fn router(self) -> GrpcRouter {
         GrpcRouter::new()
             .serving(kv_server::KvServer::new(self.clone()))
             .serving(watch_server::WatchServer::new(self.clone()))
@@ -183,7 +183,7 @@ fn invalid(e: ApiError) -> Status {
 }
 
 /// The answers of a streaming RPC, as tonic wants them.
-pub struct ReplyStream<T>(mpsc::Receiver<Result<T, Status>>);
+pub(crate) struct ReplyStream<T>(mpsc::Receiver<Result<T, Status>>);
 
 impl<T> tokio_stream::Stream for ReplyStream<T> {
     type Item = Result<T, Status>;
@@ -196,7 +196,7 @@ impl<T> tokio_stream::Stream for ReplyStream<T> {
 type Rpc<T> = Result<tonic::Response<T>, Status>;
 
 /// A streaming RPC's answers, as the generated services want them.
-pub type BoxStream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+pub(crate) type BoxStream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl kv_server::Kv for EtcdService {
@@ -388,7 +388,7 @@ impl cluster_server::Cluster for EtcdService {
 }
 
 /// The etcd release whose API the model follows, as `Status` reports it.
-pub const VERSION: &str = "3.4.23";
+pub(crate) const VERSION: &str = "3.4.23";
 
 #[tonic::async_trait]
 impl maintenance_server::Maintenance for EtcdService {

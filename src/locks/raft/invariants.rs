@@ -24,10 +24,10 @@ mod election_safety;
 mod lock_linearizable;
 mod log;
 
-pub use apply::{check_apply, APPLY};
-pub use election_safety::{check_election_safety, ELECTION_SAFETY};
-pub use lock_linearizable::{dedup_expires, LOCK_LINEARIZABLE};
-pub use log::{check_log, LOG};
+pub(crate) use apply::APPLY;
+pub(crate) use election_safety::ELECTION_SAFETY;
+pub(crate) use lock_linearizable::LOCK_LINEARIZABLE;
+pub(crate) use log::LOG;
 
 use crate::check::{Violation, MAX_REPORTED};
 use crate::history::{Event, EventType};

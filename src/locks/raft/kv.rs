@@ -47,11 +47,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 #[path = "kv_request.rs"]
 mod request;
-pub use request::*;
+pub(crate) use request::*;
 
 /// A lease as the replicated state knows it (its expiry is the lessor's business).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
+pub(crate) struct Lease {
     /// TTL granted, ms.
     pub ttl_ms: u64,
     /// Attached keys.
@@ -60,7 +60,7 @@ pub struct Lease {
 
 /// What a change did to a key (etcd's `mvccpb.Event_EventType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// Created or updated.
     Put,
     /// Deleted.
@@ -69,7 +69,7 @@ pub enum EventKind {
 
 /// One change to one key, as a watch delivers it (etcd's `mvccpb.Event`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     /// Put or delete.
     pub kind: EventKind,
     /// The key after a put; after a delete, its tombstone: the key and the delete's
@@ -81,14 +81,14 @@ pub struct Event {
 
 impl Event {
     /// The revision of the change.
-    pub fn revision(&self) -> u64 {
+    pub(crate) fn revision(&self) -> u64 {
         self.kv.mod_revision
     }
 }
 
 /// The replicated store.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Store {
+pub(crate) struct Store {
     revision: u64,
     /// Revisions before this one are forgotten (etcd's `compactMainRev`; 0: none).
     compacted: u64,
@@ -123,7 +123,7 @@ impl Write {
 
 impl Store {
     /// An empty store at revision 1; granted TTLs are raised to `min_lease_ttl_ms`.
-    pub fn new(min_lease_ttl_ms: u64) -> Store {
+    pub(crate) fn new(min_lease_ttl_ms: u64) -> Store {
         Store {
             revision: 1,
             compacted: 0,
@@ -137,55 +137,52 @@ impl Store {
     }
 
     /// Current revision.
-    pub fn revision(&self) -> u64 {
+    pub(crate) fn revision(&self) -> u64 {
         self.revision
     }
 
     /// The compacted revision (0: never compacted).
-    pub fn compacted(&self) -> u64 {
+    pub(crate) fn compacted(&self) -> u64 {
         self.compacted
     }
 
     /// Index of the last Raft entry applied.
-    pub fn applied_index(&self) -> u64 {
+    pub(crate) fn applied_index(&self) -> u64 {
         self.applied_index
     }
 
     /// Note that the entry at `index` was applied (no-ops included).
-    pub fn set_applied_index(&mut self, index: u64) {
+    pub(crate) fn set_applied_index(&mut self, index: u64) {
         debug_assert!(index > self.applied_index, "apply in order");
         self.applied_index = index;
     }
 
     /// One key.
-    pub fn get(&self, key: &str) -> Option<&KeyValue> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, key: &str) -> Option<&KeyValue> {
         self.kvs.get(key)
     }
 
     /// A lease.
-    pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
+    pub(crate) fn lease(&self, id: LeaseId) -> Option<&Lease> {
         self.leases.get(&id)
     }
 
     /// Every lease, by id.
-    pub fn leases(&self) -> impl Iterator<Item = (LeaseId, &Lease)> {
+    pub(crate) fn leases(&self) -> impl Iterator<Item = (LeaseId, &Lease)> {
         self.leases.iter().map(|(&id, l)| (id, l))
     }
 
-    /// The minimum lease TTL, ms.
-    pub fn min_lease_ttl_ms(&self) -> u64 {
-        self.min_lease_ttl_ms
-    }
-
     /// The changes at revision `rev` and after, in order (a watch from `rev`).
-    pub fn events_since(&self, rev: u64) -> &[Event] {
+    pub(crate) fn events_since(&self, rev: u64) -> &[Event] {
         let i = self.events.partition_point(|e| e.revision() < rev);
         &self.events[i..]
     }
 
     /// The first revision ≥ `rev` at which `key` was deleted, if any: what a watch on
     /// `key` from `rev` would report as its first delete event.
-    pub fn first_delete_at_or_after(&self, key: &str, rev: u64) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn first_delete_at_or_after(&self, key: &str, rev: u64) -> Option<u64> {
         self.events_since(rev)
             .iter()
             .find(|e| e.kind == EventKind::Delete && e.kv.key == key)
@@ -194,7 +191,7 @@ impl Store {
 
     /// Whether a read at `rev` (0: now) can be served: etcd's `ErrFutureRev` and
     /// `ErrCompacted` otherwise.
-    pub fn check_revision(&self, rev: u64, now: u64) -> Result<(), ServiceError> {
+    pub(crate) fn check_revision(&self, rev: u64, now: u64) -> Result<(), ServiceError> {
         if rev > now {
             return Err(ServiceError::FutureRev);
         }
@@ -206,7 +203,7 @@ impl Store {
 
     /// A read of the current state (not through the log: the caller decides whether it
     /// is linearizable).
-    pub fn range(&self, r: &RangeRequest) -> Result<RangeResponse, ServiceError> {
+    pub(crate) fn range(&self, r: &RangeRequest) -> Result<RangeResponse, ServiceError> {
         self.range_seen(r, self.revision)
     }
 
@@ -454,7 +451,7 @@ impl Store {
 
     /// Apply a request committed at log `index`. A failed request changes nothing but the
     /// applied index.
-    pub fn apply(&mut self, index: u64, req: &Request) -> Result<Response, ServiceError> {
+    pub(crate) fn apply(&mut self, index: u64, req: &Request) -> Result<Response, ServiceError> {
         self.set_applied_index(index);
         let mut w = Write {
             rev: self.revision + 1,
@@ -489,7 +486,7 @@ struct TxnPath<'t> {
 mod range;
 
 #[path = "lock_delay.rs"]
-pub mod lock_delay;
+pub(crate) mod lock_delay;
 
 #[cfg(test)]
 #[path = "kv_tests.rs"]

@@ -10,11 +10,11 @@
 use serde::{Deserialize, Serialize};
 
 /// A lease id; 0 means "no lease" (etcd's `NoLease`).
-pub type LeaseId = u64;
+pub(crate) type LeaseId = u64;
 
 /// A key and its metadata, as etcd's `mvccpb.KeyValue`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct KeyValue {
+pub(crate) struct KeyValue {
     /// The key.
     pub key: String,
     /// The value.
@@ -31,7 +31,7 @@ pub struct KeyValue {
 
 /// Which keys a range, delete, compare or watch covers: etcd's `key` and `range_end`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeySpec {
+pub(crate) struct KeySpec {
     /// The key, or the first key of the interval.
     pub key: String,
     /// Empty: `key` alone. `"\0"`: every key ≥ `key`. Otherwise the interval
@@ -42,7 +42,7 @@ pub struct KeySpec {
 
 impl KeySpec {
     /// Exactly `key`.
-    pub fn key(key: impl Into<String>) -> KeySpec {
+    pub(crate) fn key(key: impl Into<String>) -> KeySpec {
         KeySpec {
             key: key.into(),
             range_end: String::new(),
@@ -51,7 +51,7 @@ impl KeySpec {
 
     /// Every key starting with `prefix` (etcd's `WithPrefix()`; the empty prefix is every
     /// key, as etcd's `"\0"` key with `"\0"` end).
-    pub fn prefix(prefix: impl Into<String>) -> KeySpec {
+    pub(crate) fn prefix(prefix: impl Into<String>) -> KeySpec {
         let key = prefix.into();
         if key.is_empty() {
             return KeySpec {
@@ -64,7 +64,8 @@ impl KeySpec {
     }
 
     /// Every key ≥ `key` (etcd's `WithFromKey()`).
-    pub fn from_key(key: impl Into<String>) -> KeySpec {
+    #[cfg(test)]
+    pub(crate) fn from_key(key: impl Into<String>) -> KeySpec {
         KeySpec {
             key: key.into(),
             range_end: "\0".into(),
@@ -72,12 +73,12 @@ impl KeySpec {
     }
 
     /// Whether this names one key.
-    pub fn is_single(&self) -> bool {
+    pub(crate) fn is_single(&self) -> bool {
         self.range_end.is_empty()
     }
 
     /// Whether `k` is in the range.
-    pub fn contains(&self, k: &str) -> bool {
+    pub(crate) fn contains(&self, k: &str) -> bool {
         match self.range_end.as_str() {
             "" => k == self.key,
             "\0" => k >= self.key.as_str(),
@@ -104,13 +105,13 @@ fn prefix_end(prefix: &str) -> String {
 /// per byte (U+0000 to U+00FF), so that any bytes a client sends come back as they were
 /// and keys order as their bytes do. ASCII, all locksim's own clients send, is the same
 /// either way.
-pub fn text_of(bytes: Vec<u8>) -> String {
+pub(crate) fn text_of(bytes: Vec<u8>) -> String {
     bytes.into_iter().map(char::from).collect()
 }
 
 /// The bytes a key or value stands for (the inverse of [`text_of`]); a `char` above
 /// U+00FF, which no client can have sent, goes out as its UTF-8.
-pub fn bytes_of(text: &str) -> Vec<u8> {
+pub(crate) fn bytes_of(text: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len());
     for c in text.chars() {
         match u8::try_from(c) {
@@ -124,7 +125,7 @@ pub fn bytes_of(text: &str) -> Vec<u8> {
 /// Sort order of a range (etcd's `SortOrder`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum SortOrder {
+pub(crate) enum SortOrder {
     /// As stored: by key (etcd's default).
     #[default]
     None,
@@ -137,7 +138,7 @@ pub enum SortOrder {
 /// What a range sorts by (etcd's `SortTarget`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum SortTarget {
+pub(crate) enum SortTarget {
     /// The key.
     #[default]
     Key,
@@ -153,7 +154,7 @@ pub enum SortTarget {
 
 /// A range read (etcd's `RangeRequest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RangeRequest {
+pub(crate) struct RangeRequest {
     /// Keys to read.
     pub keys: KeySpec,
     /// At most this many keys, 0 for all.
@@ -193,7 +194,7 @@ pub struct RangeRequest {
 
 impl RangeRequest {
     /// Read the keys of `keys`, in key order.
-    pub fn of(keys: KeySpec) -> RangeRequest {
+    pub(crate) fn of(keys: KeySpec) -> RangeRequest {
         RangeRequest {
             keys,
             limit: 0,
@@ -211,12 +212,12 @@ impl RangeRequest {
     }
 
     /// Read one key.
-    pub fn get(key: impl Into<String>) -> RangeRequest {
+    pub(crate) fn get(key: impl Into<String>) -> RangeRequest {
         RangeRequest::of(KeySpec::key(key))
     }
 
     /// The oldest key under `prefix` (etcd's `OpGet(pfx, WithFirstCreate()...)`).
-    pub fn first_created(prefix: impl Into<String>) -> RangeRequest {
+    pub(crate) fn first_created(prefix: impl Into<String>) -> RangeRequest {
         RangeRequest {
             limit: 1,
             sort_order: SortOrder::Ascend,
@@ -227,7 +228,7 @@ impl RangeRequest {
 
     /// The newest key under `prefix` created at or before `max_create_revision` (etcd's
     /// `Get(pfx, WithLastCreate()..., WithMaxCreateRev(rev))`, as in `waitDeletes`).
-    pub fn last_created_at_or_before(
+    pub(crate) fn last_created_at_or_before(
         prefix: impl Into<String>,
         max_create_revision: u64,
     ) -> RangeRequest {
@@ -261,7 +262,7 @@ impl RangeRequest {
 
 /// A range's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RangeResponse {
+pub(crate) struct RangeResponse {
     /// Store revision the read saw.
     pub revision: u64,
     /// Matching keys, sorted and limited (empty with `count_only`).
@@ -275,7 +276,7 @@ pub struct RangeResponse {
 /// What a compare looks at (etcd's `Compare.target` and its value).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum CompareTarget {
+pub(crate) enum CompareTarget {
     /// `create_revision` against a revision.
     Create(u64),
     /// `mod_revision` against a revision.
@@ -291,7 +292,7 @@ pub enum CompareTarget {
 /// How a compare compares (etcd's `Compare.result`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum CompareResult {
+pub(crate) enum CompareResult {
     /// `=`
     Equal,
     /// `!=`
@@ -304,7 +305,7 @@ pub enum CompareResult {
 
 /// One txn guard: `actual(key) result target`, for every key of `keys`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Compare {
+pub(crate) struct Compare {
     /// The key, or the keys.
     pub keys: KeySpec,
     /// How to compare.
@@ -316,7 +317,7 @@ pub struct Compare {
 impl Compare {
     /// `create_revision(key) == rev` (etcd `Compare(CreateRevision(key), "=", rev)`; with
     /// `rev = 0`: the key does not exist).
-    pub fn create_revision_is(key: impl Into<String>, rev: u64) -> Compare {
+    pub(crate) fn create_revision_is(key: impl Into<String>, rev: u64) -> Compare {
         Compare {
             keys: KeySpec::key(key),
             result: CompareResult::Equal,
@@ -327,7 +328,7 @@ impl Compare {
 
 /// A put (etcd's `PutRequest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PutRequest {
+pub(crate) struct PutRequest {
     /// Key.
     pub key: String,
     /// Value.
@@ -349,7 +350,11 @@ pub struct PutRequest {
 
 impl PutRequest {
     /// Put `value` at `key` under `lease` (0: none).
-    pub fn new(key: impl Into<String>, value: impl Into<String>, lease: LeaseId) -> PutRequest {
+    pub(crate) fn new(
+        key: impl Into<String>,
+        value: impl Into<String>,
+        lease: LeaseId,
+    ) -> PutRequest {
         PutRequest {
             key: key.into(),
             value: value.into(),
@@ -363,7 +368,7 @@ impl PutRequest {
 
 /// A delete (etcd's `DeleteRangeRequest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeleteRequest {
+pub(crate) struct DeleteRequest {
     /// The keys.
     pub keys: KeySpec,
     /// Answer with the deleted keys.
@@ -373,7 +378,7 @@ pub struct DeleteRequest {
 
 impl DeleteRequest {
     /// Delete `keys`.
-    pub fn of(keys: KeySpec) -> DeleteRequest {
+    pub(crate) fn of(keys: KeySpec) -> DeleteRequest {
         DeleteRequest {
             keys,
             prev_kv: false,
@@ -384,7 +389,7 @@ impl DeleteRequest {
 /// An operation inside a txn (etcd's `RequestOp`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum TxnOp {
+pub(crate) enum TxnOp {
     /// Read.
     Range(RangeRequest),
     /// Put.
@@ -397,7 +402,7 @@ pub enum TxnOp {
 
 /// A transaction: `if all(compare) then success else failure`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TxnRequest {
+pub(crate) struct TxnRequest {
     /// Guards, all must hold.
     pub compare: Vec<Compare>,
     /// Ops when they hold.
@@ -409,7 +414,7 @@ pub struct TxnRequest {
 /// A request applied through the Raft log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Request {
+pub(crate) enum Request {
     /// Put a key.
     Put(PutRequest),
     /// Delete a key or a range.
@@ -439,7 +444,7 @@ pub enum Request {
 
 /// A put's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PutResponse {
+pub(crate) struct PutResponse {
     /// Header revision (the key's new `mod_revision`).
     pub revision: u64,
     /// The key before the put, if asked for and it existed.
@@ -448,7 +453,7 @@ pub struct PutResponse {
 
 /// A delete's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeleteResponse {
+pub(crate) struct DeleteResponse {
     /// Header revision.
     pub revision: u64,
     /// Keys deleted.
@@ -459,7 +464,7 @@ pub struct DeleteResponse {
 
 /// A txn's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TxnResponse {
+pub(crate) struct TxnResponse {
     /// Header revision.
     pub revision: u64,
     /// The compares held (the success branch ran).
@@ -471,7 +476,7 @@ pub struct TxnResponse {
 /// The answer to one txn op (etcd's `ResponseOp`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum OpResponse {
+pub(crate) enum OpResponse {
     /// A read.
     Range(RangeResponse),
     /// A put.
@@ -486,7 +491,7 @@ pub enum OpResponse {
 /// revision after the request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Response {
+pub(crate) enum Response {
     /// Put done.
     Put(PutResponse),
     /// Delete done.
@@ -518,7 +523,7 @@ pub enum Response {
 
 impl Response {
     /// The header revision.
-    pub fn revision(&self) -> u64 {
+    pub(crate) fn revision(&self) -> u64 {
         match self {
             Response::Put(r) => r.revision,
             Response::DeleteRange(r) => r.revision,
@@ -534,7 +539,7 @@ impl Response {
 /// Why a request failed (it changed nothing). The texts are etcd's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ServiceError {
+pub(crate) enum ServiceError {
     /// etcd `ErrLeaseNotFound`.
     LeaseNotFound,
     /// etcd `ErrLeaseExists`.

@@ -48,7 +48,7 @@ use std::fmt;
 
 /// Why a renew failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseError {
+pub(crate) enum LeaseError {
     /// This node's lessor is not the primary (etcd `ErrNotPrimary`): ask the leader.
     NotPrimary,
     /// No such lease (etcd `ErrLeaseNotFound`).
@@ -70,13 +70,13 @@ impl fmt::Display for LeaseError {
 impl std::error::Error for LeaseError {}
 
 /// etcd's `isActive`: the Raft loop ticked within the last 3 ticks (local ns).
-pub fn ticked_recently(last_tick_ns: i64, now_ns: i64, tick_ms: u64) -> bool {
+pub(crate) fn ticked_recently(last_tick_ns: i64, now_ns: i64, tick_ms: u64) -> bool {
     last_tick_ns + 3 * tick_ms as i64 * 1_000_000 > now_ns
 }
 
 /// One node's lessor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lessor {
+pub(crate) struct Lessor {
     primary: bool,
     /// Expiry per lease (local ns), only while primary.
     expiry: BTreeMap<LeaseId, i64>,
@@ -87,7 +87,7 @@ pub struct Lessor {
 
 impl Lessor {
     /// A demoted lessor; expired leases are listed again every `retry_ns`.
-    pub fn new(retry_ns: i64) -> Lessor {
+    pub(crate) fn new(retry_ns: i64) -> Lessor {
         Lessor {
             primary: false,
             expiry: BTreeMap::new(),
@@ -97,12 +97,12 @@ impl Lessor {
     }
 
     /// Whether this is the primary lessor.
-    pub fn is_primary(&self) -> bool {
+    pub(crate) fn is_primary(&self) -> bool {
         self.primary
     }
 
     /// Become primary: every lease in `store` expires `extend_ns + TTL` from `now_ns`.
-    pub fn promote(&mut self, store: &Store, now_ns: i64, extend_ns: i64) {
+    pub(crate) fn promote(&mut self, store: &Store, now_ns: i64, extend_ns: i64) {
         self.primary = true;
         self.expiry = store
             .leases()
@@ -112,27 +112,32 @@ impl Lessor {
     }
 
     /// Stop being primary: no expiries.
-    pub fn demote(&mut self) {
+    pub(crate) fn demote(&mut self) {
         self.primary = false;
         self.expiry.clear();
         self.relist.clear();
     }
 
     /// A grant of `id` with `ttl_ms` was applied at `now_ns`.
-    pub fn granted(&mut self, id: LeaseId, ttl_ms: u64, now_ns: i64) {
+    pub(crate) fn granted(&mut self, id: LeaseId, ttl_ms: u64, now_ns: i64) {
         if self.primary {
             self.expiry.insert(id, now_ns + ms(ttl_ms));
         }
     }
 
     /// A revoke of `id` was applied.
-    pub fn revoked(&mut self, id: LeaseId) {
+    pub(crate) fn revoked(&mut self, id: LeaseId) {
         self.expiry.remove(&id);
         self.relist.remove(&id);
     }
 
     /// LeaseKeepAlive: the lease now expires a full TTL from `now_ns`. Returns the TTL, ms.
-    pub fn renew(&mut self, store: &Store, id: LeaseId, now_ns: i64) -> Result<u64, LeaseError> {
+    pub(crate) fn renew(
+        &mut self,
+        store: &Store,
+        id: LeaseId,
+        now_ns: i64,
+    ) -> Result<u64, LeaseError> {
         if !self.primary {
             return Err(LeaseError::NotPrimary);
         }
@@ -146,13 +151,13 @@ impl Lessor {
     }
 
     /// Time left on lease `id` at `now_ns` (primary only; may be ≤ 0 once expired).
-    pub fn remaining_ns(&self, id: LeaseId, now_ns: i64) -> Option<i64> {
+    pub(crate) fn remaining_ns(&self, id: LeaseId, now_ns: i64) -> Option<i64> {
         self.expiry.get(&id).map(|e| e - now_ns)
     }
 
     /// Leases past their expiry at `now_ns` that were not listed within the last
     /// `retry`, in id order: propose a `LeaseRevoke` for each.
-    pub fn expired(&mut self, now_ns: i64) -> Vec<LeaseId> {
+    pub(crate) fn expired(&mut self, now_ns: i64) -> Vec<LeaseId> {
         if !self.primary {
             return Vec::new();
         }

@@ -38,12 +38,12 @@ const DELAY_LEASE: LeaseId = 1 << 63;
 const DELAY_KEY: &str = "lock-delay-";
 
 /// Whether `id` is a delay lease (granted by a revoke, never by a client).
-pub fn is_delay_lease(id: LeaseId) -> bool {
+pub(crate) fn is_delay_lease(id: LeaseId) -> bool {
     id & DELAY_LEASE != 0
 }
 
 /// The delay lease a revoke at revision `rev` grants.
-pub fn delay_lease_id(rev: u64) -> LeaseId {
+pub(crate) fn delay_lease_id(rev: u64) -> LeaseId {
     DELAY_LEASE | rev
 }
 
@@ -53,13 +53,8 @@ fn lock_prefix(key: &str) -> Option<&str> {
 }
 
 impl Store {
-    /// The lock-delay, ms (0: off).
-    pub fn lock_delay_ms(&self) -> u64 {
-        self.lock_delay_ms
-    }
-
     /// Set the lock-delay, ms (0: off).
-    pub fn set_lock_delay_ms(&mut self, ms: u64) {
+    pub(crate) fn set_lock_delay_ms(&mut self, ms: u64) {
         self.lock_delay_ms = ms;
     }
 

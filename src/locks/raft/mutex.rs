@@ -61,17 +61,17 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The key of session `lease` under lock `lock` (etcd: `fmt.Sprintf("%s%x", pfx, lease)`).
-pub fn my_key(lock: &str, lease: LeaseId) -> String {
+pub(crate) fn my_key(lock: &str, lease: LeaseId) -> String {
     format!("{lock}/{lease:x}")
 }
 
 /// The key prefix of lock `lock` (etcd's `NewMutex` appends the slash).
-pub fn prefix(lock: &str) -> String {
+pub(crate) fn prefix(lock: &str) -> String {
     format!("{lock}/")
 }
 
 /// `tryAcquire`'s Txn.
-pub fn try_acquire(key: &str, prefix: &str, lease: LeaseId) -> TxnRequest {
+pub(crate) fn try_acquire(key: &str, prefix: &str, lease: LeaseId) -> TxnRequest {
     let owner = TxnOp::Range(RangeRequest::first_created(prefix));
     TxnRequest {
         compare: vec![Compare::create_revision_is(key, 0)],
@@ -82,7 +82,7 @@ pub fn try_acquire(key: &str, prefix: &str, lease: LeaseId) -> TxnRequest {
 
 /// What `tryAcquire`'s answer says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acquired {
+pub(crate) enum Acquired {
     /// Our key is the first created: we own the lock. `my_rev` is its create revision.
     Owner {
         /// The key's create revision.
@@ -98,7 +98,7 @@ pub enum Acquired {
 /// A reply to the lock Txn that is not the one `tryAcquire` sent for (a server bug, or
 /// a reply to another request): what the client cannot tell apart from a lost reply.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TxnReplyError {
+pub(crate) enum TxnReplyError {
     /// Not a Txn response (the reply, as debug text).
     NotATxn(String),
     /// A Txn op response that is not a range (as debug text).
@@ -120,7 +120,7 @@ impl std::fmt::Display for TxnReplyError {
 impl std::error::Error for TxnReplyError {}
 
 /// Read `tryAcquire`'s Txn response.
-pub fn after_txn(resp: &Response) -> Result<Acquired, TxnReplyError> {
+pub(crate) fn after_txn(resp: &Response) -> Result<Acquired, TxnReplyError> {
     let Response::Txn(TxnResponse {
         revision,
         succeeded,
@@ -169,22 +169,22 @@ impl std::fmt::Display for WaitError {
 }
 
 /// `waitDeletes`' read: the last key created at or before `max_rev` under `prefix`.
-pub fn keys_ahead(prefix: &str, max_rev: u64) -> RangeRequest {
+pub(crate) fn keys_ahead(prefix: &str, max_rev: u64) -> RangeRequest {
     RangeRequest::last_created_at_or_before(prefix, max_rev)
 }
 
 /// The key to wait for, with the revision to watch from; `None`: nothing is ahead.
-pub fn next_wait(resp: &RangeResponse) -> Option<(String, u64)> {
+pub(crate) fn next_wait(resp: &RangeResponse) -> Option<(String, u64)> {
     resp.kvs.first().map(|kv| (kv.key.clone(), resp.revision))
 }
 
 /// The post-wait check: our key still exists.
-pub fn still_ours(resp: &RangeResponse) -> bool {
+pub(crate) fn still_ours(resp: &RangeResponse) -> bool {
     !resp.kvs.is_empty()
 }
 
 /// The etcd Mutex client of one client node.
-pub struct EtcdMutex {
+pub(crate) struct EtcdMutex {
     params: RaftParams,
     preferred: Rc<Cell<usize>>,
     /// Made on first use (its channels belong to the client node).
@@ -200,7 +200,7 @@ pub struct EtcdMutex {
 
 impl EtcdMutex {
     /// A client for a cluster with these parameters.
-    pub fn new(params: RaftParams) -> EtcdMutex {
+    pub(crate) fn new(params: RaftParams) -> EtcdMutex {
         let preferred = Rc::new(Cell::new(0));
         EtcdMutex {
             client: None,
@@ -408,7 +408,7 @@ impl EtcdMutex {
 /// Unlock as a Txn: read the lock's first key, then delete ours. etcd's `Unlock` is a plain
 /// `Delete`; the read changes nothing and lets the history say whether the delete
 /// released the lock or only removed a waiter's key.
-pub fn unlock(key: &str, prefix: &str) -> TxnRequest {
+pub(crate) fn unlock(key: &str, prefix: &str) -> TxnRequest {
     TxnRequest {
         compare: vec![],
         success: vec![
@@ -420,7 +420,7 @@ pub fn unlock(key: &str, prefix: &str) -> TxnRequest {
 }
 
 /// Whether [`unlock`]'s answer says it released the lock; `None` for an unexpected reply.
-pub fn released(resp: &Response, key: &str) -> Option<bool> {
+pub(crate) fn released(resp: &Response, key: &str) -> Option<bool> {
     let Response::Txn(TxnResponse { responses, .. }) = resp else {
         return None;
     };

@@ -106,10 +106,9 @@ mod calls;
 mod forward;
 #[path = "node_watch.rs"]
 mod watch;
-pub use calls::{cluster_id, member_id};
 
 /// The Raft id (1-based) of node `raft-N`.
-pub fn raft_id(name: &str) -> u64 {
+pub(crate) fn raft_id(name: &str) -> u64 {
     name.strip_prefix("raft-")
         .and_then(|n| n.parse::<u64>().ok())
         .map(|n| n + 1)
@@ -117,7 +116,7 @@ pub fn raft_id(name: &str) -> u64 {
 }
 
 /// The node name of Raft id `id`.
-pub fn node_name(id: u64) -> String {
+pub(crate) fn node_name(id: u64) -> String {
     format!("raft-{}", id - 1)
 }
 
@@ -171,7 +170,7 @@ struct Node {
 
 /// What a Raft node runs, from start to crash. Recovers the log from the node's disk; a
 /// restarted node re-applies it from index 1.
-pub async fn server_main(ctx: NodeCtx, params: RaftParams) {
+pub(crate) async fn server_main(ctx: NodeCtx, params: RaftParams) {
     let id = raft_id(ctx.name());
     let seed = ctx.rand_u64();
     let core = {

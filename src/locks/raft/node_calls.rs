@@ -13,12 +13,12 @@ use tonic::Streaming;
 
 /// etcd's member id of Raft node `id`: a hash of its name (etcd hashes its peer URLs and
 /// the cluster token), stable across runs.
-pub fn member_id(id: u64) -> u64 {
+pub(crate) fn member_id(id: u64) -> u64 {
     crate::history::fnv1a(node_name(id).as_bytes())
 }
 
 /// The cluster id of a cluster of `nodes` (etcd hashes its members' ids).
-pub fn cluster_id(nodes: u64) -> u64 {
+pub(crate) fn cluster_id(nodes: u64) -> u64 {
     crate::history::fnv1a(format!("locksim-raft-{nodes}").as_bytes())
 }
 

@@ -9,13 +9,13 @@ use crate::locks::param::{self, KeyError, ParamDoc};
 use serde::Deserialize;
 
 /// The `read` and `fsync` keys are the Raft core's own policies.
-pub use crate::consensus::{Fsync, ReadMode};
+pub(crate) use crate::consensus::{Fsync, ReadMode};
 
 /// Whether the leader's lessor checks its leadership before revoking expired leases
 /// (the `lessor_check` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LessorCheck {
+pub(crate) enum LessorCheck {
     /// etcd ≥ 3.5.13 (PR #16822, issue #15247): skip the check if the node ticked within
     /// the last 3 ticks, else confirm leadership with a ReadIndex round before proposing
     /// revokes.
@@ -27,7 +27,7 @@ pub enum LessorCheck {
 /// Where the fencing token of a grant comes from (the `token` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RaftToken {
+pub(crate) enum RaftToken {
     /// The create revision of the holder's key (etcd's `Mutex.Key()` create revision,
     /// `myRev`). Not `Mutex.Header().Revision`: that is the store revision of the last
     /// response the mutex saw, which for a waiter is the revision of the read that ended
@@ -40,7 +40,7 @@ pub enum RaftToken {
 /// What a lock holder does when its session ends (the `on_session_lost` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum OnSessionLost {
+pub(crate) enum OnSessionLost {
     /// Keep working until the workload's validity check: what etcd's `Mutex` does on its
     /// own (it never looks at the session again).
     Continue,
@@ -53,7 +53,7 @@ pub enum OnSessionLost {
 /// The `[lock]` table of `algorithm = "raft"`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RaftParams {
+pub(crate) struct RaftParams {
     /// Number of Raft servers `raft-0 .. raft-N-1` (Raft ids 1..=N) [3].
     #[serde(default = "default_nodes")]
     pub nodes: u32,
@@ -202,7 +202,7 @@ impl Default for RaftParams {
 
 impl RaftParams {
     /// What each node's Raft core runs with: the Raft keys of the table.
-    pub fn raft_config(&self) -> RaftConfig {
+    pub(crate) fn raft_config(&self) -> RaftConfig {
         RaftConfig {
             nodes: self.nodes,
             tick_ms: self.tick_ms,
@@ -217,13 +217,13 @@ impl RaftParams {
     }
 
     /// The election timeout (the minimum randomized one), local ms.
-    pub fn election_timeout_ms(&self) -> u64 {
+    pub(crate) fn election_timeout_ms(&self) -> u64 {
         self.election_tick * self.tick_ms
     }
 
     /// etcd's minimum lease TTL, ⌈1.5 × election timeout⌉, ms (etcd computes it in whole
     /// seconds: `minTTL := time.Duration((3*electionTicks)/2) * heartbeat`, rounded up).
-    pub fn min_lease_ttl_ms(&self) -> u64 {
+    pub(crate) fn min_lease_ttl_ms(&self) -> u64 {
         let second = self.second_ms();
         (3 * self.election_timeout_ms())
             .div_ceil(2)
@@ -234,14 +234,14 @@ impl RaftParams {
     /// How long one second of etcd's wire API lasts here, ms: lease TTLs travel in whole
     /// seconds, each [`Self::etcd_scaled_ms`]`(1000)` long (1000 ms at etcd's default
     /// 100 ms heartbeat, 100 ms in the simulations' ten-times-faster clusters).
-    pub fn second_ms(&self) -> u64 {
+    pub(crate) fn second_ms(&self) -> u64 {
         self.etcd_scaled_ms(1000)
     }
 
     /// A client's per-request deadline, local ms: `request_timeout_ms`, or two election
     /// timeouts (a request to a dead leader gives up in time to find the next one within
     /// a lease).
-    pub fn request_timeout_ms(&self) -> u64 {
+    pub(crate) fn request_timeout_ms(&self) -> u64 {
         self.request_timeout_ms
             .unwrap_or(2 * self.election_timeout_ms())
     }
@@ -250,7 +250,7 @@ impl RaftParams {
     /// / 1 s`, at least 1 ms. etcd hard-codes these timers for its default 1 s election
     /// timeout; the model runs Raft ten times faster by default (10 ms ticks), and the
     /// sub-second TTLs of its scenarios would not survive etcd's absolute 500 ms rounds.
-    pub fn etcd_scaled_ms(&self, etcd_ms: u64) -> u64 {
+    pub(crate) fn etcd_scaled_ms(&self, etcd_ms: u64) -> u64 {
         if self.real_etcd {
             return etcd_ms;
         }
@@ -260,7 +260,7 @@ impl RaftParams {
     /// These parameters against real etcd: its timers (the client's keepalive round and
     /// deadline check) and lease seconds are real ones, and the TTL is rounded up to
     /// whole seconds and etcd's minimum, as etcd grants it.
-    pub fn for_real(&self) -> RaftParams {
+    pub(crate) fn for_real(&self) -> RaftParams {
         let mut real = RaftParams {
             real_etcd: true,
             ..self.clone()
@@ -270,32 +270,32 @@ impl RaftParams {
     }
 
     /// The client's keepalive round, local ms (etcd: 500 ms).
-    pub fn keepalive_retry_ms(&self) -> u64 {
+    pub(crate) fn keepalive_retry_ms(&self) -> u64 {
         self.keepalive_retry_ms
             .unwrap_or_else(|| self.etcd_scaled_ms(500))
     }
 
     /// The client's deadline check period, local ms (etcd: 1 s).
-    pub fn deadline_check_ms(&self) -> u64 {
+    pub(crate) fn deadline_check_ms(&self) -> u64 {
         self.deadline_check_ms
             .unwrap_or_else(|| self.etcd_scaled_ms(1000))
     }
 
     /// The lessor's expiry check period, local ms (etcd: 500 ms).
-    pub fn lessor_check_ms(&self) -> u64 {
+    pub(crate) fn lessor_check_ms(&self) -> u64 {
         self.lessor_check_ms
             .unwrap_or_else(|| self.etcd_scaled_ms(500))
     }
 
     /// How long before an expired lease's revoke is proposed again, local ms (etcd: its
     /// request timeout, 5 s + 2 × election timeout).
-    pub fn revoke_retry_ms(&self) -> u64 {
+    pub(crate) fn revoke_retry_ms(&self) -> u64 {
         self.revoke_retry_ms
             .unwrap_or_else(|| self.etcd_scaled_ms(5000) + 2 * self.election_timeout_ms())
     }
 
     /// Check ranges and combinations; the error names the key (relative to `[lock]`).
-    pub fn validate(&self) -> Result<(), KeyError> {
+    pub(crate) fn validate(&self) -> Result<(), KeyError> {
         param::between("nodes", u64::from(self.nodes), 1, 9)?;
         param::positive("tick_ms", self.tick_ms)?;
         param::positive("heartbeat_tick", self.heartbeat_tick)?;
@@ -364,7 +364,7 @@ impl RaftParams {
 }
 
 /// The keys, for `locksim list`.
-pub const DOCS: &[ParamDoc] = &[
+pub(crate) const DOCS: &[ParamDoc] = &[
     ParamDoc::new("nodes", "3", "Raft servers raft-0..raft-N-1 (1 to 9)"),
     ParamDoc::new("ttl_ms", "1000", "lease TTL of a lock session, ms (at least ⌈1.5 × election timeout⌉, etcd's minimum)"),
     ParamDoc::new("tick_ms", "10", "one Raft tick on the node's local monotonic clock, ms"),

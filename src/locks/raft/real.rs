@@ -20,7 +20,7 @@ const MIN_ELECTIONS_PER_HEARTBEAT: u64 = 5;
 
 /// A real etcd cluster for a live run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RealEtcd {
+pub(crate) struct RealEtcd {
     /// The scenario's parameters.
     pub params: RaftParams,
 }

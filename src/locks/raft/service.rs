@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 
 /// A log entry's payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proposal {
+pub(crate) struct Proposal {
     /// Request id chosen by the proposer.
     pub id: u64,
     /// The request.
@@ -47,19 +47,19 @@ pub struct Proposal {
 
 impl Proposal {
     /// The entry bytes.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("encode proposal")
     }
 
     /// Decode entry bytes.
-    pub fn decode(bytes: &[u8]) -> Result<Proposal, ServiceError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Proposal, ServiceError> {
         serde_json::from_slice(bytes).map_err(|e| ServiceError::Decode(e.to_string()))
     }
 }
 
 /// The outcome of applying one proposal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Log index.
     pub index: u64,
     /// The proposal's request id (0 if it did not decode).
@@ -70,7 +70,7 @@ pub struct Applied {
 
 /// One node's service state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Service {
+pub(crate) struct Service {
     store: Store,
     lessor: Lessor,
     extend_ns: i64,
@@ -80,7 +80,7 @@ impl Service {
     /// An empty service for a node with these parameters: minimum lease TTL
     /// ⌈1.5 × election timeout⌉, promotion extends leases by one election timeout, expired
     /// leases are listed again every `revoke_retry_ms` (etcd: its request timeout).
-    pub fn new(params: &RaftParams) -> Service {
+    pub(crate) fn new(params: &RaftParams) -> Service {
         let election_ns = params.election_timeout_ms() as i64 * 1_000_000;
         let mut store = Store::new(params.min_lease_ttl_ms());
         store.set_lock_delay_ms(params.lock_delay_ms);
@@ -92,19 +92,24 @@ impl Service {
     }
 
     /// The replicated store.
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
     /// The lessor.
-    pub fn lessor(&self) -> &Lessor {
+    pub(crate) fn lessor(&self) -> &Lessor {
         &self.lessor
     }
 
     /// Apply a committed entry. `is_leader`: the node's role now; `now_ns`: its local
     /// monotonic time. The leader's no-op (empty data) promotes the lessor and returns
     /// `None`.
-    pub fn apply(&mut self, entry: &Committed, is_leader: bool, now_ns: i64) -> Option<Applied> {
+    pub(crate) fn apply(
+        &mut self,
+        entry: &Committed,
+        is_leader: bool,
+        now_ns: i64,
+    ) -> Option<Applied> {
         if entry.data.is_empty() {
             self.store.set_applied_index(entry.index);
             if is_leader {
@@ -152,19 +157,19 @@ impl Service {
 
     /// The node's role changed: a node that is no longer leader demotes its lessor
     /// (promotion waits for the no-op of the new term, see [`Service::apply`]).
-    pub fn on_role(&mut self, is_leader: bool) {
+    pub(crate) fn on_role(&mut self, is_leader: bool) {
         if !is_leader && self.lessor.is_primary() {
             self.lessor.demote();
         }
     }
 
     /// LeaseKeepAlive on this node at local time `now_ns`: the TTL in ms.
-    pub fn keep_alive(&mut self, id: LeaseId, now_ns: i64) -> Result<u64, LeaseError> {
+    pub(crate) fn keep_alive(&mut self, id: LeaseId, now_ns: i64) -> Result<u64, LeaseError> {
         self.lessor.renew(&self.store, id, now_ns)
     }
 
     /// Leases this node's lessor considers expired at `now_ns` (empty unless primary).
-    pub fn expired_leases(&mut self, now_ns: i64) -> Vec<LeaseId> {
+    pub(crate) fn expired_leases(&mut self, now_ns: i64) -> Vec<LeaseId> {
         self.lessor.expired(now_ns)
     }
 }

@@ -7,6 +7,6 @@
 //!   by the shared peer transport ([`crate::net::Mesh`]), as a ZooKeeper ensemble's are.
 
 /// Where a Raft node serves lock clients (etcd's client port).
-pub const CLIENT_PORT: u16 = 2379;
+pub(crate) const CLIENT_PORT: u16 = 2379;
 /// Where a Raft node receives Raft messages from its peers (etcd's peer port).
-pub const PEER_PORT: u16 = 2380;
+pub(crate) const PEER_PORT: u16 = 2380;

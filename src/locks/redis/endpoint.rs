@@ -9,16 +9,16 @@ use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::time::Duration;
 
 /// A connection to one Redis (or Sentinel) node.
-pub type RedisRemote = Remote<Replies, Tcp>;
+pub(crate) type RedisRemote = Remote<Replies, Tcp>;
 
 /// A reconnecting connection to `host:port` speaking RESP.
-pub fn redis_remote(host: &str, port: u16, timeout: Duration) -> RedisRemote {
+pub(crate) fn redis_remote(host: &str, port: u16, timeout: Duration) -> RedisRemote {
     Remote::with_connector(host, port, timeout, Replies, Tcp)
 }
 
 /// Something that sends a command and returns its reply: a [`RedisRemote`] or an
 /// [`Endpoint`]. Lets the lock scripts' `EVALSHA`/`EVAL` dance be written once.
-pub trait Call {
+pub(crate) trait Call {
     /// Send `args`, await the reply within the deadline.
     fn call<'a>(
         &'a mut self,
@@ -43,7 +43,7 @@ impl Call for RedisRemote {
 
 /// How a client finds the server to talk to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Discovery {
+pub(crate) enum Discovery {
     /// Always this host.
     Fixed(String, u16),
     /// The primary the sentinels name (`SENTINEL get-master-addr-by-name`), asked in
@@ -52,7 +52,7 @@ pub enum Discovery {
 }
 
 /// A client's connection to "the" Redis server, however it is found.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     discovery: Discovery,
     timeout: Duration,
     remote: Option<RedisRemote>,
@@ -61,7 +61,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// An endpoint with this discovery and per-request deadline.
-    pub fn new(discovery: Discovery, timeout: Duration) -> Endpoint {
+    pub(crate) fn new(discovery: Discovery, timeout: Duration) -> Endpoint {
         Endpoint {
             discovery,
             timeout,
@@ -71,7 +71,7 @@ impl Endpoint {
     }
 
     /// A new, unconnected endpoint with the same discovery (e.g. for a renewal task).
-    pub fn fresh(&self) -> Endpoint {
+    pub(crate) fn fresh(&self) -> Endpoint {
         Endpoint::new(self.discovery.clone(), self.timeout)
     }
 
@@ -110,12 +110,12 @@ impl Endpoint {
     }
 
     /// The server the last request went to, until a failure makes the client look again.
-    pub fn server(&self) -> Option<&str> {
+    pub(crate) fn server(&self) -> Option<&str> {
         self.remote.as_ref().map(RedisRemote::host)
     }
 
     /// Send `args` to the current server, discovering it first if needed.
-    pub async fn call(&mut self, ctx: &NodeCtx, args: &[&[u8]]) -> Result<Value, CallError> {
+    pub(crate) async fn call(&mut self, ctx: &NodeCtx, args: &[&[u8]]) -> Result<Value, CallError> {
         if self.remote.is_none() {
             self.remote = Some(self.discover(ctx).await?);
         }

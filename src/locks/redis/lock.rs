@@ -33,7 +33,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The Redis lock client.
-pub struct RedisLock {
+pub(crate) struct RedisLock {
     params: RedisParams,
     remote: Endpoint,
     /// `WAIT` for this many replicas (and this long, ms) after acquiring; `redis-replicated`.
@@ -74,7 +74,11 @@ impl RedisLock {
     /// A client that reaches the server through `remote` (`redis-0`, or the primary the
     /// sentinels name) and, with `wait = Some((n, ms))`, runs `WAIT n ms` after each
     /// grant (`redis-replicated`).
-    pub fn new(params: RedisParams, remote: Endpoint, wait: Option<(u32, u64)>) -> RedisLock {
+    pub(crate) fn new(
+        params: RedisParams,
+        remote: Endpoint,
+        wait: Option<(u32, u64)>,
+    ) -> RedisLock {
         let scripts = params.scripts.as_ref().and_then(|s| {
             let text = s.text.clone()?;
             Some(Rc::new(UserScripts {
@@ -458,7 +462,7 @@ async fn lock_eval(
 
 /// `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`, as Redis client libraries do.
 /// Shared with the Redlock client.
-pub async fn eval(
+pub(crate) async fn eval(
     remote: &mut impl Call,
     ctx: &NodeCtx,
     script: &str,

@@ -48,9 +48,9 @@ mod connection;
 mod hashes;
 mod introspection;
 mod keys;
-pub mod keyspace;
+pub(crate) mod keyspace;
 mod lists;
-pub mod lua;
+pub(crate) mod lua;
 mod multi;
 mod pubsub;
 mod scripting;
@@ -58,10 +58,10 @@ mod strings;
 #[cfg(test)]
 mod tests;
 
-pub use busy::ERR_BUSY;
-pub use commands::is_write;
-pub use connection::{Client, ClientId, RoleInfo, ServerConfig, REDIS_VERSION};
-pub use lua::{script_sha, ScriptRun, EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
+pub(crate) use commands::is_write;
+pub use connection::{Client, ServerConfig};
+pub(crate) use connection::{ClientId, RoleInfo};
+pub(crate) use lua::{script_sha, ScriptRun, EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 
 use super::resp::Value;
 use keyspace::{Db, DATABASES};

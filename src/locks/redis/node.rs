@@ -22,12 +22,12 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Run a standalone Redis node (always primary) with the given persistence.
-pub async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
+pub(crate) async fn serve_node(ctx: NodeCtx, persistence: Persistence) {
     run_node(ctx, persistence, Role::Primary, [0, 0]).await
 }
 
 /// [`serve_node`] with a server configuration (e.g. `requirepass`).
-pub async fn serve_node_with(ctx: NodeCtx, persistence: Persistence, config: ServerConfig) {
+pub(crate) async fn serve_node_with(ctx: NodeCtx, persistence: Persistence, config: ServerConfig) {
     run_node_with(ctx, persistence, Role::Primary, [0, 0], config).await
 }
 
@@ -40,12 +40,12 @@ pub async fn serve_node_with(ctx: NodeCtx, persistence: Persistence, config: Ser
 ///   `DEL`, as real replicas do.
 /// * `always` appends and fsyncs the AOF before replying; `everysec` appends and fsyncs
 ///   once a second (a crash loses the rest); `none` keeps nothing across a restart.
-pub async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms: [u64; 2]) {
+pub(crate) async fn run_node(ctx: NodeCtx, persistence: Persistence, role: Role, lag_ms: [u64; 2]) {
     run_node_with(ctx, persistence, role, lag_ms, ServerConfig::default()).await
 }
 
 /// [`run_node`] with a server configuration.
-pub async fn run_node_with(
+pub(crate) async fn run_node_with(
     ctx: NodeCtx,
     persistence: Persistence,
     role: Role,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// How the Redis lock is acquired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Acquire {
+pub(crate) enum Acquire {
     /// `SET key value NX PX ttl`: atomic.
     SetNxPx,
     /// `SETNX key value` then `PEXPIRE key ttl`: a crash in between leaves a key that never
@@ -19,7 +19,7 @@ pub enum Acquire {
 /// How the Redis lock is released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Unlock {
+pub(crate) enum Unlock {
     /// The redis.io script: delete only if the value is still ours.
     CompareAndDelete,
     /// Plain `DEL`: deletes whoever's lock is there (catalogue row 2).
@@ -29,7 +29,7 @@ pub enum Unlock {
 /// Where a fencing token comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum TokenSource {
+pub(crate) enum TokenSource {
     /// No token.
     None,
     /// `INCR` of a counter key, atomically with the acquire.
@@ -39,7 +39,7 @@ pub enum TokenSource {
 /// Lease renewal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Renew {
+pub(crate) enum Renew {
     /// The lease runs for `ttl_ms` and is never extended.
     None,
     /// Redisson-style watchdog: extend to `ttl_ms` every `ttl_ms / 3` while held.
@@ -49,7 +49,7 @@ pub enum Renew {
 /// Redis persistence (`appendonly` + `appendfsync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Persistence {
+pub(crate) enum Persistence {
     /// No persistence: a restart comes back empty.
     None,
     /// AOF fsynced once a second: a crash loses up to a second of writes.
@@ -61,7 +61,7 @@ pub enum Persistence {
 /// How the lock client calls the user's scripts (`[lock] scripts.convention`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Convention {
+pub(crate) enum Convention {
     /// Redisson's `RLock` (its scripts run unchanged; see `sims/scripts/`):
     ///
     /// * acquire: `KEYS = [lock]`, `ARGV = [ttl_ms, owner]`; nil when granted (or
@@ -88,7 +88,7 @@ pub enum Convention {
 /// [`Convention`] says. Paths are relative to the scenario file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptFiles {
+pub(crate) struct ScriptFiles {
     /// The calling convention [redisson].
     #[serde(default)]
     pub convention: Convention,
@@ -105,7 +105,7 @@ pub struct ScriptFiles {
 
 /// The text of the user's lock scripts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ScriptTexts {
+pub(crate) struct ScriptTexts {
     /// Acquire, if given.
     pub acquire: Option<String>,
     /// Release.
@@ -117,7 +117,7 @@ pub struct ScriptTexts {
 /// `[lock]` for `algorithm = "redis"`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RedisParams {
+pub(crate) struct RedisParams {
     /// Lease time in ms [1000].
     #[serde(default = "default_ttl")]
     pub ttl_ms: u64,
@@ -171,7 +171,7 @@ pub struct RedisParams {
 
 /// Replication settings of `redis-replicated`, with defaults applied.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Replication {
+pub(crate) struct Replication {
     /// Number of replicas.
     pub replicas: u32,
     /// Number of sentinels.
@@ -188,7 +188,7 @@ pub struct Replication {
 
 impl RedisParams {
     /// The replication settings with their defaults.
-    pub fn replication(&self) -> Replication {
+    pub(crate) fn replication(&self) -> Replication {
         Replication {
             replicas: self.replicas.unwrap_or(2),
             sentinels: self.sentinels.unwrap_or(3),
@@ -200,7 +200,7 @@ impl RedisParams {
     }
 
     /// The servers' configuration.
-    pub fn server_config(&self) -> ServerConfig {
+    pub(crate) fn server_config(&self) -> ServerConfig {
         ServerConfig {
             busy_reply_threshold_ms: self.busy_reply_threshold_ms,
             ..ServerConfig::default()
@@ -208,7 +208,7 @@ impl RedisParams {
     }
 
     /// The replication-only keys that are set (an error for plain `redis`).
-    pub fn replication_keys_set(&self) -> Vec<&'static str> {
+    pub(crate) fn replication_keys_set(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
         for (k, set) in [
             ("replicas", self.replicas.is_some()),
@@ -263,7 +263,7 @@ const MAX_BUSY_REPLY_THRESHOLD_MS: u64 = 10_000;
 
 impl RedisParams {
     /// Validate the keys both deployments share, and the replication keys' values.
-    pub fn validate(&self) -> Result<(), KeyError> {
+    pub(crate) fn validate(&self) -> Result<(), KeyError> {
         param::positive("ttl_ms", self.ttl_ms)?;
         param::positive("request_timeout_ms", self.request_timeout_ms)?;
         param::range("retry_delay_ms", &self.retry_delay_ms)?;
@@ -333,7 +333,7 @@ impl RedisParams {
     /// Read the user's lock scripts, paths relative to `dir` (the scenario's folder),
     /// and compile each, so a missing, unreadable or broken script is a configuration
     /// error rather than an error reply in every history.
-    pub fn load_files(&mut self, dir: &std::path::Path) -> Result<(), KeyError> {
+    pub(crate) fn load_files(&mut self, dir: &std::path::Path) -> Result<(), KeyError> {
         let Some(sc) = &mut self.scripts else {
             return Ok(());
         };
@@ -370,7 +370,7 @@ impl RedisParams {
 /// The largest lock script accepted, bytes: the cap on a scenario file (4 MiB), far
 /// more than any lock script needs, while `/dev/zero` or a huge file cannot exhaust
 /// memory.
-pub const MAX_SCRIPT_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_SCRIPT_BYTES: u64 = 4 << 20;
 
 /// The text of the script `scripts.<key>` names, or what is wrong with the file.
 fn read_script(key: &str, path: &std::path::Path) -> Result<String, KeyError> {
@@ -388,7 +388,7 @@ fn read_script(key: &str, path: &std::path::Path) -> Result<String, KeyError> {
 }
 
 /// The keys of both Redis deployments.
-pub const SHARED_DOCS: &[ParamDoc] = &[
+pub(crate) const SHARED_DOCS: &[ParamDoc] = &[
     ParamDoc::new("ttl_ms", "1000", "lease time, ms"),
     ParamDoc::new("acquire", "\"set-nx-px\"", "set-nx-px | setnx-then-expire (two steps: a crash between them leaves a key that never expires)"),
     ParamDoc::new("unlock", "\"compare-and-delete\"", "compare-and-delete | del (deletes whoever holds it)"),
@@ -411,7 +411,7 @@ pub const SHARED_DOCS: &[ParamDoc] = &[
 ];
 
 /// The keys only `redis-replicated` has.
-pub const REPLICATION_DOCS: &[ParamDoc] = &[
+pub(crate) const REPLICATION_DOCS: &[ParamDoc] = &[
     ParamDoc::new(
         "replicas",
         "2",

@@ -22,7 +22,7 @@ const MASTER: &str = super::MASTER_NAME;
 
 /// Real Redis servers for a live run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RealRedis {
+pub(crate) struct RealRedis {
     /// The scenario's server nodes: `redis-*`, then `sentinel-*` when replicated.
     pub servers: Vec<String>,
     /// `appendonly`/`appendfsync`.
@@ -196,7 +196,7 @@ fn in_sync(name: &str, port: u16, replicas: usize, peers: usize) -> bool {
 }
 
 /// Send one command to the server on `port` and read its reply (blocking, 1 s deadline).
-pub fn ask(port: u16, args: &[&[u8]]) -> io::Result<Value> {
+pub(crate) fn ask(port: u16, args: &[&[u8]]) -> io::Result<Value> {
     use std::io::{Read, Write};
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(1)))?;

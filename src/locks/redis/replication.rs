@@ -36,7 +36,7 @@ const REPL_TIMEOUT: Duration = Duration::from_millis(1000);
 const PING_PERIOD: Duration = Duration::from_millis(300);
 
 /// `ROLE`.
-pub fn role_reply(n: &RedisNodeState) -> Value {
+pub(crate) fn role_reply(n: &RedisNodeState) -> Value {
     match &n.role {
         Role::Primary => Value::array(vec![
             Value::bulk(b"master"),
@@ -67,7 +67,7 @@ pub fn role_reply(n: &RedisNodeState) -> Value {
 }
 
 /// `REPLICAOF NO ONE` / `REPLICAOF host port`.
-pub fn replicaof(ctx: &NodeCtx, node: &Node, args: &[Vec<u8>], lag: [u64; 2]) -> Value {
+pub(crate) fn replicaof(ctx: &NodeCtx, node: &Node, args: &[Vec<u8>], lag: [u64; 2]) -> Value {
     if args.len() != 3 {
         return Value::err("ERR wrong number of arguments for 'replicaof' command");
     }
@@ -119,7 +119,13 @@ pub fn replicaof(ctx: &NodeCtx, node: &Node, args: &[Vec<u8>], lag: [u64; 2]) ->
 }
 
 /// `WAIT`: block until `n` replicas acknowledged `target`, or `timeout_ms` (0: forever).
-pub async fn wait(ctx: &NodeCtx, node: &Node, target: u64, n: i64, timeout_ms: u64) -> usize {
+pub(crate) async fn wait(
+    ctx: &NodeCtx,
+    node: &Node,
+    target: u64,
+    n: i64,
+    timeout_ms: u64,
+) -> usize {
     if node.borrow().role != Role::Primary {
         return 0;
     }
@@ -148,7 +154,12 @@ pub async fn wait(ctx: &NodeCtx, node: &Node, target: u64, n: i64, timeout_ms: u
 
 /// Primary side of a `PSYNC`: send a snapshot, then stream writes until the link breaks
 /// or this node stops being primary.
-pub async fn feed_replica(ctx: &NodeCtx, node: &Node, stream: crate::net::SimStream, peer: String) {
+pub(crate) async fn feed_replica(
+    ctx: &NodeCtx,
+    node: &Node,
+    stream: crate::net::SimStream,
+    peer: String,
+) {
     let (mut rd, mut wr, _) = stream.into_split();
     if node.borrow().role != Role::Primary {
         let mut out = Vec::new();
@@ -252,7 +263,7 @@ pub async fn feed_replica(ctx: &NodeCtx, node: &Node, stream: crate::net::SimStr
 }
 
 /// Spawn the replica side: connect to the primary, full resync, apply the stream.
-pub fn start_replica(ctx: &NodeCtx, node: &Node, lag: [u64; 2]) {
+pub(crate) fn start_replica(ctx: &NodeCtx, node: &Node, lag: [u64; 2]) {
     let (ctx2, node) = (ctx.clone(), node.clone());
     ctx.spawn(async move { replica_link(ctx2, node, lag).await });
 }

@@ -19,15 +19,15 @@ use std::fmt;
 
 /// The largest bulk string (and array) length accepted: Redis's default
 /// `proto-max-bulk-len`, 512 MiB.
-pub const MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
+pub(crate) const MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
 
 /// The longest line (length header, integer, simple string, inline command) a decoder
 /// buffers while waiting for its terminator: Redis's `PROTO_INLINE_MAX_SIZE`, 64 KiB.
-pub const MAX_LINE_LEN: usize = 64 * 1024;
+pub(crate) const MAX_LINE_LEN: usize = 64 * 1024;
 
 /// The deepest nesting of arrays [`decode`] accepts. Bounded so that neither decoding
 /// nor dropping a hostile value can exhaust the stack.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// One RESP value. The first five are RESP2's; the rest are RESP3's, which
 /// [`Value::encode`] writes in their RESP2 shape (null as a nil bulk, a map as a flat
@@ -245,7 +245,7 @@ fn encode_bulk(b: &[u8], out: &mut Vec<u8>) {
 }
 
 /// A command's arguments, the name first (what [`decode_command`] yields).
-pub type Command = Vec<Vec<u8>>;
+pub(crate) type Command = Vec<Vec<u8>>;
 
 /// Appends a command as clients send it: a multibulk array of bulk strings.
 pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
@@ -257,7 +257,7 @@ pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
 
 /// Encode owned commands one after another (an AOF, a replication stream or snapshot);
 /// [`decode_command`] reads them back in order.
-pub fn encode_commands(cmds: &[Command]) -> Vec<u8> {
+pub(crate) fn encode_commands(cmds: &[Command]) -> Vec<u8> {
     let mut out = Vec::new();
     for c in cmds {
         let args: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
@@ -307,7 +307,7 @@ fn perr<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
 
 /// Parses a decimal i64 exactly as Redis's `string2ll` does: an optional `-`, then
 /// digits without leading zeros (`0` alone is fine), no `+`, no spaces, no overflow.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     let (negative, digits) = match s.split_first() {
         None => return None,
         Some((b'-', rest)) => (true, rest),
@@ -526,7 +526,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
 /// `invalid multibulk length`, `unbalanced quotes in request`, `too big inline
 /// request`, ...). Stricter than Redis in one way: the CR after a header line or bulk
 /// argument must be followed by LF (Redis skips two bytes unchecked).
-pub fn decode_command(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> {
+pub(crate) fn decode_command(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> {
     let mut pos = 0;
     while pos < buf.len() {
         let rest = &buf[pos..];
@@ -627,7 +627,7 @@ fn decode_inline(buf: &[u8]) -> Result<Option<(Command, usize)>, ProtocolError> 
 
 /// Decodes replies: what a client reads from a Redis server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Replies;
+pub(crate) struct Replies;
 
 impl crate::net::Decoder for Replies {
     type Item = Value;
@@ -640,7 +640,7 @@ impl crate::net::Decoder for Replies {
 
 /// Decodes commands: what a Redis server reads from its clients.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Commands;
+pub(crate) struct Commands;
 
 impl crate::net::Decoder for Commands {
     type Item = Command;
@@ -654,7 +654,7 @@ impl crate::net::Decoder for Commands {
 /// Redis's `sdssplitargs`: splits an inline command line into arguments. `None` means
 /// unbalanced quotes (or a closing quote not followed by a space). Like the C original,
 /// the line ends at the first NUL byte.
-pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let line = match line.iter().position(|&b| b == 0) {
         Some(nul) => &line[..nul],
         None => line,

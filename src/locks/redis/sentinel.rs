@@ -56,7 +56,7 @@ type Shared = Rc<RefCell<State>>;
 
 /// Run a sentinel over the Redis nodes in `servers` (names starting with `redis-`) and
 /// its peer sentinels (names starting with `sentinel-`).
-pub async fn sentinel_main(ctx: NodeCtx, r: Replication, servers: Vec<String>) {
+pub(crate) async fn sentinel_main(ctx: NodeCtx, r: Replication, servers: Vec<String>) {
     let redis: Vec<String> = servers
         .iter()
         .filter(|s| s.starts_with("redis-"))

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 /// A node's replication role.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Accepts writes and streams them to replicas.
     Primary,
     /// Applies the stream of `primary`; refuses writes with `READONLY`.
@@ -23,7 +23,7 @@ pub enum Role {
 }
 
 /// A Redis node's state, shared by its connection tasks.
-pub struct RedisNodeState {
+pub(crate) struct RedisNodeState {
     /// The keyspace.
     pub server: RedisServer,
     /// Current role.
@@ -46,17 +46,17 @@ pub struct RedisNodeState {
 
 impl RedisNodeState {
     /// The node's AOF policy.
-    pub fn persistence_policy(&self) -> Persistence {
+    pub(crate) fn persistence_policy(&self) -> Persistence {
         self.persistence
     }
 }
 
 /// A shared handle to a node's state.
-pub type Node = Rc<RefCell<RedisNodeState>>;
+pub(crate) type Node = Rc<RefCell<RedisNodeState>>;
 
 /// The primary's replication stream and its replicas' acknowledgements.
 #[derive(Default)]
-pub struct Stream {
+pub(crate) struct Stream {
     /// Replication id: changes when a node becomes primary.
     pub(super) replid: u64,
     /// Offset of `bytes[0]`.
@@ -75,12 +75,12 @@ pub struct Stream {
 
 impl Stream {
     /// The replication offset: bytes ever appended.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.base + self.bytes.len() as u64
     }
 
     /// Append encoded commands and wake the feeders.
-    pub fn append(&mut self, bytes: &[u8]) {
+    pub(crate) fn append(&mut self, bytes: &[u8]) {
         if !self.backlog {
             return;
         }
@@ -100,7 +100,7 @@ impl Stream {
     }
 
     /// Replicas currently linked.
-    pub fn replicas(&self) -> usize {
+    pub(crate) fn replicas(&self) -> usize {
         self.acks.len()
     }
 

@@ -5,7 +5,9 @@ use super::core::{decide, elapsed_ns, quorum, tally, validity_ns, Decision, Node
 use super::params::Redlock;
 use crate::history::names;
 use crate::history::EventType;
-use crate::locks::redis::model::{EXTEND_SCRIPT, UNLOCK_SCRIPT};
+#[cfg(test)]
+use crate::locks::redis::model::EXTEND_SCRIPT;
+use crate::locks::redis::model::UNLOCK_SCRIPT;
 use crate::locks::redis::{eval, redis_remote, Call, RedisRemote, REDIS_PORT};
 use crate::locks::{Grant, LocalBoxFuture, LockClient, LockError, Wait};
 use crate::sim::{join_all, FaultPoint, NodeCtx};
@@ -14,7 +16,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The Redlock client over `redis-0 .. redis-{nodes-1}`.
-pub struct RedlockClient {
+pub(crate) struct RedlockClient {
     params: Redlock,
     /// One connection per node, each with the per-node deadline.
     remotes: Vec<RedisRemote>,
@@ -24,7 +26,7 @@ pub struct RedlockClient {
 
 impl RedlockClient {
     /// A client over `redis-0 .. redis-{nodes-1}`.
-    pub fn new(params: Redlock) -> RedlockClient {
+    pub(crate) fn new(params: Redlock) -> RedlockClient {
         let timeout = Duration::from_millis(params.node_timeout_ms);
         let remotes = (0..params.nodes)
             .map(|i| redis_remote(&format!("redis-{i}"), REDIS_PORT, timeout))
@@ -190,7 +192,8 @@ impl RedlockClient {
     /// Extend a held lock to a full TTL (the compare-and-`PEXPIRE` script on every node).
     /// Succeeds, and moves `grant`'s deadline, iff a majority extended it within the
     /// validity time (measured as for an acquire).
-    pub async fn extend(&mut self, ctx: &NodeCtx, grant: &Grant) -> Result<bool, LockError> {
+    #[cfg(test)]
+    pub(crate) async fn extend(&mut self, ctx: &NodeCtx, grant: &Grant) -> Result<bool, LockError> {
         let p = self.params.clone();
         let start = Stamp::now(ctx);
         let ttl = p.ttl_ms.to_string();

@@ -10,20 +10,20 @@ const MS: i64 = 1_000_000;
 
 /// The clock-drift allowance, ns: `ttl × drift_factor + 2 ms` (the spec's "plus 2
 /// milliseconds for Redis expires precision").
-pub fn drift_ns(ttl_ms: u64, drift_factor: f64) -> i64 {
+pub(crate) fn drift_ns(ttl_ms: u64, drift_factor: f64) -> i64 {
     (ttl_ms as f64 * 1e6 * drift_factor) as i64 + 2 * MS
 }
 
 /// The remaining validity of a lock whose acquisition took `elapsed_ns`, ns:
 /// `ttl − elapsed − drift`. Zero or negative means the lock may already have expired on
 /// the nodes.
-pub fn validity_ns(ttl_ms: u64, elapsed_ns: i64, drift_factor: f64) -> i64 {
+pub(crate) fn validity_ns(ttl_ms: u64, elapsed_ns: i64, drift_factor: f64) -> i64 {
     ttl_ms as i64 * MS - elapsed_ns - drift_ns(ttl_ms, drift_factor)
 }
 
 /// A reading of the client's clocks: monotonic ns and wall ms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     /// Monotonic clock, ns.
     pub mono_ns: i64,
     /// Wall clock, ms since the Unix epoch.
@@ -32,7 +32,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// Read `ctx`'s clocks now.
-    pub fn now(ctx: &NodeCtx) -> Stamp {
+    pub(crate) fn now(ctx: &NodeCtx) -> Stamp {
         Stamp {
             mono_ns: ctx.mono_ns(),
             wall_ms: ctx.wall_ms(),
@@ -42,7 +42,7 @@ impl Stamp {
 
 /// Time elapsed from `from` to `to` as measured by `clock`, ns. By the wall clock it can
 /// be negative (the clock stepped back) or far too large (it stepped forward).
-pub fn elapsed_ns(clock: ClockKind, from: Stamp, to: Stamp) -> i64 {
+pub(crate) fn elapsed_ns(clock: ClockKind, from: Stamp, to: Stamp) -> i64 {
     match clock {
         ClockKind::Monotonic => to.mono_ns - from.mono_ns,
         ClockKind::Wall => (to.wall_ms - from.wall_ms) * MS,
@@ -50,13 +50,13 @@ pub fn elapsed_ns(clock: ClockKind, from: Stamp, to: Stamp) -> i64 {
 }
 
 /// How many nodes make a majority of `nodes`: `N/2 + 1`.
-pub fn quorum(nodes: usize) -> usize {
+pub(crate) fn quorum(nodes: usize) -> usize {
     nodes / 2 + 1
 }
 
 /// One node's answer to a lock request (`SET NX PX`, or a script).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeReply {
+pub(crate) enum NodeReply {
     /// The node did it (`OK`, or the script returned 1).
     Yes,
     /// The node answered no (the key is someone else's, or absent).
@@ -69,7 +69,7 @@ pub enum NodeReply {
 
 impl NodeReply {
     /// Classify the result of a `SET lock value NX PX ttl`.
-    pub fn from_set(r: &Result<Value, CallError>) -> NodeReply {
+    pub(crate) fn from_set(r: &Result<Value, CallError>) -> NodeReply {
         match r {
             Ok(Value::Simple(s)) if s == "OK" => NodeReply::Yes,
             Ok(_) => NodeReply::No,
@@ -78,7 +78,7 @@ impl NodeReply {
     }
 
     /// Classify the result of a script that returns 1 on success (unlock, extend).
-    pub fn from_script(r: &Result<Value, CallError>) -> NodeReply {
+    pub(crate) fn from_script(r: &Result<Value, CallError>) -> NodeReply {
         match r {
             Ok(Value::Integer(1)) => NodeReply::Yes,
             Ok(_) => NodeReply::No,
@@ -97,7 +97,7 @@ impl NodeReply {
 
 /// The replies of one round, counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Nodes that said yes.
     pub yes: usize,
     /// Nodes that said no.
@@ -110,7 +110,7 @@ pub struct Tally {
 
 /// Count a round's replies. Only an explicit yes counts toward the majority: a node that
 /// timed out counts as no, even if it may have set the key.
-pub fn tally(replies: &[NodeReply]) -> Tally {
+pub(crate) fn tally(replies: &[NodeReply]) -> Tally {
     let mut t = Tally::default();
     for r in replies {
         match r {
@@ -125,7 +125,7 @@ pub fn tally(replies: &[NodeReply]) -> Tally {
 
 /// The verdict on one acquisition attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// A majority granted and (if checked) validity is left: the lock is held.
     Held,
     /// Fewer than `N/2 + 1` nodes granted.
@@ -136,7 +136,7 @@ pub enum Decision {
 
 /// Decide an attempt: held iff `yes ≥ N/2 + 1` and (`validity > 0` or the client does not
 /// re-check validity, `reject_expired = false`).
-pub fn decide(nodes: usize, yes: usize, validity_ns: i64, reject_expired: bool) -> Decision {
+pub(crate) fn decide(nodes: usize, yes: usize, validity_ns: i64, reject_expired: bool) -> Decision {
     if yes < quorum(nodes) {
         Decision::NoMajority
     } else if validity_ns <= 0 && reject_expired {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Which clock a Redlock client measures elapsed acquisition time with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ClockKind {
+pub(crate) enum ClockKind {
     /// The monotonic clock: immune to wall-clock steps.
     Monotonic,
     /// The wall clock, as the reference clients that call `time()` do.
@@ -19,7 +19,7 @@ pub enum ClockKind {
 /// algorithm's value.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Redlock {
+pub(crate) struct Redlock {
     /// Number of independent Redis nodes `redis-0 .. redis-N-1` [5].
     #[serde(default = "default_redlock_nodes")]
     pub nodes: u32,
@@ -75,7 +75,7 @@ fn default_true() -> bool {
 }
 
 /// Check values serde cannot.
-pub fn validate(p: &Redlock) -> Result<(), KeyError> {
+pub(crate) fn validate(p: &Redlock) -> Result<(), KeyError> {
     param::between("nodes", p.nodes as u64, 1, 15)?;
     param::positive("ttl_ms", p.ttl_ms)?;
     param::positive("node_timeout_ms", p.node_timeout_ms)?;
@@ -86,7 +86,7 @@ pub fn validate(p: &Redlock) -> Result<(), KeyError> {
 }
 
 /// The keys, for `locksim list`.
-pub const DOCS: &[ParamDoc] = &[
+pub(crate) const DOCS: &[ParamDoc] = &[
     ParamDoc::new("nodes", "5", "independent Redis nodes redis-0..redis-N-1 (1 to 15)"),
     ParamDoc::new("ttl_ms", "1000", "lease time, ms"),
     ParamDoc::new("drift_factor", "0.01", "drift allowance: validity = ttl - elapsed - (ttl * factor + 2 ms)"),

@@ -15,7 +15,7 @@ use crate::history::{names, Event, EventType, EventValue};
 use std::collections::BTreeSet;
 
 /// `lock-linearizable` for `algorithm = "zk"`.
-pub static LOCK_LINEARIZABLE: Check = Check {
+pub(crate) static LOCK_LINEARIZABLE: Check = Check {
     name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec (one expire per zxid)",
     kind: crate::check::CheckKind::Safety,
@@ -23,7 +23,7 @@ pub static LOCK_LINEARIZABLE: Check = Check {
 };
 
 /// The history with only the first `expire` of each (lock, zxid).
-pub fn dedupe_expires(history: &[Event]) -> Vec<Event> {
+pub(crate) fn dedupe_expires(history: &[Event]) -> Vec<Event> {
     let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
     history
         .iter()

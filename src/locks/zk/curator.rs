@@ -72,12 +72,12 @@ struct Inner {
 
 /// A Curator framework over one ZooKeeper handle at a time. Cheap to clone.
 #[derive(Clone)]
-pub struct CuratorFramework(Rc<Inner>);
+pub(crate) struct CuratorFramework(Rc<Inner>);
 
 impl CuratorFramework {
     /// A framework for the servers `zk-0 .. zk-{servers-1}` (not connected until
     /// [`CuratorFramework::start`]).
-    pub fn new(params: ZkParams) -> CuratorFramework {
+    pub(crate) fn new(params: ZkParams) -> CuratorFramework {
         CuratorFramework(Rc::new(Inner {
             handle: ZkHandle::new(params),
             state: RefCell::new(State {
@@ -93,7 +93,7 @@ impl CuratorFramework {
 
     /// Start the handle's send thread, the LOST timer and the background operations
     /// (once).
-    pub fn start(&self, ctx: &NodeCtx) {
+    pub(crate) fn start(&self, ctx: &NodeCtx) {
         if self.0.started.replace(true) {
             return;
         }
@@ -107,32 +107,26 @@ impl CuratorFramework {
     }
 
     /// The parameters.
-    pub fn params(&self) -> &ZkParams {
+    pub(crate) fn params(&self) -> &ZkParams {
         self.0.handle.params()
     }
 
-    /// The current ZooKeeper handle.
-    pub fn handle(&self) -> &ZkHandle {
-        &self.0.handle
-    }
-
     /// The current session (0 before the first connection).
-    pub fn session(&self) -> SessionId {
+    pub(crate) fn session(&self) -> SessionId {
         self.0.handle.session()
     }
 
     /// Whether connected now.
-    pub fn is_connected(&self) -> bool {
+    pub(crate) fn is_connected(&self) -> bool {
         self.0.handle.is_connected()
     }
 
-    /// Curator's current connection state.
-    pub fn curator_state(&self) -> CuratorState {
-        self.0.state.borrow().curator
-    }
-
     /// One ZooKeeper call on the current connection, no retry ([`ZkHandle::call`]).
-    pub async fn call(&self, req: Request, watcher: Option<Watcher>) -> Result<Response, ZkError> {
+    pub(crate) async fn call(
+        &self,
+        req: Request,
+        watcher: Option<Watcher>,
+    ) -> Result<Response, ZkError> {
         self.0.handle.call(req, watcher).await
     }
 
@@ -159,12 +153,12 @@ impl CuratorFramework {
     }
 
     /// Curator's `blockUntilConnectedOrTimedOut`.
-    pub async fn wait_connected(&self, ctx: &NodeCtx, timeout: Duration) -> bool {
+    pub(crate) async fn wait_connected(&self, ctx: &NodeCtx, timeout: Duration) -> bool {
         self.wait_for(ctx, timeout, || self.is_connected()).await
     }
 
     /// Curator's `RetryLoop.callWithRetry` around `op` (see the module docs).
-    pub async fn retry<T, F, Fut>(&self, ctx: &NodeCtx, mut op: F) -> Result<T, ZkError>
+    pub(crate) async fn retry<T, F, Fut>(&self, ctx: &NodeCtx, mut op: F) -> Result<T, ZkError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ZkError>>,
@@ -195,7 +189,7 @@ impl CuratorFramework {
     }
 
     /// `call` under the retry loop.
-    pub async fn retry_call(
+    pub(crate) async fn retry_call(
         &self,
         ctx: &NodeCtx,
         req: Request,
@@ -216,13 +210,13 @@ impl CuratorFramework {
     }
 
     /// A guaranteed delete that failed in the foreground goes on in the background.
-    pub fn delete_in_background(&self, path: &str) {
+    pub(crate) fn delete_in_background(&self, path: &str) {
         self.background(Background::Delete(path.to_string()));
     }
 
     /// `FindAndDeleteProtectedNodeInBackground`: delete the child of `parent` named with
     /// `prefix`, whenever it can be found.
-    pub fn find_and_delete_in_background(&self, parent: &str, prefix: &str) {
+    pub(crate) fn find_and_delete_in_background(&self, parent: &str, prefix: &str) {
         self.background(Background::FindAndDelete {
             parent: parent.to_string(),
             prefix: prefix.to_string(),
@@ -232,7 +226,7 @@ impl CuratorFramework {
     /// Believe in a grant from now on: valid while connected (until 2/3 of the session
     /// timeout after the last reply, when the connection would be declared lost), lost
     /// for good at SUSPENDED or LOST. Returns the belief's local deadline.
-    pub fn hold(&self, ctx: &NodeCtx) -> Rc<Cell<i64>> {
+    pub(crate) fn hold(&self, ctx: &NodeCtx) -> Rc<Cell<i64>> {
         let now = ctx.mono_ns();
         let (until, lost) = match self.0.handle.connected_until() {
             Some(until) => (until, false),
@@ -248,13 +242,13 @@ impl CuratorFramework {
     }
 
     /// Stop believing (the grant was released).
-    pub fn unhold(&self) {
+    pub(crate) fn unhold(&self) {
         self.0.state.borrow_mut().belief = None;
     }
 
     /// Completes when the held grant's belief is lost (SUSPENDED, LOST, or its deadline
     /// passed on the local clock).
-    pub async fn belief_lost(&self, ctx: &NodeCtx) {
+    pub(crate) async fn belief_lost(&self, ctx: &NodeCtx) {
         loop {
             let changed = self.0.changed.notified();
             tokio::pin!(changed);

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 /// A write request in the total order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Op {
+pub(crate) enum Op {
     /// Open session `Txn::session` with this (negotiated) timeout.
     CreateSession {
         /// Timeout, ms.
@@ -75,12 +75,12 @@ pub enum Op {
 }
 
 /// [`DecodeError::format`] of a transaction.
-pub const TXN: &str = "txn";
+pub(crate) const TXN: &str = "txn";
 
 /// A transaction: who asked, through which server, when (the proposer's wall clock, for
 /// `ctime`/`mtime`), what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Txn {
+pub(crate) struct Txn {
     /// The session (0 for the server's own: container deletion).
     pub session: SessionId,
     /// The server the client sent it through (index + 1); 0 for a server's own
@@ -94,12 +94,12 @@ pub struct Txn {
 
 impl Txn {
     /// JSON bytes (fields in declaration order, no maps: a pure function of the value).
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a txn serialises")
     }
 
     /// Decode [`Txn::encode`]'s bytes (one line of JSON, so its column is the byte).
-    pub fn decode(bytes: &[u8]) -> Result<Txn, DecodeError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Txn, DecodeError> {
         serde_json::from_slice(bytes)
             .map_err(|e| DecodeError::new(TXN, e.column().saturating_sub(1), e.to_string()))
     }
@@ -108,7 +108,7 @@ impl Txn {
 /// A successful transaction's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum TxnOk {
+pub(crate) enum TxnOk {
     /// A session was opened.
     SessionCreated {
         /// Its timeout, ms.
@@ -136,7 +136,7 @@ pub enum TxnOk {
 
 /// What applying one transaction did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Its zxid.
     pub zxid: Zxid,
     /// The result.
@@ -147,7 +147,7 @@ pub struct Applied {
 
 /// The database: the tree, the live sessions, the last applied zxid.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ZkDb {
+pub(crate) struct ZkDb {
     /// The znode tree (and the server's watches).
     pub tree: DataTree,
     sessions: BTreeMap<SessionId, u64>,
@@ -157,38 +157,38 @@ pub struct ZkDb {
 
 impl ZkDb {
     /// An empty database.
-    pub fn new() -> ZkDb {
+    pub(crate) fn new() -> ZkDb {
         ZkDb::default()
     }
 
     /// The last applied zxid.
-    pub fn last_zxid(&self) -> Zxid {
+    pub(crate) fn last_zxid(&self) -> Zxid {
         self.last_zxid
     }
 
     /// Live sessions and their timeouts, ms.
-    pub fn sessions(&self) -> &BTreeMap<SessionId, u64> {
+    pub(crate) fn sessions(&self) -> &BTreeMap<SessionId, u64> {
         &self.sessions
     }
 
     /// Whether `session` is live.
-    pub fn has_session(&self, session: SessionId) -> bool {
+    pub(crate) fn has_session(&self, session: SessionId) -> bool {
         self.sessions.contains_key(&session)
     }
 
     /// The server (index + 1) that owns a live session.
-    pub fn owner(&self, session: SessionId) -> Option<u64> {
+    pub(crate) fn owner(&self, session: SessionId) -> Option<u64> {
         self.owners.get(&session).copied()
     }
 
     /// Note a zxid that carries no transaction (an ensemble's leader no-op): reads then
     /// report it as the last zxid.
-    pub fn skip(&mut self, zxid: Zxid) {
+    pub(crate) fn skip(&mut self, zxid: Zxid) {
         self.last_zxid = self.last_zxid.max(zxid);
     }
 
     /// Apply `txn` as transaction `zxid` (> every zxid applied before).
-    pub fn apply(&mut self, zxid: Zxid, txn: &Txn) -> Applied {
+    pub(crate) fn apply(&mut self, zxid: Zxid, txn: &Txn) -> Applied {
         debug_assert!(zxid > self.last_zxid, "zxids increase");
         self.last_zxid = zxid;
         let mut fired = Fired::new();

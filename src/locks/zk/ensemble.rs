@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 /// The Raft parameters an ensemble runs with: Raft ticks every `tick_ms / 5` of the
 /// node's local clock (election timeout 10 to 20 Raft ticks, heartbeats every 2), so a
 /// leader fails over within about half a session timeout.
-pub fn raft_params(p: &ZkParams) -> RaftParams {
+pub(crate) fn raft_params(p: &ZkParams) -> RaftParams {
     RaftParams {
         nodes: p.servers,
         tick_ms: (p.tick_ms / 5).max(1),

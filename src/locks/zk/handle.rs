@@ -41,7 +41,7 @@ use tokio::sync::{oneshot, Notify};
 /// What the framework above a handle hears from it, in the order it happens (Curator's
 /// `ConnectionStateManager` listening to the handle's events). The handle has woken its
 /// watchers and failed its outstanding requests before each call.
-pub trait HandleEvents {
+pub(crate) trait HandleEvents {
     /// A connection is up (`why`: the server and the session).
     fn connected(&self, ctx: &NodeCtx, why: StateReason);
     /// The connection was lost.
@@ -106,11 +106,11 @@ struct Inner {
 
 /// A ZooKeeper handle to the servers `zk-0 .. zk-{servers-1}`. Cheap to clone.
 #[derive(Clone)]
-pub struct ZkHandle(Rc<Inner>);
+pub(crate) struct ZkHandle(Rc<Inner>);
 
 impl ZkHandle {
     /// A handle, not connected until [`send_thread`] runs.
-    pub fn new(params: ZkParams) -> ZkHandle {
+    pub(crate) fn new(params: ZkParams) -> ZkHandle {
         let servers = (0..params.servers).map(|i| format!("zk-{i}")).collect();
         let timeout_ms = params.session_timeout_ms;
         ZkHandle(Rc::new(Inner {
@@ -134,33 +134,33 @@ impl ZkHandle {
     }
 
     /// The parameters.
-    pub fn params(&self) -> &ZkParams {
+    pub(crate) fn params(&self) -> &ZkParams {
         &self.0.params
     }
 
     /// The current session (0 before the first connection).
-    pub fn session(&self) -> SessionId {
+    pub(crate) fn session(&self) -> SessionId {
         self.0.state.borrow().session
     }
 
     /// The current handle (bumped each time it is [reset](ZkHandle::reset)).
-    pub fn instance(&self) -> u64 {
+    pub(crate) fn instance(&self) -> u64 {
         self.0.state.borrow().instance
     }
 
     /// Whether connected now.
-    pub fn is_connected(&self) -> bool {
+    pub(crate) fn is_connected(&self) -> bool {
         self.0.state.borrow().connected
     }
 
     /// The session's (negotiated) timeout, ms.
-    pub fn timeout_ms(&self) -> u64 {
+    pub(crate) fn timeout_ms(&self) -> u64 {
         self.0.state.borrow().timeout_ms
     }
 
     /// While connected, the local time the connection would be declared lost at if
     /// nothing more came (the read timeout after the last frame).
-    pub fn connected_until(&self) -> Option<i64> {
+    pub(crate) fn connected_until(&self) -> Option<i64> {
         let s = self.0.state.borrow();
         s.connected.then(|| s.last_recv_ns + s.read_timeout_ns())
     }
@@ -169,7 +169,11 @@ impl ZkHandle {
     /// connected or when the connection is lost before the reply. A `watcher` is
     /// registered when the reply says so (data watch on success; an `exists` of a
     /// missing node sets an exist watch).
-    pub async fn call(&self, req: Request, watcher: Option<Watcher>) -> Result<Response, ZkError> {
+    pub(crate) async fn call(
+        &self,
+        req: Request,
+        watcher: Option<Watcher>,
+    ) -> Result<Response, ZkError> {
         let rx = {
             let mut s = self.0.state.borrow_mut();
             if !s.connected {
@@ -198,7 +202,7 @@ impl ZkHandle {
     /// The session is gone: fail every outstanding request, drop the watches and start
     /// over as a new handle (a new session at the next connection). Returns the
     /// watchers to tell.
-    pub fn reset(&self) -> Vec<Watcher> {
+    pub(crate) fn reset(&self) -> Vec<Watcher> {
         let mut s = self.0.state.borrow_mut();
         s.connected = false;
         let w = s.fail_outstanding(ZkError::SessionExpired);
@@ -255,7 +259,7 @@ impl ZkHandle {
 }
 
 /// The send thread: connect, handshake, then one connection at a time until it is lost.
-pub async fn send_thread(handle: ZkHandle, events: impl HandleEvents, ctx: NodeCtx) {
+pub(crate) async fn send_thread(handle: ZkHandle, events: impl HandleEvents, ctx: NodeCtx) {
     let mut hosts = handle.0.servers.clone();
     // StaticHostProvider shuffles the list once.
     for i in (1..hosts.len()).rev() {

@@ -22,7 +22,7 @@ pub struct DecodeError {
 }
 
 /// [`DecodeError::format`] of a jute record.
-pub const JUTE: &str = "jute record";
+pub(crate) const JUTE: &str = "jute record";
 
 impl DecodeError {
     /// An error in `format` at byte `at`.
@@ -59,53 +59,53 @@ impl std::error::Error for DecodeError {}
 
 /// Writes jute primitives.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Writer {
+pub(crate) struct Writer {
     buf: Vec<u8>,
 }
 
 impl Writer {
     /// An empty record.
-    pub fn new() -> Writer {
+    pub(crate) fn new() -> Writer {
         Writer::default()
     }
 
     /// The bytes written.
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
 
     /// A jute `int`.
-    pub fn int(&mut self, v: i32) -> &mut Writer {
+    pub(crate) fn int(&mut self, v: i32) -> &mut Writer {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
 
     /// A jute `long`.
-    pub fn long(&mut self, v: i64) -> &mut Writer {
+    pub(crate) fn long(&mut self, v: i64) -> &mut Writer {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
 
     /// A jute `boolean`.
-    pub fn bool(&mut self, v: bool) -> &mut Writer {
+    pub(crate) fn bool(&mut self, v: bool) -> &mut Writer {
         self.buf.push(u8::from(v));
         self
     }
 
     /// A jute `buffer`.
-    pub fn buffer(&mut self, v: &[u8]) -> &mut Writer {
+    pub(crate) fn buffer(&mut self, v: &[u8]) -> &mut Writer {
         self.int(len_i32(v.len()));
         self.buf.extend_from_slice(v);
         self
     }
 
     /// A jute `ustring`.
-    pub fn string(&mut self, v: &str) -> &mut Writer {
+    pub(crate) fn string(&mut self, v: &str) -> &mut Writer {
         self.buffer(v.as_bytes())
     }
 
     /// A `vector<ustring>`.
-    pub fn strings(&mut self, v: &[String]) -> &mut Writer {
+    pub(crate) fn strings(&mut self, v: &[String]) -> &mut Writer {
         self.int(len_i32(v.len()));
         for s in v {
             self.string(s);
@@ -120,14 +120,14 @@ fn len_i32(n: usize) -> i32 {
 
 /// Reads jute primitives from one record.
 #[derive(Debug, Clone)]
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     buf: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
     /// Read `buf` from its start.
-    pub fn new(buf: &'a [u8]) -> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
         Reader { buf, at: 0 }
     }
 
@@ -146,29 +146,29 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes not read yet.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.buf.len() - self.at
     }
 
     /// A jute `int`.
-    pub fn int(&mut self, what: &str) -> Result<i32, DecodeError> {
+    pub(crate) fn int(&mut self, what: &str) -> Result<i32, DecodeError> {
         let b = self.take(4, what)?;
         Ok(i32::from_be_bytes(b.try_into().expect("4 bytes")))
     }
 
     /// A jute `long`.
-    pub fn long(&mut self, what: &str) -> Result<i64, DecodeError> {
+    pub(crate) fn long(&mut self, what: &str) -> Result<i64, DecodeError> {
         let b = self.take(8, what)?;
         Ok(i64::from_be_bytes(b.try_into().expect("8 bytes")))
     }
 
     /// A jute `boolean` (any non-zero byte is true, as `DataInput.readBoolean`).
-    pub fn bool(&mut self, what: &str) -> Result<bool, DecodeError> {
+    pub(crate) fn bool(&mut self, what: &str) -> Result<bool, DecodeError> {
         Ok(self.take(1, what)?[0] != 0)
     }
 
     /// A jute `buffer`; null reads as empty.
-    pub fn buffer(&mut self, what: &str) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn buffer(&mut self, what: &str) -> Result<Vec<u8>, DecodeError> {
         let n = self.int(what)?;
         if n < 0 {
             return Ok(Vec::new());
@@ -177,14 +177,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A jute `ustring`; null reads as empty.
-    pub fn string(&mut self, what: &str) -> Result<String, DecodeError> {
+    pub(crate) fn string(&mut self, what: &str) -> Result<String, DecodeError> {
         let at = self.at;
         let bytes = self.buffer(what)?;
         String::from_utf8(bytes).map_err(|_| DecodeError::jute(at, format!("{what}: not UTF-8")))
     }
 
     /// A `vector<ustring>`; null reads as empty.
-    pub fn strings(&mut self, what: &str) -> Result<Vec<String>, DecodeError> {
+    pub(crate) fn strings(&mut self, what: &str) -> Result<Vec<String>, DecodeError> {
         let n = self.int(what)?;
         if n < 0 {
             return Ok(Vec::new());
@@ -200,7 +200,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The record must end here.
-    pub fn end(&self, record: &str) -> Result<(), DecodeError> {
+    pub(crate) fn end(&self, record: &str) -> Result<(), DecodeError> {
         match self.remaining() {
             0 => Ok(()),
             n => Err(self.err(format!("{record}: {n} bytes after its end"))),

@@ -97,10 +97,10 @@ use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
-pub mod layout;
+pub(crate) mod layout;
 
 /// The Curator mutex client of one client node.
-pub struct CuratorMutex {
+pub(crate) struct CuratorMutex {
     client: CuratorFramework,
     /// The GUID of the current (or last) acquire, in protected mode.
     guid: Option<String>,
@@ -196,14 +196,14 @@ async fn backoff(ctx: &NodeCtx, base_ms: u64, n: u32) {
 }
 
 /// The sequence suffix of a lock node name.
-pub fn sequence_of(path: &str) -> Option<u64> {
+pub(crate) fn sequence_of(path: &str) -> Option<u64> {
     let tail = path.get(path.len().checked_sub(10)?..)?;
     tail.parse().ok()
 }
 
 impl CuratorMutex {
     /// A client with its own Curator framework (started at the first acquire).
-    pub fn new(params: ZkParams) -> CuratorMutex {
+    pub(crate) fn new(params: ZkParams) -> CuratorMutex {
         CuratorMutex {
             client: CuratorFramework::new(params),
             guid: None,

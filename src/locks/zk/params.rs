@@ -7,7 +7,7 @@ use serde::Deserialize;
 /// What a lock holder does when Curator reports the connection SUSPENDED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum OnSuspended {
+pub(crate) enum OnSuspended {
     /// Keep acting as the holder: what `InterProcessMutex` does on its own, and what
     /// CURATOR-206 calls "by design" (it is the application's job to listen).
     Continue,
@@ -21,7 +21,7 @@ pub enum OnSuspended {
 /// Where the fencing token of a grant comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ZkToken {
+pub(crate) enum ZkToken {
     /// The `czxid` of the holder's lock node: the zxid of its create, globally increasing.
     Czxid,
     /// The node's 10-digit sequence suffix: per parent, and reset when the (container)
@@ -34,7 +34,7 @@ pub enum ZkToken {
 /// `[lock]` for `algorithm = "zk"`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ZkParams {
+pub(crate) struct ZkParams {
     /// Servers `zk-0 .. zk-N-1`: 1 (standalone), 3 or 5 (an ensemble) [1].
     #[serde(default = "default_servers")]
     pub servers: u32,
@@ -113,12 +113,12 @@ impl Default for ZkParams {
 impl ZkParams {
     /// The session timeout the servers grant: the asked one clamped to
     /// `[2 × tick, 20 × tick]` (ZooKeeper's default min/max session timeouts).
-    pub fn negotiated_timeout_ms(&self) -> u64 {
+    pub(crate) fn negotiated_timeout_ms(&self) -> u64 {
         negotiate(self.session_timeout_ms, self.tick_ms)
     }
 
     /// Check values serde cannot.
-    pub fn validate(&self) -> Result<(), KeyError> {
+    pub(crate) fn validate(&self) -> Result<(), KeyError> {
         if ![1, 3, 5].contains(&self.servers) {
             return Err(KeyError::new(
                 "servers",
@@ -142,12 +142,12 @@ impl ZkParams {
 }
 
 /// ZooKeeper's negotiation: `min(max(asked, 2 × tick), 20 × tick)`.
-pub fn negotiate(asked_ms: u64, tick_ms: u64) -> u64 {
+pub(crate) fn negotiate(asked_ms: u64, tick_ms: u64) -> u64 {
     asked_ms.clamp(2 * tick_ms, 20 * tick_ms)
 }
 
 /// The keys, for `locksim list`.
-pub const DOCS: &[ParamDoc] = &[
+pub(crate) const DOCS: &[ParamDoc] = &[
     ParamDoc::new(
         "servers",
         "1",

@@ -18,23 +18,25 @@ mod reply;
 mod request;
 
 use super::tree::{CreateMode, EventKind, SessionId, Stat, WatchedEvent, ZkError, Zxid};
-pub use peer::{decode_peer, encode_peer, PeerMsg, PEER_MESSAGE};
-pub use reply::{decode_reply, encode_reply};
-pub use request::{decode_request, encode_request};
+pub(crate) use peer::{decode_peer, encode_peer, PeerMsg};
+pub use reply::decode_reply;
+pub(crate) use reply::encode_reply;
+pub(crate) use request::decode_request;
+pub use request::encode_request;
 use serde::{Deserialize, Serialize};
 
 /// Where a server serves clients (ZooKeeper's `clientPort`).
-pub const CLIENT_PORT: u16 = 2181;
+pub(crate) const CLIENT_PORT: u16 = 2181;
 /// Where servers of an ensemble exchange Raft messages and session touches
 /// (ZooKeeper's quorum port).
-pub const PEER_PORT: u16 = 2888;
+pub(crate) const PEER_PORT: u16 = 2888;
 
 /// The xid of a ping.
 pub const PING_XID: i32 = -2;
 /// The xid of a watch notification.
-pub const NOTIFICATION_XID: i32 = -1;
+pub(crate) const NOTIFICATION_XID: i32 = -1;
 /// The xid ZooKeeper's client gives `setWatches` after a reconnect.
-pub const SET_WATCHES_XID: i32 = -8;
+pub(crate) const SET_WATCHES_XID: i32 = -8;
 /// A session password's length (ZooKeeper's 16 random bytes).
 pub const PASSWD_LEN: usize = 16;
 
@@ -342,7 +344,7 @@ pub enum ServerFrame {
 
 /// A session's password: 16 bytes derived from its id (ZooKeeper's derivation is its
 /// own; a client only echoes them back).
-pub fn session_passwd(session: SessionId) -> Vec<u8> {
+pub(crate) fn session_passwd(session: SessionId) -> Vec<u8> {
     let mut x = session ^ 0xb341_5c00;
     (0..PASSWD_LEN / 8)
         .flat_map(|_| {

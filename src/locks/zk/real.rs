@@ -76,7 +76,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Real ZooKeeper servers for a live run.
 #[derive(Debug, Default)]
-pub struct RealZooKeeper {
+pub(crate) struct RealZooKeeper {
     /// The `[lock]` table (servers, tick, container check interval).
     pub params: ZkParams,
     /// Each server's folder, once its command is asked for.
@@ -87,7 +87,7 @@ pub struct RealZooKeeper {
 
 impl RealZooKeeper {
     /// The servers of `params`.
-    pub fn new(params: ZkParams) -> RealZooKeeper {
+    pub(crate) fn new(params: ZkParams) -> RealZooKeeper {
         let locks = LockState::new(params.servers as usize);
         RealZooKeeper {
             params,
@@ -271,7 +271,7 @@ impl RealCluster for RealZooKeeper {
 /// `host:port`, big-endian): the port becomes the sender's public election port in
 /// `public` (by sid), so the receiver's dial-back crosses a proxy, and the sender is
 /// named `zk-{sid - 1}`. Anything else passes as it is.
-pub fn election_rewrite(head: &[u8], public: &BTreeMap<i64, u16>) -> Opening {
+pub(crate) fn election_rewrite(head: &[u8], public: &BTreeMap<i64, u16>) -> Opening {
     let unchanged = || Opening::Forward {
         bytes: head.to_vec(),
         used: head.len(),

@@ -76,14 +76,14 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The index of server `zk-N`.
-pub fn server_index(name: &str) -> usize {
+pub(crate) fn server_index(name: &str) -> usize {
     name.strip_prefix("zk-")
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{name} is not a ZooKeeper server"))
 }
 
 /// What server `zk-N` runs, from start to crash.
-pub async fn server_main(ctx: NodeCtx, params: ZkParams) {
+pub(crate) async fn server_main(ctx: NodeCtx, params: ZkParams) {
     let me = server_index(ctx.name());
     let now = ctx.mono_ns();
     let (core, path, replayed) = if params.servers > 1 {

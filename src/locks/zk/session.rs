@@ -28,7 +28,7 @@ struct Tracked {
 
 /// Sessions and their expiry buckets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionTracker {
+pub(crate) struct SessionTracker {
     interval_ns: i64,
     sessions: BTreeMap<SessionId, Tracked>,
     buckets: BTreeMap<i64, BTreeSet<SessionId>>,
@@ -36,7 +36,7 @@ pub struct SessionTracker {
 
 impl SessionTracker {
     /// A tracker with buckets of `tick_ms`.
-    pub fn new(tick_ms: u64) -> SessionTracker {
+    pub(crate) fn new(tick_ms: u64) -> SessionTracker {
         SessionTracker {
             interval_ns: tick_ms as i64 * 1_000_000,
             sessions: BTreeMap::new(),
@@ -50,7 +50,7 @@ impl SessionTracker {
 
     /// Track `session` with `timeout_ms`, touched at `now` (a new session, or every
     /// session when a server starts or a leader takes over).
-    pub fn add(&mut self, session: SessionId, timeout_ms: u64, now: i64) {
+    pub(crate) fn add(&mut self, session: SessionId, timeout_ms: u64, now: i64) {
         self.remove(session);
         let timeout_ns = timeout_ms as i64 * 1_000_000;
         let bucket = self.round(now + timeout_ns);
@@ -67,7 +67,7 @@ impl SessionTracker {
 
     /// The server heard from `session` at `now`. False if the session is unknown or
     /// closing (ZooKeeper then answers `SessionExpired`).
-    pub fn touch(&mut self, session: SessionId, now: i64) -> bool {
+    pub(crate) fn touch(&mut self, session: SessionId, now: i64) -> bool {
         let interval = self.interval_ns;
         let round = |t: i64| (t.div_euclid(interval) + 1) * interval;
         let Some(s) = self.sessions.get_mut(&session) else {
@@ -91,7 +91,7 @@ impl SessionTracker {
     }
 
     /// Stop tracking `session` (it was closed).
-    pub fn remove(&mut self, session: SessionId) {
+    pub(crate) fn remove(&mut self, session: SessionId) {
         if let Some(s) = self.sessions.remove(&session) {
             if let Some(set) = self.buckets.get_mut(&s.bucket) {
                 set.remove(&session);
@@ -103,20 +103,22 @@ impl SessionTracker {
     }
 
     /// Whether `session` is tracked and not closing.
-    pub fn is_live(&self, session: SessionId) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_live(&self, session: SessionId) -> bool {
         self.sessions
             .get(&session)
             .is_some_and(|s| s.closing_since.is_none())
     }
 
     /// The local time of the next bucket to expire, if any.
-    pub fn next_expiration(&self) -> Option<i64> {
+    #[cfg(test)]
+    pub(crate) fn next_expiration(&self) -> Option<i64> {
         self.buckets.keys().next().copied()
     }
 
     /// Expire every bucket due at `now`: the sessions are marked closing and returned,
     /// in bucket then id order.
-    pub fn expire(&mut self, now: i64) -> Vec<SessionId> {
+    pub(crate) fn expire(&mut self, now: i64) -> Vec<SessionId> {
         let mut out = Vec::new();
         while let Some(entry) = self.buckets.first_entry() {
             if *entry.key() > now {
@@ -134,7 +136,7 @@ impl SessionTracker {
 
     /// Sessions marked closing at least `after_ns` ago (their `closeSession` was lost:
     /// an ensemble proposes it again); their mark is renewed to `now`.
-    pub fn stale_closing(&mut self, now: i64, after_ns: i64) -> Vec<SessionId> {
+    pub(crate) fn stale_closing(&mut self, now: i64, after_ns: i64) -> Vec<SessionId> {
         let mut out = Vec::new();
         for (id, s) in self.sessions.iter_mut() {
             if let Some(since) = s.closing_since {
@@ -147,13 +149,9 @@ impl SessionTracker {
         out
     }
 
-    /// Number of tracked sessions.
-    pub fn len(&self) -> usize {
-        self.sessions.len()
-    }
-
     /// Whether no session is tracked.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.sessions.is_empty()
     }
 }

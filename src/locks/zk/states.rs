@@ -5,7 +5,7 @@ use super::tree::SessionId;
 
 /// Curator's connection states (`org.apache.curator.framework.state.ConnectionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CuratorState {
+pub(crate) enum CuratorState {
     /// Never connected yet.
     Latent,
     /// First connection.
@@ -21,7 +21,7 @@ pub enum CuratorState {
 
 impl CuratorState {
     /// Curator's name for it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CuratorState::Latent => "LATENT",
             CuratorState::Connected => "CONNECTED",
@@ -35,7 +35,7 @@ impl CuratorState {
 /// Why a connection to a server was lost: the `reason` of the `connection` event that
 /// SUSPENDED records.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Disconnect {
+pub(crate) enum Disconnect {
     /// Curator replaced the handle (after LOST) while the connection was up.
     HandleReplaced,
     /// A request or ping could not be written.
@@ -65,7 +65,7 @@ impl std::fmt::Display for Disconnect {
 
 /// Why the Curator connection state changed: the `reason` of the `connection` event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateReason {
+pub(crate) enum StateReason {
     /// A connection to `host` is up with `session`.
     Connected {
         /// The server.

@@ -36,11 +36,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// A ZooKeeper transaction id: the position of a write in the total order.
-pub type Zxid = u64;
+pub(crate) type Zxid = u64;
 /// A session id.
 pub type SessionId = u64;
 /// Who set a watch (the server's connection id).
-pub type WatcherId = u64;
+pub(crate) type WatcherId = u64;
 
 /// A znode's metadata (`org.apache.zookeeper.data.Stat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -195,6 +195,8 @@ impl fmt::Display for ZkError {
 impl std::error::Error for ZkError {}
 
 /// A watch event type (`Watcher.Event.EventType`).
+// The variants keep ZooKeeper's own names (NodeCreated, NodeDeleted, ...).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
@@ -220,7 +222,7 @@ pub struct WatchedEvent {
 }
 
 /// Watches fired by one operation, per watcher, in firing order.
-pub type Fired = Vec<(WatcherId, WatchedEvent)>;
+pub(crate) type Fired = Vec<(WatcherId, WatchedEvent)>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Node {
@@ -232,7 +234,7 @@ struct Node {
 
 /// The tree, its ephemeral and container indexes, and the server's watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DataTree {
+pub(crate) struct DataTree {
     nodes: BTreeMap<String, Node>,
     ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
     containers: BTreeSet<String>,
@@ -248,7 +250,7 @@ impl Default for DataTree {
 
 /// `path` is absolute, has no empty component and no trailing slash (ZooKeeper's
 /// `PathUtils.validatePath`, minus the character rules).
-pub fn validate_path(path: &str) -> Result<(), ZkError> {
+pub(crate) fn validate_path(path: &str) -> Result<(), ZkError> {
     if path == "/" {
         return Ok(());
     }
@@ -267,25 +269,17 @@ pub fn validate_path(path: &str) -> Result<(), ZkError> {
 }
 
 /// `(parent, name)` of a valid non-root path.
-pub fn split_path(path: &str) -> (&str, &str) {
+pub(crate) fn split_path(path: &str) -> (&str, &str) {
     let i = path.rfind('/').expect("absolute path");
     let parent = if i == 0 { "/" } else { &path[..i] };
     (parent, &path[i + 1..])
-}
-
-fn join(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
 }
 
 impl DataTree {
     /// A fresh tree: the root and ZooKeeper's system nodes `/zookeeper`,
     /// `/zookeeper/quota` and `/zookeeper/config`, which every server has from the start
     /// (not created by transactions: zxid 0, no `cversion` counted).
-    pub fn new() -> DataTree {
+    pub(crate) fn new() -> DataTree {
         let node = |children: &[&str]| Node {
             data: Vec::new(),
             stat: Stat {
@@ -310,23 +304,13 @@ impl DataTree {
         }
     }
 
-    /// Number of nodes, the root included.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Never empty: the root always exists.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// The node's stat, if it exists.
-    pub fn stat(&self, path: &str) -> Option<Stat> {
+    pub(crate) fn stat(&self, path: &str) -> Option<Stat> {
         self.nodes.get(path).map(|n| n.stat)
     }
 
     /// The ephemeral nodes of `session`, sorted.
-    pub fn ephemerals(&self, session: SessionId) -> Vec<String> {
+    pub(crate) fn ephemerals(&self, session: SessionId) -> Vec<String> {
         self.ephemerals
             .get(&session)
             .map(|s| s.iter().cloned().collect())
@@ -334,7 +318,7 @@ impl DataTree {
     }
 
     /// The node's children (names), sorted, without setting a watch.
-    pub fn children(&self, path: &str) -> Option<Vec<String>> {
+    pub(crate) fn children(&self, path: &str) -> Option<Vec<String>> {
         self.nodes
             .get(path)
             .map(|n| n.children.iter().cloned().collect())
@@ -343,7 +327,7 @@ impl DataTree {
     /// Create a node (see the module docs). Returns the actual path (with its sequence
     /// suffix) and the new node's stat.
     #[allow(clippy::too_many_arguments)]
-    pub fn create(
+    pub(crate) fn create(
         &mut self,
         path: &str,
         data: &[u8],
@@ -416,7 +400,7 @@ impl DataTree {
     }
 
     /// Delete a node with `version` (-1: any).
-    pub fn delete(
+    pub(crate) fn delete(
         &mut self,
         path: &str,
         version: i32,
@@ -477,7 +461,7 @@ impl DataTree {
     }
 
     /// Set a node's data with `version` (-1: any).
-    pub fn set_data(
+    pub(crate) fn set_data(
         &mut self,
         path: &str,
         data: &[u8],
@@ -503,7 +487,7 @@ impl DataTree {
 
     /// Delete every ephemeral node of `session` (a session close), in path order.
     /// Returns the deleted paths.
-    pub fn kill_session(
+    pub(crate) fn kill_session(
         &mut self,
         session: SessionId,
         zxid: Zxid,
@@ -521,7 +505,7 @@ impl DataTree {
     }
 
     /// `deleteContainer`: delete `path` only if it is a container without children.
-    pub fn delete_container(
+    pub(crate) fn delete_container(
         &mut self,
         path: &str,
         zxid: Zxid,
@@ -540,7 +524,7 @@ impl DataTree {
 
     /// Containers the container manager deletes: no children, and at least one child
     /// ever (`cversion > 0`), as `ContainerManager.getCandidates`.
-    pub fn container_candidates(&self) -> Vec<String> {
+    pub(crate) fn container_candidates(&self) -> Vec<String> {
         self.containers
             .iter()
             .filter(|p| {
@@ -553,7 +537,7 @@ impl DataTree {
     }
 
     /// `getData`, setting a data watch for `watcher` if given (only if the node exists).
-    pub fn get_data(
+    pub(crate) fn get_data(
         &mut self,
         path: &str,
         watcher: Option<WatcherId>,
@@ -572,7 +556,7 @@ impl DataTree {
 
     /// `exists`, setting a data watch for `watcher` if given, whether or not the node
     /// exists (a watch on a missing node fires on its creation).
-    pub fn exists(
+    pub(crate) fn exists(
         &mut self,
         path: &str,
         watcher: Option<WatcherId>,
@@ -589,7 +573,7 @@ impl DataTree {
 
     /// `getChildren` (sorted), setting a child watch for `watcher` if given and the node
     /// exists.
-    pub fn get_children(
+    pub(crate) fn get_children(
         &mut self,
         path: &str,
         watcher: Option<WatcherId>,
@@ -609,7 +593,7 @@ impl DataTree {
     /// `setWatches` of a reconnecting client whose last seen zxid is `relative`: fires
     /// what changed since at once, registers the rest (`DataTree.setWatches`). `paths`
     /// are the client's data, exist and child watches.
-    pub fn set_watches(
+    pub(crate) fn set_watches(
         &mut self,
         relative: Zxid,
         paths: [&[String]; 3],
@@ -667,7 +651,7 @@ impl DataTree {
     }
 
     /// Forget every watch of `watcher` (its connection closed).
-    pub fn remove_watcher(&mut self, watcher: WatcherId) {
+    pub(crate) fn remove_watcher(&mut self, watcher: WatcherId) {
         for map in [&mut self.data_watches, &mut self.child_watches] {
             map.retain(|_, set| {
                 set.remove(&watcher);
@@ -677,7 +661,8 @@ impl DataTree {
     }
 
     /// Number of watches set (all watchers, both kinds).
-    pub fn watch_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn watch_count(&self) -> usize {
         self.data_watches.values().map(|s| s.len()).sum::<usize>()
             + self.child_watches.values().map(|s| s.len()).sum::<usize>()
     }
@@ -706,14 +691,5 @@ impl DataTree {
                 },
             ));
         }
-    }
-
-    /// Full paths of `path`'s children.
-    pub fn child_paths(&self, path: &str) -> Vec<String> {
-        self.children(path)
-            .unwrap_or_default()
-            .iter()
-            .map(|c| join(path, c))
-            .collect()
     }
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use tokio::sync::Notify;
 
 /// A watcher: woken by its watches and by connection-state changes.
-pub type Watcher = Rc<Notify>;
+pub(crate) type Watcher = Rc<Notify>;
 
 /// The client's registered watches (`ZKWatchManager`): path → watchers, per kind.
 #[derive(Default)]

@@ -12,7 +12,7 @@ pub(super) fn esc(s: &str) -> String {
 }
 
 /// A duration or instant for people: "2.445 s", "850 ms", "12.5 ms", "40 µs", "-80 ms".
-pub fn human_time(ns: i64) -> String {
+pub(crate) fn human_time(ns: i64) -> String {
     if ns == 0 {
         return "0 s".into();
     }
@@ -172,7 +172,7 @@ pub(super) fn nemesis_sentence(e: &Event) -> String {
 }
 
 /// An event as a sentence (no times).
-pub fn sentence(e: &Event) -> String {
+pub(crate) fn sentence(e: &Event) -> String {
     if e.process == "nemesis" {
         return nemesis_sentence(e);
     }

@@ -6,7 +6,7 @@ use super::*;
 /// one SQL statement against `method_lock` ([`Statement::sql`] prints it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
-pub enum Statement {
+pub(crate) enum Statement {
     /// `SELECT 1`: a connection pool's liveness test.
     Ping,
     /// `BEGIN`.
@@ -68,7 +68,7 @@ pub enum Statement {
 
 impl Statement {
     /// The statement as SQL, for traces and messages.
-    pub fn sql(&self) -> String {
+    pub(crate) fn sql(&self) -> String {
         let q = |s: &str| format!("'{}'", s.replace('\'', "''"));
         match self {
             Statement::Ping => "SELECT 1".into(),

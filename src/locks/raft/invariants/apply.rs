@@ -9,7 +9,7 @@ use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
 /// `raft-apply` (see the module docs).
-pub fn check_apply(history: &[Event]) -> Vec<Violation> {
+pub(crate) fn check_apply(history: &[Event]) -> Vec<Violation> {
     // Per node: the next index it must apply and its last apply event.
     let mut next: BTreeMap<&str, (u64, Option<&Event>)> = BTreeMap::new();
     let mut out = Vec::new();
@@ -47,7 +47,7 @@ pub fn check_apply(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-apply`.
-pub static APPLY: Check = Check {
+pub(crate) static APPLY: Check = Check {
     name: "raft-apply",
     about: "each Raft node applies indices 1, 2, 3, ... in order (again from 1 after a restart)",
     kind: crate::check::CheckKind::Safety,

@@ -8,7 +8,7 @@ use crate::history::{names, Event, EventValue};
 use std::collections::BTreeMap;
 
 /// `raft-election-safety` (see the module docs).
-pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
+pub(crate) fn check_election_safety(history: &[Event]) -> Vec<Violation> {
     let mut leaders: BTreeMap<u64, &Event> = BTreeMap::new();
     let mut out = Vec::new();
     for e in history
@@ -39,7 +39,7 @@ pub fn check_election_safety(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-election-safety`.
-pub static ELECTION_SAFETY: Check = Check {
+pub(crate) static ELECTION_SAFETY: Check = Check {
     name: "raft-election-safety",
     about: "at most one Raft node becomes leader in each term",
     kind: crate::check::CheckKind::Safety,

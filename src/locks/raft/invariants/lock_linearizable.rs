@@ -10,7 +10,7 @@ use crate::history::{names, Event, EventValue};
 use std::collections::BTreeSet;
 
 /// The history with every `expire` of a log index after its first record removed.
-pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
+pub(crate) fn dedup_expires(history: &[Event]) -> Vec<Event> {
     let mut seen = BTreeSet::new();
     history
         .iter()
@@ -28,7 +28,7 @@ pub fn dedup_expires(history: &[Event]) -> Vec<Event> {
 }
 
 /// `lock-linearizable` for Raft: the standard check without duplicate `expire` records.
-pub static LOCK_LINEARIZABLE: Check = Check {
+pub(crate) static LOCK_LINEARIZABLE: Check = Check {
     name: crate::check::LOCK_LINEARIZABLE.name,
     about: "the lock service's acquire/release/expire history is linearizable against the fenced-lock spec",
     kind: crate::check::CheckKind::Safety,

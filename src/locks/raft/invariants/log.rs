@@ -9,7 +9,7 @@ use crate::history::{names, Event, EventValue};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `raft-log` (see the module docs).
-pub fn check_log(history: &[Event]) -> Vec<Violation> {
+pub(crate) fn check_log(history: &[Event]) -> Vec<Violation> {
     let mut first: BTreeMap<u64, (&Event, u64, String)> = BTreeMap::new();
     let mut out = Vec::new();
     let mut reported: BTreeSet<(u64, &str)> = BTreeSet::new();
@@ -45,7 +45,7 @@ pub fn check_log(history: &[Event]) -> Vec<Violation> {
 }
 
 /// `raft-log`.
-pub static LOG: Check = Check {
+pub(crate) static LOG: Check = Check {
     name: "raft-log",
     about: "a committed Raft entry is never changed or lost: every apply of an index carries the same entry",
     kind: crate::check::CheckKind::Safety,

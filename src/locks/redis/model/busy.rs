@@ -16,7 +16,7 @@ use super::{Client, ClientId, Ctx, RedisServer, ERR_SYNTAX};
 use crate::locks::redis::resp::Value;
 
 /// The reply to a command refused while a script runs past the threshold.
-pub const ERR_BUSY: &str =
+pub(crate) const ERR_BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 const ERR_NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 const ERR_UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";

@@ -187,7 +187,7 @@ pub(crate) const COMMANDS: &[Spec] = &[
 ];
 
 /// Whether the model knows `name` as a command that writes (replicas refuse it).
-pub fn is_write(name: &[u8]) -> bool {
+pub(crate) fn is_write(name: &[u8]) -> bool {
     let name = name.to_ascii_lowercase();
     COMMANDS
         .iter()

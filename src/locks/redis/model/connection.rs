@@ -12,10 +12,10 @@ use crate::locks::redis::resp::{parse_i64, Value};
 use std::collections::BTreeSet;
 
 /// The Redis version the model answers as (`INFO`, `HELLO`, `redis.REDIS_VERSION`).
-pub const REDIS_VERSION: &str = "7.0.15";
+pub(crate) const REDIS_VERSION: &str = "7.0.15";
 
 /// A connection's id (`CLIENT ID`).
-pub type ClientId = u64;
+pub(crate) type ClientId = u64;
 
 /// Server settings that change replies.
 #[derive(Clone, Debug, PartialEq, Eq)]

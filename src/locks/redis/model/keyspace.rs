@@ -48,7 +48,7 @@ impl Entry {
 pub(crate) type Db = BTreeMap<Vec<u8>, Entry>;
 
 /// The number of databases, as Redis's default `databases 16`.
-pub const DATABASES: usize = 16;
+pub(crate) const DATABASES: usize = 16;
 
 /// Redis's `keyIsExpired`: strictly after the deadline.
 pub(crate) fn is_expired(expire_at_ms: Option<i64>, now_ms: i64) -> bool {

@@ -45,24 +45,24 @@ use std::rc::Rc;
 
 /// The compare-and-delete unlock script from the redis.io distributed-locks page:
 /// delete `KEYS[1]` only if its value is `ARGV[1]`. Returns 1 if deleted, else 0.
-pub const UNLOCK_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"del\",KEYS[1])\nelse\n    return 0\nend";
+pub(crate) const UNLOCK_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"del\",KEYS[1])\nelse\n    return 0\nend";
 
 /// The compare-and-pexpire extend script (Redlock extend, Redisson-style renewal): set
 /// `KEYS[1]`'s TTL to `ARGV[2]` ms only if its value is `ARGV[1]`. Returns 1 or 0.
-pub const EXTEND_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";
+pub(crate) const EXTEND_SCRIPT: &str = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"pexpire\",KEYS[1],ARGV[2])\nelse\n    return 0\nend";
 
 /// Acquire with a fencing token in one atomic step: `SET KEYS[1] ARGV[1] NX PX ARGV[2]`
 /// and, only if that set the key, `INCR KEYS[2]`. Returns the token, or nil if the lock
 /// was held. Atomicity matters: with SET and INCR as two round trips, a holder that
 /// pauses between them gets a token *newer* than its successor's.
-pub const TOKEN_ACQUIRE_SCRIPT: &str = "if redis.call(\"set\",KEYS[1],ARGV[1],\"NX\",\"PX\",ARGV[2]) then\n    return redis.call(\"incr\",KEYS[2])\nelse\n    return false\nend";
+pub(crate) const TOKEN_ACQUIRE_SCRIPT: &str = "if redis.call(\"set\",KEYS[1],ARGV[1],\"NX\",\"PX\",ARGV[2]) then\n    return redis.call(\"incr\",KEYS[2])\nelse\n    return false\nend";
 
 /// Lua instructions per simulated ms: the model's Lua runs about 100 M instructions a
 /// second, a real server's order of magnitude. Scripts under 100,000 instructions (every
 /// lock script) cost no simulated time.
-pub const INSTRUCTIONS_PER_MS: u64 = 100_000;
+pub(crate) const INSTRUCTIONS_PER_MS: u64 = 100_000;
 /// The most memory the interpreter may hold, bytes (scripts, their data and the cache).
-pub const MEMORY_LIMIT: usize = 64 << 20;
+pub(crate) const MEMORY_LIMIT: usize = 64 << 20;
 /// The count hook runs every this many instructions: the granularity of the budget.
 const HOOK_EVERY: u32 = 10_000;
 /// The error a script stopped at its budget raises: Redis's for a killed script.
@@ -97,7 +97,7 @@ const PRELUDE_CHUNK: &str = "=locksim";
 
 /// The SHA1 of a script as Redis names it (`EVALSHA`, `SCRIPT LOAD`): 40 lowercase hex
 /// digits.
-pub fn script_sha(script: &str) -> String {
+pub(crate) fn script_sha(script: &str) -> String {
     sha1_hex(script.as_bytes())
 }
 
@@ -108,7 +108,7 @@ pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
 /// Redis's `redisLrand48`: the 48-bit linear congruential generator of `lrand48`, with
 /// its default start state. Cloning shares the state.
 #[derive(Clone, Debug)]
-pub struct Lrand48(Rc<Cell<u64>>);
+pub(crate) struct Lrand48(Rc<Cell<u64>>);
 
 impl Default for Lrand48 {
     fn default() -> Self {
@@ -120,7 +120,7 @@ impl Lrand48 {
     const MASK: u64 = (1 << 48) - 1;
 
     /// The next value in `0..2^31`.
-    pub fn next(&self) -> i32 {
+    pub(crate) fn next(&self) -> i32 {
         let x = (0x5_DEEC_E66D_u64
             .wrapping_mul(self.0.get())
             .wrapping_add(0xB))
@@ -130,7 +130,7 @@ impl Lrand48 {
     }
 
     /// `redisSrand48(seed)`.
-    pub fn seed(&self, seed: i32) {
+    pub(crate) fn seed(&self, seed: i32) {
         self.0
             .set((((seed as u32) as u64) << 16 | 0x330E) & Self::MASK);
     }
@@ -143,7 +143,7 @@ impl Lrand48 {
 }
 
 /// C's `%.17g`: how Redis turns a Lua number argument into a string.
-pub fn fmt_g17(x: f64) -> String {
+pub(crate) fn fmt_g17(x: f64) -> String {
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
     }
@@ -173,7 +173,7 @@ pub fn fmt_g17(x: f64) -> String {
 
 /// C's `(long long)` cast of a double as x86-64 does it: truncation toward zero, and
 /// the "integer indefinite" value for NaN and out-of-range numbers.
-pub fn c_cast_i64(x: f64) -> i64 {
+pub(crate) fn c_cast_i64(x: f64) -> i64 {
     // 2^63: the first double out of range (NaN is outside every range).
     const LIMIT: f64 = 9.223_372_036_854_776e18;
     if (-LIMIT..LIMIT).contains(&x) {
@@ -315,7 +315,7 @@ fn compile_error(e: &mlua::Error) -> Value {
 
 /// Whether `body` compiles as a Redis script does (Lua 5.1); the compile error otherwise.
 /// Used to reject a broken user lock script when the scenario is read.
-pub fn check_compiles(body: &str) -> Result<(), CompileError> {
+pub(crate) fn check_compiles(body: &str) -> Result<(), CompileError> {
     match LuaEngine::new(Lrand48::default()).load(body.as_bytes()) {
         Ok(_) => Ok(()),
         Err(reply) => Err(CompileError(reply)),
@@ -324,7 +324,7 @@ pub fn check_compiles(body: &str) -> Result<(), CompileError> {
 
 /// A script that does not compile: the error reply Redis gives for it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CompileError(pub Value);
+pub(crate) struct CompileError(pub Value);
 
 impl std::fmt::Display for CompileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

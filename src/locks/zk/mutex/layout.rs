@@ -11,13 +11,13 @@
 use crate::locks::zk::tree::{split_path, DataTree, SessionId};
 
 /// Where the lock recipe keeps its locks: lock `L` lives under `/locks/L`.
-pub const LOCK_ROOT: &str = "/locks";
+pub(crate) const LOCK_ROOT: &str = "/locks";
 /// The recipe's lock name: nodes are `[_c_<GUID>-]lock-<10 digits>`.
-pub const LOCK_NAME: &str = "lock-";
+pub(crate) const LOCK_NAME: &str = "lock-";
 
 /// A lock's owner node deleted by a session close.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LostOwner {
+pub(crate) struct LostOwner {
     /// The lock name (`L` of `/locks/L`).
     pub lock: String,
     /// The owner node's path.
@@ -27,7 +27,7 @@ pub struct LostOwner {
 }
 
 /// The sort key of a lock node name: what follows the last `lock-`.
-pub fn lock_sort_key(name: &str) -> &str {
+pub(crate) fn lock_sort_key(name: &str) -> &str {
     match name.rfind(LOCK_NAME) {
         Some(i) => &name[i + LOCK_NAME.len()..],
         None => name,
@@ -35,17 +35,17 @@ pub fn lock_sort_key(name: &str) -> &str {
 }
 
 /// Children of a lock path in the recipe's order (`LockInternals.getSortedChildren`).
-pub fn sort_lock_children(children: &mut [String]) {
+pub(crate) fn sort_lock_children(children: &mut [String]) {
     children.sort_by(|a, b| lock_sort_key(a).cmp(lock_sort_key(b)).then(a.cmp(b)));
 }
 
 /// The path of lock `lock`'s node directory.
-pub fn lock_base(lock: &str) -> String {
+pub(crate) fn lock_base(lock: &str) -> String {
     format!("{LOCK_ROOT}/{lock}")
 }
 
 /// The lock a node at `path` waits on or holds (`L` of `/locks/L/<node>`), if any.
-pub fn lock_of(path: &str) -> Option<&str> {
+pub(crate) fn lock_of(path: &str) -> Option<&str> {
     let (parent, _) = split_path(path);
     parent
         .strip_prefix(LOCK_ROOT)
@@ -54,7 +54,7 @@ pub fn lock_of(path: &str) -> Option<&str> {
 }
 
 /// The node that owns lock `lock` in `tree` (the first child of `/locks/lock`), if any.
-pub fn lock_owner(tree: &DataTree, lock: &str) -> Option<String> {
+pub(crate) fn lock_owner(tree: &DataTree, lock: &str) -> Option<String> {
     let base = lock_base(lock);
     let mut children = tree.children(&base)?;
     sort_lock_children(&mut children);
@@ -64,7 +64,7 @@ pub fn lock_owner(tree: &DataTree, lock: &str) -> Option<String> {
 /// The locks `session`'s ephemeral nodes own in `tree`: what closing the session takes
 /// from their holders. Read *before* the close deletes them: a session can hold a lock
 /// with one node while another of its nodes waits behind it (one entry per lock).
-pub fn lost_owners(tree: &DataTree, session: SessionId) -> Vec<LostOwner> {
+pub(crate) fn lost_owners(tree: &DataTree, session: SessionId) -> Vec<LostOwner> {
     let mut owners: Vec<LostOwner> = Vec::new();
     for path in tree.ephemerals(session) {
         let Some(lock) = lock_of(&path) else {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// A message between servers of an ensemble.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PeerMsg {
+pub(crate) enum PeerMsg {
     /// raft-rs message bytes (protobuf).
     Raft(Vec<u8>),
     /// A follower's clients touched these sessions (ZooKeeper's learner ping reply).
@@ -19,7 +19,7 @@ pub enum PeerMsg {
 
 /// A peer message's bytes: a tag byte, then raft-rs's protobuf bytes for a Raft message,
 /// or the touched sessions as a count and big-endian ids.
-pub fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
+pub(crate) fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
     match msg {
         PeerMsg::Raft(bytes) => {
             let mut out = Vec::with_capacity(bytes.len() + 1);
@@ -41,10 +41,10 @@ pub fn encode_peer(msg: &PeerMsg) -> Vec<u8> {
 }
 
 /// [`DecodeError::format`] of a peer message.
-pub const PEER_MESSAGE: &str = "peer message";
+pub(crate) const PEER_MESSAGE: &str = "peer message";
 
 /// Decode [`encode_peer`]'s bytes.
-pub fn decode_peer(bytes: &[u8]) -> Result<PeerMsg, DecodeError> {
+pub(crate) fn decode_peer(bytes: &[u8]) -> Result<PeerMsg, DecodeError> {
     match bytes.split_first() {
         Some((0, rest)) => Ok(PeerMsg::Raft(rest.to_vec())),
         Some((1, rest)) => decode_touch(rest).map_err(|e| e.after(1)),

@@ -11,7 +11,7 @@ use crate::locks::zk::tree::{EventKind, Stat, WatchedEvent, ZkError};
 /// Encode a server frame as one length-prefixed frame. A reply's record is the one of
 /// operation `op` (the request's); [`Response::Connected`] and [`Response::Expired`]
 /// are the `ConnectResponse`.
-pub fn encode_reply(f: &ServerFrame, op: Option<OpCode>, out: &mut Vec<u8>) {
+pub(crate) fn encode_reply(f: &ServerFrame, op: Option<OpCode>, out: &mut Vec<u8>) {
     let mut w = Writer::new();
     match f {
         ServerFrame::Watch(ev) => {

@@ -79,7 +79,7 @@ pub fn encode_request(f: &ClientFrame, out: &mut Vec<u8>) {
 /// otherwise. An operation this server does not serve, or a create mode it rejects,
 /// decodes to [`Request::Rejected`]; a record that cannot be read is an error (the
 /// server closes the connection, as ZooKeeper does).
-pub fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFrame, DecodeError> {
+pub(crate) fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFrame, DecodeError> {
     let mut r = Reader::new(payload);
     if handshake {
         let _protocol = r.int("ConnectRequest.protocolVersion")?;

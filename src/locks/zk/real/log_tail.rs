@@ -34,7 +34,7 @@ const CLOSE_SESSION: i32 = -11;
 
 /// A lock whose owner node a session close deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LostOwner {
+pub(crate) struct LostOwner {
     /// The lock (`L` of `/locks/L`).
     pub lock: String,
     /// The owner node's path.
@@ -47,7 +47,7 @@ pub struct LostOwner {
 
 /// The lock recipe's state, from every log read so far.
 #[derive(Debug)]
-pub struct LockState {
+pub(crate) struct LockState {
     /// Children of each lock: node name → the session owning it if ephemeral, else 0.
     locks: BTreeMap<String, BTreeMap<String, i64>>,
     /// The last zxid applied (each committed transaction is applied once).
@@ -70,7 +70,7 @@ impl Default for LockState {
 
 impl LockState {
     /// The state of an ensemble of `servers` (an entry counts once a majority logged it).
-    pub fn new(servers: usize) -> LockState {
+    pub(crate) fn new(servers: usize) -> LockState {
         LockState {
             locks: BTreeMap::new(),
             last_zxid: 0,
@@ -82,7 +82,12 @@ impl LockState {
     /// Read the complete entries of `bytes`, server `server`'s log from byte `offset`
     /// on (0: its header): apply those now logged by a majority, and return how far it
     /// read and the owners lost.
-    pub fn feed(&mut self, server: usize, bytes: &[u8], offset: u64) -> (u64, Vec<LostOwner>) {
+    pub(crate) fn feed(
+        &mut self,
+        server: usize,
+        bytes: &[u8],
+        offset: u64,
+    ) -> (u64, Vec<LostOwner>) {
         let mut at = 0usize;
         if offset == 0 {
             if bytes.len() < HEADER || &bytes[..4] != MAGIC {
