@@ -82,3 +82,71 @@ pub(crate) fn lost_owners(tree: &DataTree, session: SessionId) -> Vec<LostOwner>
     }
     owners
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::zk::db::{Op, Txn, TxnOk, ZkDb};
+    use crate::locks::zk::tree::CreateMode;
+
+    fn apply(
+        db: &mut ZkDb,
+        session: SessionId,
+        op: Op,
+    ) -> Result<TxnOk, crate::locks::zk::tree::ZkError> {
+        let zxid = db.last_zxid() + 1;
+        let txn = Txn {
+            session,
+            owner: 1,
+            time_ms: 0,
+            op,
+        };
+        db.apply(zxid, &txn).result
+    }
+
+    fn create(db: &mut ZkDb, session: SessionId, path: &str, mode: CreateMode) -> String {
+        let op = Op::Create {
+            path: path.into(),
+            data: vec![],
+            mode,
+        };
+        match apply(db, session, op) {
+            Ok(TxnOk::Created { path, .. }) => path,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_first_child_in_sequence_order_owns_the_lock_and_a_close_names_it_once() {
+        let mut db = ZkDb::new();
+        for s in [1, 2] {
+            apply(&mut db, s, Op::CreateSession { timeout_ms: 1000 }).unwrap();
+        }
+        create(&mut db, 1, LOCK_ROOT, CreateMode::Container);
+        create(&mut db, 1, &lock_base("L"), CreateMode::Container);
+        let seq = CreateMode::EphemeralSequential;
+        let owner = create(&mut db, 1, "/locks/L/lock-", seq);
+        let waiter = create(&mut db, 2, "/locks/L/_c_0000-lock-", seq);
+        // Session 1 also waits behind itself with a second node: one entry only.
+        create(&mut db, 1, "/locks/L/lock-", seq);
+        assert_eq!(lock_owner(&db.tree, "L").as_deref(), Some(owner.as_str()));
+        assert_eq!(lock_of(&owner), Some("L"));
+        assert_eq!(lock_of("/locks/L"), None);
+        let lost = lost_owners(&db.tree, 1);
+        assert_eq!(
+            lost,
+            vec![LostOwner {
+                lock: "L".into(),
+                path: owner,
+                session: 1
+            }]
+        );
+        apply(&mut db, 1, Op::CloseSession).unwrap();
+        assert_eq!(lock_owner(&db.tree, "L").as_deref(), Some(waiter.as_str()));
+        assert_eq!(
+            lost_owners(&db.tree, 2).len(),
+            1,
+            "the waiter became the owner"
+        );
+    }
+}
