@@ -1,7 +1,8 @@
 //! The `locksim` binary's integration tests, in one binary: its commands and exit codes,
-//! hostile inputs, `check` on published and broken histories, the HTML report, `serve`
-//! to real clients, and live mode against real servers (`live`). Each module is one
-//! concern; `cargo test --release --test cli live` runs one of them.
+//! hostile inputs, `check` on published and broken histories, the HTML report and
+//! `serve` to real clients. Each module is one concern; `cargo test --release --test cli
+//! report` runs one of them. Live mode has a binary of its own (`tests/live.rs`): its
+//! verdicts hang on real timing, so it shares the machine only with other live runs.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -10,6 +11,5 @@ mod bad_inputs;
 mod check_robustness;
 mod commands;
 mod jepsen_data;
-mod live;
 mod report;
 mod serve;
