@@ -213,7 +213,7 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
     }
 
     /// How the family's real counterpart runs in live mode (`locksim live`), or `None`
-    /// when it has none (the database model): see [`crate::real`].
+    /// when it has none (the database model): see `crate::real`.
     fn real(&self) -> Option<Rc<dyn RealCluster>> {
         None
     }

@@ -61,10 +61,10 @@ impl std::error::Error for ScenarioError {}
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
-    /// Number of clients `client-0 .. client-N-1` [3].
+    /// Number of clients `client-0 .. client-N-1` (default 3).
     #[serde(default = "default_clients")]
     pub clients: u32,
-    /// How long one acquire may take before giving up, local ms [2000].
+    /// How long one acquire may take before giving up, local ms (default 2000).
     #[serde(default = "default_acquire_timeout")]
     pub acquire_timeout_ms: u64,
     /// Work between read and write, local ms [[10, 100]].
@@ -84,7 +84,7 @@ pub struct Workload {
     /// holder's [true]. (With `false`, only writes are fenced, as in Kleppmann's figure.)
     #[serde(default = "default_true")]
     pub fence_reads: bool,
-    /// Per-request deadline to the storage, local ms [500].
+    /// Per-request deadline to the storage, local ms (default 500).
     #[serde(default = "default_storage_timeout")]
     pub storage_timeout_ms: u64,
     /// How an acquire waits for a held lock: `"wait"` (up to `acquire_timeout_ms`),
@@ -119,7 +119,7 @@ fn default_storage_timeout() -> u64 {
 
 impl Workload {
     /// The fault points the client loop passes through (`src/workload.rs`), besides the
-    /// lock client's own ([`AlgorithmConfig::client_fault_points`]).
+    /// lock client's own (`AlgorithmConfig::client_fault_points`).
     pub const FAULT_POINTS: &'static [FaultPoint] =
         &[FaultPoint::AfterAcquire, FaultPoint::BeforeWrite];
 }

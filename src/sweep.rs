@@ -119,10 +119,10 @@ pub struct SeedOutcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// No acquire succeeded and acquires got error replies: how they ended (see
-    /// [`history::acquire_errors`]).
+    /// [`history::acquire_errors()`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acquire_errors: Option<AcquireErrors>,
-    /// What the lock cost on this seed (see [`crate::metrics`]); none when the run
+    /// What the lock cost on this seed (latency, throughput, traffic per grant); none when the run
     /// failed or was stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<RunMetrics>,
@@ -148,7 +148,7 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> (Option<RunResult>, SeedOutco
     run_seed_with(scenario, seed, None)
 }
 
-/// [`run_seed`] with a progress watcher (see [`crate::sim::Progress`]). A run the
+/// [`run_seed`] with a progress watcher (the harness's progress ticks). A run the
 /// watcher stopped is not checked: its history is partial, so nobody wants its verdicts,
 /// and checking it would hold up the exit after Ctrl-C for as long as the run had gone.
 pub fn run_seed_with(
@@ -460,7 +460,7 @@ pub struct Summary {
     /// Seeds on which no acquire succeeded and acquires got error replies, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acquire_errors: Option<SeedsAcquireErrors>,
-    /// What the lock cost, over the seeds (see [`crate::metrics`]).
+    /// What the lock cost, over the seeds (latency, throughput, traffic per grant).
     #[serde(default)]
     pub metrics: MetricsTotals,
 }

@@ -151,7 +151,7 @@ pub struct RawOp {
     /// A point event (a server's `event` or its own log of a served request).
     pub point: bool,
     /// Recorded as `type: event`: something a server or the nemesis observed, which
-    /// models that do not know its `f` skip (see [`skip_or_reject`]).
+    /// models that do not know its `f` skip (see `skip_or_reject`).
     pub event: bool,
 }
 

@@ -21,7 +21,7 @@ pub trait Connector {
     ) -> LocalBoxFuture<'a, Result<io::Result<Self::Stream>, Elapsed>>;
 }
 
-/// turmoil's simulated TCP (without its socket leaks: see [`tcp`]); `host` is a
+/// turmoil's simulated TCP (without its socket leaks: see `net/tcp.rs`); `host` is a
 /// simulated host's name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SimTcp;

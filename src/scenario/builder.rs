@@ -57,7 +57,7 @@ pub struct ScenarioBuilder {
 
 impl Scenario {
     /// A scenario called `name` of the family `algorithm` (one of
-    /// [`ALGORITHMS`](crate::locks::ALGORITHMS) unless [`ScenarioBuilder::families`]
+    /// [`ALGORITHMS`] unless [`ScenarioBuilder::families`]
     /// gives another list), built in Rust.
     pub fn builder(name: impl Into<String>, algorithm: &str) -> ScenarioBuilder {
         ScenarioBuilder {

@@ -15,7 +15,7 @@ pub struct PauseSpec<S = Selector> {
     pub nodes: S,
     /// Pause length, true ms.
     pub duration_ms: Range<u64>,
-    /// Where the pause strikes [anywhere].
+    /// Where the pause strikes (default `anywhere`).
     #[serde(default)]
     pub at: FaultPoint,
 }
@@ -55,7 +55,7 @@ pub struct CrashSpec<S = Selector> {
     pub nodes: S,
     /// Down time before the restart, ms.
     pub down_ms: Range<u64>,
-    /// Where the crash strikes [anywhere].
+    /// Where the crash strikes (default `anywhere`).
     #[serde(default)]
     pub at: FaultPoint,
 }

@@ -59,7 +59,7 @@ pub enum Fault {
         nodes: Vec<String>,
         /// Pause length, true ms.
         duration_ms: u64,
-        /// Where the pause strikes [anywhere].
+        /// Where the pause strikes (default `anywhere`).
         #[serde(default, skip_serializing_if = "is_anywhere")]
         at: FaultPoint,
     },
@@ -108,7 +108,7 @@ pub enum Fault {
         /// Down time before the restart, ms (none: until a `restart`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         down_ms: Option<u64>,
-        /// Where the crash strikes [anywhere].
+        /// Where the crash strikes (default `anywhere`).
         #[serde(default, skip_serializing_if = "is_anywhere")]
         at: FaultPoint,
     },

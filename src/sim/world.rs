@@ -125,7 +125,7 @@ pub struct RunResult {
     /// A harness failure (a host returned an error): the history is incomplete.
     pub error: Option<String>,
     /// The fault schedule the run applied (explicit entries, then random draws): run it
-    /// as a [`FaultPlan::Fixed`] plan and the history is the same.
+    /// as a `FaultPlan::Fixed` plan and the history is the same.
     pub schedule: Schedule,
     /// What the hosts sent each other (a simulated run only: a live run's bytes cross
     /// real sockets, uncounted).

@@ -405,9 +405,9 @@ impl Aggregate {
 ///
 /// Returns `Ok(None)` when `buf` holds only part of a value (call again with more bytes,
 /// from the same start), or the value and the number of bytes it took. Rejects unknown
-/// type bytes, bad integers, lengths below -1 or above [`MAX_BULK_LEN`], a bulk string
-/// not followed by CRLF, lines longer than [`MAX_LINE_LEN`] and nesting deeper than
-/// [`MAX_DEPTH`]. Never panics.
+/// type bytes, bad integers, lengths below -1 or above `MAX_BULK_LEN`, a bulk string
+/// not followed by CRLF, lines longer than `MAX_LINE_LEN` and nesting deeper than
+/// `MAX_DEPTH`. Never panics.
 pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, ProtocolError> {
     let mut pos = 0;
     // Aggregates being filled: (kind, items so far, expected item count). An explicit

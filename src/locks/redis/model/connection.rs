@@ -23,7 +23,7 @@ pub struct ServerConfig {
     /// `requirepass`: clients must `AUTH` (or `HELLO ... AUTH`) before other commands.
     pub requirepass: Option<String>,
     /// `busy-reply-threshold` (formerly `lua-time-limit`), ms: a script still running
-    /// after this long is taken never to end, and other clients get `BUSY` [5000].
+    /// after this long is taken never to end, and other clients get `BUSY` (default 5000).
     pub busy_reply_threshold_ms: u64,
 }
 
