@@ -595,9 +595,10 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn large_histories_are_fast() {
+    fn large_histories_are_checked_whole() {
         // 100k events: 25k sequential holds, then one client never releases and every
-        // later hold overlaps it (counted, only 20 listed).
+        // later hold overlaps it (counted, only 20 listed). Its speed is measured by
+        // `locksim bench` (checks: events/s), not timed here.
         let mut ev = Vec::new();
         for i in 0..25_000u64 {
             let p = format!("client-{}", i % 5);
@@ -605,7 +606,6 @@ pub(super) mod tests {
             ev.extend(rel(&p, 2 * i + 1));
         }
         let h = indexed(ev.clone());
-        let start = std::time::Instant::now();
         let params = crate::check::CheckParams {
             end_ns: 60_000 * MS,
             liveness_ns: 5000 * MS,
@@ -624,7 +624,6 @@ pub(super) mod tests {
             "{}",
             v[19].message
         );
-        assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
     }
 
     proptest! {
