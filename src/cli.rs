@@ -33,6 +33,8 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// A client process of a live run (the binary's hidden `live-node` entry).
 pub use crate::live::live_node_main;
+/// A model server process of a live run (the binary's hidden `serve-node` entry).
+pub use crate::live::serve_node_main;
 pub(crate) use crate::report::ms;
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;
+use crate::live::LiveServers;
 use crate::scenario::{Expect, Scenario};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -72,11 +73,45 @@ fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
     line
 }
 
-/// Run `path` live for `duration_ms` with the faults of `seed`; optionally write the
-/// history (JSONL) to `history`. Exit 0 when every check met the scenario's `expect`,
-/// 1 when not, 2 on bad input or when the real servers cannot be run, 130 when
-/// interrupted.
-pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&Path>) -> u8 {
+/// Print the run's first line: the scenario, its duration and seed, and which servers
+/// (real or locksim's model); an error if the scenario has none of that kind.
+fn announce(
+    scenario: &Scenario,
+    seed: u64,
+    servers: LiveServers,
+) -> Result<(), crate::live::LiveError> {
+    let system = crate::live::cluster_of(scenario, servers)?.system();
+    let which = match servers {
+        LiveServers::Real => format!("real {system}"),
+        LiveServers::Model => format!("{system} (--servers model), a process a server,"),
+    };
+    println!(
+        "live: {} ({}) for {} ms, seed {seed}, {which} on 127.0.0.1 behind locksim's proxies",
+        scenario.name,
+        scenario.lock.name(),
+        scenario.duration_ms,
+    );
+    Ok(())
+}
+
+/// Run `path` live for `duration_ms` with the faults of `seed` against `servers` (`real`
+/// or `model`, see [`LiveServers::parse`]); optionally write the history (JSONL) to
+/// `history`. Exit 0 when every check met the scenario's `expect`, 1 when not, 2 on bad
+/// input or when the servers cannot be run, 130 when interrupted.
+pub fn live_command(
+    path: &Path,
+    duration_ms: u64,
+    seed: u64,
+    servers: &str,
+    history: Option<&Path>,
+) -> u8 {
+    let servers = match LiveServers::parse(servers) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
     let mut scenario = match Scenario::load(path) {
         Ok(s) => s,
         Err(e) => {
@@ -93,15 +128,11 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
         let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
         let _ = signal_hook::flag::register(signal, stop.clone());
     }
-    let system = scenario.lock.real().map(|c| c.system());
-    println!(
-        "live: {} ({}) for {} ms, seed {seed}, real {} on 127.0.0.1 behind locksim's proxies",
-        scenario.name,
-        scenario.lock.name(),
-        duration_ms,
-        system.unwrap_or("servers")
-    );
-    let run = match crate::live::run_live(&scenario, seed, stop.clone()) {
+    if let Err(e) = announce(&scenario, seed, servers) {
+        eprintln!("locksim: {}: {e}", path.display());
+        return EXIT_BAD_INPUT;
+    }
+    let run = match crate::live::run_live(&scenario, seed, servers, stop.clone()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("locksim: {}: {e}", path.display());
@@ -165,8 +196,9 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
         }
     }
     println!(
-        "{} events; {}",
+        "{} events against {} servers; {}",
         run.result.history.len(),
+        servers.name(),
         if met {
             "expectations met"
         } else {
