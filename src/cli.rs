@@ -19,7 +19,7 @@ mod shrink;
 pub use bench::bench_command;
 pub use check::check_command;
 pub use list::list_command;
-pub use live::{live_command, parse_duration_ms};
+pub use live::{live_command, parse_duration_ms, LiveOptions};
 pub use merge::merge_command;
 pub use replay::replay_command;
 pub use report::{report_command, ReportJob};
@@ -33,6 +33,8 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// A client process of a live run (the binary's hidden `live-node` entry).
 pub use crate::live::live_node_main;
+/// A model server process of a live run (the binary's hidden `serve-node` entry).
+pub use crate::live::serve_node_main;
 pub(crate) use crate::report::ms;
 
 #[cfg(test)]

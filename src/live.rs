@@ -26,11 +26,15 @@ mod messages;
 mod node_main;
 mod node_process;
 mod nodes;
+mod serve_node;
+mod servers;
 
 pub(crate) use error::LiveError;
 pub(crate) use messages::NodeSpec;
 pub use node_main::live_node_main;
 pub(crate) use node_process::locksim_binary;
+pub use serve_node::serve_node_main;
+pub(crate) use servers::LiveServers;
 
 use crate::history::names;
 use node_process::Note;
@@ -40,8 +44,8 @@ use crate::history::{Event, EventType, Recorder};
 use crate::locks::ALGORITHMS;
 use crate::net::LiveNet;
 use crate::real::{
-    free_port, Addresses, LinkShape, Patience, Proxies, RealCluster, Route, ServerProcess,
-    Supervisor,
+    free_port, Addresses, LinkShape, ModelCluster, Patience, Proxies, RealCluster, Route,
+    ServerProcess, Supervisor,
 };
 use crate::scenario::Scenario;
 use crate::sim::{Action, Nemesis, RunResult};
@@ -87,25 +91,64 @@ pub(crate) fn live_families() -> Vec<&'static str> {
         .collect()
 }
 
+/// The algorithms whose model servers `--servers model` runs.
+pub(crate) fn served_families() -> Vec<&'static str> {
+    ALGORITHMS
+        .iter()
+        .filter(|f| {
+            (f.configure)("", std::path::Path::new("."))
+                .ok()
+                .and_then(|a| a.served_model())
+                .is_some()
+        })
+        .map(|f| f.name)
+        .collect()
+}
+
+/// The servers `servers` names for `scenario`: its family's real ones, or its model's
+/// in processes of their own.
+pub(crate) fn cluster_of(
+    scenario: &Scenario,
+    servers: LiveServers,
+) -> Result<Rc<dyn RealCluster>, LiveError> {
+    match servers {
+        LiveServers::Real => scenario
+            .lock
+            .real()
+            .ok_or_else(|| LiveError::NoRealCounterpart {
+                algorithm: scenario.lock.name().to_string(),
+                families: live_families(),
+            }),
+        LiveServers::Model => {
+            let model = scenario
+                .lock
+                .served_model()
+                .ok_or_else(|| LiveError::NoServedModel {
+                    algorithm: scenario.lock.name().to_string(),
+                    families: served_families(),
+                })?;
+            let exe = locksim_binary().map_err(LiveError::Executable)?;
+            Ok(Rc::new(ModelCluster::new(model, &scenario.file, &exe)))
+        }
+    }
+}
+
 /// Run `scenario` live for its `duration_ms` with the faults of `seed` (explicit ones and
-/// random draws). `stop` ends the run early (a signal handler sets it). Errors are for
-/// exit code 2 (a family without a real counterpart, a server missing or failing).
+/// random draws), against `servers`. `stop` ends the run early (a signal handler sets
+/// it). Errors are for exit code 2 (a family without a real counterpart or a served
+/// model, a server missing or failing).
 pub(crate) fn run_live(
     scenario: &Scenario,
     seed: u64,
+    servers: LiveServers,
     stop: Arc<AtomicBool>,
 ) -> Result<LiveRun, LiveError> {
     remove_orphaned_folders(&std::env::temp_dir());
     let mut scenario = scenario.clone();
-    let cluster = scenario.lock.real();
-    // The clients' parameters against the real servers; the processes do the same.
+    let cluster = cluster_of(&scenario, servers)?;
+    // The clients' parameters against the real servers; the processes do the same (model
+    // servers too: they stand in for the real ones).
     scenario.lock = scenario.lock.for_real();
-    let Some(cluster) = cluster else {
-        return Err(LiveError::NoRealCounterpart {
-            algorithm: scenario.lock.name().to_string(),
-            families: live_families(),
-        });
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -286,6 +329,7 @@ async fn drive(
     let ready_ms = started.elapsed().as_millis() as u64;
     // The run's clock starts once the servers are ready.
     let net = Rc::new(LiveNet::new(plan.locksim_book));
+    let epoch_ns = net.epoch_ns();
     let recorder = Recorder::new();
     let exe = locksim_binary().map_err(LiveError::Executable)?;
     let spec = client_spec(scenario, seed, &net, plan.client_book);
@@ -314,12 +358,22 @@ async fn drive(
     }
     let end_ns = nemesis.target_mut().finish();
     let mut history = recorder.take();
+    // Model servers record their own events, as in simulation.
+    history.extend(cluster.recorded_events(epoch_ns));
     // Client processes' events arrive a little after they happened, through pipes:
     // the run's shared clock orders them.
     history.sort_by_key(|e| e.time_ns);
     order_expirations(&mut history, EXPIRY_REORDER_NS);
     let mut skipped = cluster.not_applied();
-    skipped.extend(nemesis.not_applied().iter().map(|n| n.to_string()));
+    skipped.extend(nemesis.not_applied().iter().map(|n| match &n.action {
+        Action::Crash { node, .. } | Action::Restart { node } if !cluster.crashes_apply(node) => {
+            format!(
+                "{n} (a restart of {node} could not resume from its disk: a model server's \
+                 disk lives in its process)"
+            )
+        }
+        _ => n.to_string(),
+    }));
     Ok(LiveRun {
         result: RunResult {
             seed,

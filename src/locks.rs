@@ -18,7 +18,7 @@ pub(crate) use param::{ParamDoc, ParamError};
 
 use crate::check::{Check, QUALITY, STANDARD};
 use crate::key_error;
-use crate::real::RealCluster;
+use crate::real::{RealCluster, ServedModel};
 use crate::sim::{FaultPoint, NodeCtx};
 use serde::de::DeserializeOwned;
 use std::cell::Cell;
@@ -234,6 +234,13 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
         None
     }
 
+    /// How the family's model server runs as the servers of a live run (`locksim live
+    /// --servers model`: one `locksim serve-node` process a server), or `None` when its
+    /// model is not served so: see `crate::real::ServedModel`.
+    fn served_model(&self) -> Option<ServedModel> {
+        None
+    }
+
     /// These parameters as the lock clients need them against the real servers (etcd's
     /// lease seconds are real seconds, not the simulation's scaled ones): the same by
     /// default.
@@ -274,6 +281,8 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn client_fault_points(&self) -> &'static [FaultPoint];
     /// See [`Algorithm::real`].
     fn real(&self) -> Option<Rc<dyn RealCluster>>;
+    /// See [`Algorithm::served_model`].
+    fn served_model(&self) -> Option<ServedModel>;
     /// See [`Algorithm::for_real`].
     fn for_real(&self) -> Arc<dyn AlgorithmConfig>;
     /// See [`Algorithm::effective_table`].
@@ -321,6 +330,9 @@ impl<A: Algorithm> AlgorithmConfig for A {
     }
     fn real(&self) -> Option<Rc<dyn RealCluster>> {
         Algorithm::real(self)
+    }
+    fn served_model(&self) -> Option<ServedModel> {
+        Algorithm::served_model(self)
     }
     fn for_real(&self) -> Arc<dyn AlgorithmConfig> {
         Arc::new(Algorithm::for_real(self))

@@ -11,11 +11,14 @@
 //! which process opened each connection from the kernel ([`owner`]), so one public port
 //! serves every directed link into its server.
 
+mod model;
 mod owner;
 mod proxy;
 mod server;
 mod supervisor;
 
+pub(crate) use model::ServedModel;
+pub(crate) use model::{served_cluster, ModelCluster, ServeNodeSpec};
 pub(crate) use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
 pub(crate) use server::{NotListening, ServerProcess};
 pub(crate) use supervisor::{die_with_locksim, signal_group, Supervisor};
@@ -137,6 +140,24 @@ pub trait RealCluster {
     /// not expose: each with why, reported as not checked live instead of holding
     /// vacuously.
     fn unchecked(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+
+    /// Whether a crash of server `node` is applied: a SIGKILL, then a restart on the
+    /// same data folder, that resumes from what it had synced there. `false` (locksim's
+    /// model servers whose disk lives in their process): its crashes are listed as not
+    /// applied. By default, every crash is applied.
+    fn crashes_apply(&self, node: &str) -> bool {
+        let _ = node;
+        true
+    }
+
+    /// The events the servers recorded themselves (locksim's model servers do, as in
+    /// simulation), with times on the run's clock, whose zero is `epoch_ns` on the
+    /// machine's monotonic clock; read once the run is over. None by default: a real
+    /// server's events come from an [`Self::observer`].
+    fn recorded_events(&self, epoch_ns: u64) -> Vec<crate::history::Event> {
+        let _ = epoch_ns;
         Vec::new()
     }
 

@@ -8,7 +8,7 @@ use crate::history::Recorder;
 use crate::locks::raft::RaftParams;
 use crate::locks::zk::ZkParams;
 use crate::net::LiveNet;
-use crate::sim::{NodeCtx, NodeState};
+use crate::sim::{LocalBoxFuture, NodeCtx, NodeState};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
@@ -196,52 +196,83 @@ pub fn serve(
     };
     local.block_on(&rt, async move {
         let mut servers = Vec::new();
-        let mut ctxs = Vec::new();
         for i in 0..config.nodes {
-            let ctx = live_ctx(&node_name(config.family, i), &net, on_event.clone());
-            ctxs.push(ctx.clone());
-            let main: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> = match config.family
-            {
-                ServeFamily::Zk => Box::pin(crate::locks::zk::server::server_main(
-                    ctx.clone(),
-                    params.clone(),
-                )),
-                ServeFamily::Raft => Box::pin(crate::locks::raft::node::server_main(
-                    ctx.clone(),
-                    raft.clone(),
-                )),
-                ServeFamily::Redis => Box::pin(crate::locks::redis::node::serve_node(
-                    ctx.clone(),
-                    crate::locks::redis::Persistence::None,
-                )),
-            };
-            servers.push(ctx.spawn(main));
+            let name = node_name(config.family, i);
+            let (params, raft) = (params.clone(), raft.clone());
+            servers.push(start_node(
+                &name,
+                0,
+                &net,
+                on_event.clone(),
+                |ctx| match config.family {
+                    ServeFamily::Zk => Box::pin(crate::locks::zk::server::server_main(ctx, params)),
+                    ServeFamily::Raft => Box::pin(crate::locks::raft::node::server_main(ctx, raft)),
+                    ServeFamily::Redis => Box::pin(crate::locks::redis::node::serve_node(
+                        ctx,
+                        crate::locks::redis::Persistence::None,
+                    )),
+                },
+            ));
         }
-        // Wait for the client ports to be bound (each listener is a server's first task).
-        for &port in &client_ports {
-            for _ in 0..200 {
-                if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                    .await
-                    .is_ok()
-                {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
+        wait_listening(&client_ports).await;
         on_ready(&client_ports);
-        // A server that ended, or exited on its own (Redis's SHUTDOWN), ends the serve.
-        let ended = |servers: &[tokio::task::JoinHandle<()>]| {
-            servers.iter().any(|s| s.is_finished()) || ctxs.iter().any(NodeCtx::has_exited)
-        };
-        while !stop.load(Ordering::Relaxed) && !ended(&servers) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        for s in servers {
-            s.abort();
-        }
+        run_until_stopped(servers, &stop).await;
     });
     Ok(())
+}
+
+/// A model server running in this process: its context and its task.
+pub(crate) struct ServedNode {
+    ctx: NodeCtx,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Start model server `name` (incarnation `incarnation`: 0 unless it restarts after a
+/// crash) on `net` in real time: `main` run on a live context (see [`live_ctx`]), its
+/// events to `on_event`. `serve` starts each server of its cluster so; `locksim live
+/// --servers model` starts one per process (`locksim serve-node`).
+pub(crate) fn start_node(
+    name: &str,
+    incarnation: u32,
+    net: &Rc<LiveNet>,
+    on_event: Rc<dyn Fn(&str)>,
+    main: impl FnOnce(NodeCtx) -> LocalBoxFuture<'static, ()>,
+) -> ServedNode {
+    let ctx = live_ctx(name, incarnation, net, on_event);
+    let task = ctx.spawn(main(ctx.clone()));
+    ServedNode { ctx, task }
+}
+
+/// Wait (up to 2 s each) until every loopback port of `ports` accepts connections: each
+/// listener is a server's first task.
+pub(crate) async fn wait_listening(ports: &[u16]) {
+    for &port in ports {
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// Serve until `stop` is set or a server ends, or exits on its own (Redis's
+/// `SHUTDOWN`); then end them all.
+pub(crate) async fn run_until_stopped(servers: Vec<ServedNode>, stop: &AtomicBool) {
+    let ended = |servers: &[ServedNode]| {
+        servers
+            .iter()
+            .any(|s| s.task.is_finished() || s.ctx.has_exited())
+    };
+    while !stop.load(Ordering::Relaxed) && !ended(&servers) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for s in servers {
+        s.task.abort();
+    }
 }
 
 /// Server `i`'s name, as in simulation.
@@ -278,15 +309,20 @@ fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, ServeErro
     Ok(ports)
 }
 
-/// A live context for server `name`: real loopback TCP, the machine's clocks (its wall
-/// clock too: ctime and mtime are real), events to `on_event`.
-fn live_ctx(name: &str, net: &Rc<LiveNet>, on_event: Rc<dyn Fn(&str)>) -> NodeCtx {
+/// A live context for incarnation `incarnation` of server `name`: real loopback TCP, the
+/// machine's clocks (its wall clock too: ctime and mtime are real), events to `on_event`.
+fn live_ctx(
+    name: &str,
+    incarnation: u32,
+    net: &Rc<LiveNet>,
+    on_event: Rc<dyn Fn(&str)>,
+) -> NodeCtx {
     let recorder = Recorder::forwarding(move |e| {
         on_event(&serde_json::to_string(e).expect("events serialise"));
     });
     // The seed draws session ids and Raft's election timeouts: nothing a client could
     // depend on.
-    let state = Rc::new(NodeState::new(name, 0));
+    let state = Rc::new(NodeState::restarted(name, 0, incarnation));
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);

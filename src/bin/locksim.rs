@@ -178,6 +178,13 @@ enum Command {
         /// The node's spec (JSON).
         spec: String,
     },
+    /// One model server of a live run, in its own process (started by `locksim live
+    /// --servers model`).
+    #[command(hide = true)]
+    ServeNode {
+        /// The server's spec (JSON).
+        spec: String,
+    },
     /// Run a scenario against its family's real servers on 127.0.0.1 (redis-server and
     /// Sentinel, an etcd cluster, a ZooKeeper ensemble: started, paused with SIGSTOP,
     /// crashed with SIGKILL and restarted by locksim; all killed on exit), every link
@@ -202,6 +209,10 @@ enum Command {
         /// docs/external-clients.md).
         #[arg(long, value_name = "COMMAND")]
         client: Option<String>,
+        /// The servers: `real` (the family's real ones) or `model` (locksim's model
+        /// servers, a process each, faulted as real ones; zk, raft, redis, redlock).
+        #[arg(long, default_value = "real", value_name = "real|model")]
+        servers: String,
     },
     /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
     /// clients (zkCli.sh, kazoo, Curator for zk; etcdctl, python-etcd3 for raft;
@@ -312,14 +323,25 @@ fn main() -> ExitCode {
         }
         Command::List { sims } => cli::list_command(&sims),
         Command::LiveNode { spec } => locksim::cli::live_node_main(&spec),
+        Command::ServeNode { spec } => locksim::cli::serve_node_main(&spec),
         Command::Live {
             scenario,
             duration,
             seed,
             history,
             client,
+            servers,
         } => match cli::parse_duration_ms(&duration) {
-            Ok(ms) => cli::live_command(&scenario, ms, seed, history.as_deref(), client.as_deref()),
+            Ok(ms) => cli::live_command(
+                &scenario,
+                cli::LiveOptions {
+                    duration_ms: ms,
+                    seed,
+                    servers: &servers,
+                    history: history.as_deref(),
+                    client: client.as_deref(),
+                },
+            ),
             Err(e) => {
                 eprintln!("locksim: {e}");
                 2

@@ -3,6 +3,7 @@
 
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;
+use crate::live::LiveServers;
 use crate::scenario::{ClientProgram, Expect, Scenario};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -109,18 +110,64 @@ fn load_with_client(path: &Path, client: Option<&str>) -> Option<Scenario> {
     Some(scenario)
 }
 
-/// Run `path` live for `duration_ms` with the faults of `seed`; optionally write the
-/// history (JSONL) to `history`; `client` (`"CMD ARGS"`) replaces the scenario's
-/// external client, if any. Exit 0 when every check met the scenario's `expect`, 1 when
-/// not, 2 on bad input, when the real servers cannot be run or an external client
-/// fails, 130 when interrupted.
-pub fn live_command(
-    path: &Path,
-    duration_ms: u64,
+/// Print the run's first line: the scenario, its duration and seed, and which servers
+/// (real or locksim's model), and its external client if any; an error if the scenario
+/// has no servers of that kind.
+fn announce(
+    scenario: &Scenario,
     seed: u64,
-    history: Option<&Path>,
-    client: Option<&str>,
-) -> u8 {
+    servers: LiveServers,
+) -> Result<(), crate::live::LiveError> {
+    let system = crate::live::cluster_of(scenario, servers)?.system();
+    let which = match servers {
+        LiveServers::Real => format!("real {system}"),
+        LiveServers::Model => format!("{system} (--servers model), a process a server,"),
+    };
+    println!(
+        "live: {} ({}) for {} ms, seed {seed}, {which} on 127.0.0.1 behind locksim's proxies",
+        scenario.name,
+        scenario.lock.name(),
+        scenario.duration_ms,
+    );
+    if let Some(program) = &scenario.workload.client {
+        println!("  clients: the external client `{}`", program.display());
+    }
+    Ok(())
+}
+
+/// What `locksim live` was asked for, beside the scenario file.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveOptions<'a> {
+    /// How long the run lasts, ms.
+    pub duration_ms: u64,
+    /// The seed of its faults.
+    pub seed: u64,
+    /// `real` or `model` (see [`LiveServers::parse`]).
+    pub servers: &'a str,
+    /// Where to write the history (JSONL), if anywhere.
+    pub history: Option<&'a Path>,
+    /// An external client, `"CMD ARGS"`, replacing the scenario's.
+    pub client: Option<&'a str>,
+}
+
+/// Run `path` live as `options` say. Exit 0 when every check met the scenario's
+/// `expect`, 1 when not, 2 on bad input, when the servers cannot be run or an external
+/// client fails, 130 when interrupted.
+pub fn live_command(path: &Path, options: LiveOptions<'_>) -> u8 {
+    let LiveOptions {
+        duration_ms,
+        seed,
+        servers,
+        history,
+        client,
+    } = options;
+    let servers = match LiveServers::parse(servers) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
     let Some(mut scenario) = load_with_client(path, client) else {
         return EXIT_BAD_INPUT;
     };
@@ -133,18 +180,11 @@ pub fn live_command(
         let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
         let _ = signal_hook::flag::register(signal, stop.clone());
     }
-    let system = scenario.lock.real().map(|c| c.system());
-    println!(
-        "live: {} ({}) for {} ms, seed {seed}, real {} on 127.0.0.1 behind locksim's proxies",
-        scenario.name,
-        scenario.lock.name(),
-        duration_ms,
-        system.unwrap_or("servers")
-    );
-    if let Some(program) = &scenario.workload.client {
-        println!("  clients: the external client `{}`", program.display());
+    if let Err(e) = announce(&scenario, seed, servers) {
+        eprintln!("locksim: {}: {e}", path.display());
+        return EXIT_BAD_INPUT;
     }
-    let run = match crate::live::run_live(&scenario, seed, stop.clone()) {
+    let run = match crate::live::run_live(&scenario, seed, servers, stop.clone()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("locksim: {}: {e}", path.display());
@@ -210,8 +250,9 @@ pub fn live_command(
         }
     }
     println!(
-        "{} events; {}",
+        "{} events against {} servers; {}",
         run.result.history.len(),
+        servers.name(),
         if met {
             "expectations met"
         } else {

@@ -80,6 +80,13 @@ pub(crate) enum LiveError {
         /// When, ms of the run.
         at_ms: u64,
     },
+    /// `--servers model` for an algorithm whose model is not served so.
+    NoServedModel {
+        /// The algorithm asked for.
+        algorithm: String,
+        /// Those whose models `--servers model` runs.
+        families: Vec<&'static str>,
+    },
 }
 
 impl fmt::Display for LiveError {
@@ -125,6 +132,18 @@ impl fmt::Display for LiveError {
                 f,
                 "{node}'s process ended by itself at {at_ms} ms (see its error above)"
             ),
+            LiveError::NoServedModel {
+                algorithm,
+                families,
+            } => {
+                let quoted: Vec<String> = families.iter().map(|f| format!("\"{f}\"")).collect();
+                write!(
+                    f,
+                    "--servers model runs the models of algorithm = {}, not \"{algorithm}\" \
+                     (its model is not served one server a process; try --servers real)",
+                    quoted.join(", ")
+                )
+            }
         }
     }
 }

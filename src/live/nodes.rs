@@ -225,9 +225,13 @@ impl FaultTarget for LiveNodes {
             | Action::Partition { .. }
             | Action::Heal { .. }
             | Action::HealAll
-            | Action::Crash { .. }
-            | Action::ArmCrash { .. }
-            | Action::Restart { .. } => true,
+            | Action::ArmCrash { .. } => true,
+            // A server whose restart could not resume from its disk (a model server's
+            // disk lives in its process) is not crashed.
+            Action::Crash { node, .. } | Action::Restart { node } => self
+                .servers
+                .get(node)
+                .is_none_or(ServerProcess::crashes_apply),
             // A server's clocks are the machine's, which stay true, as are those of an
             // external client (a real program); the other clients' and the storage's are
             // the simulation's (node code reads them).

@@ -40,7 +40,7 @@ pub(crate) use params::RaftParams;
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
-use crate::real::RealCluster;
+use crate::real::{served_cluster, RealCluster, ServedModel};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::rc::Rc;
 
@@ -77,6 +77,27 @@ impl Algorithm for RaftParams {
         Some(Rc::new(real::RealEtcd {
             params: self.clone(),
         }))
+    }
+
+    /// The model's members, each on its client and peer ports; their Raft logs are on
+    /// their disks. They run with the parameters the clients take against etcd
+    /// ([`RaftParams::for_real`]): lease TTLs in whole real seconds.
+    fn served_model(&self) -> Option<ServedModel> {
+        let mut model = served_cluster(
+            "locksim's etcd model",
+            Algorithm::servers(self),
+            wire::CLIENT_PORT,
+            wire::PEER_PORT,
+        );
+        let ttl_ms = RaftParams::for_real(self).ttl_ms;
+        if ttl_ms != self.ttl_ms {
+            model.not_applied.push(format!(
+                "ttl_ms: {ttl_ms} ms, not {} (lease TTLs are whole real seconds, at least \
+                 etcd's minimum, as against etcd)",
+                self.ttl_ms
+            ));
+        }
+        Some(model)
     }
 
     fn fencing_token(&self) -> Option<&'static str> {

@@ -28,7 +28,7 @@ pub(crate) use real::RealRedis;
 pub(crate) use state::Role;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
-use crate::real::RealCluster;
+use crate::real::{RealCluster, RealPort, ServedModel};
 use crate::sim::{FaultPoint, NodeCtx};
 use serde::Deserialize;
 use std::rc::Rc;
@@ -137,6 +137,29 @@ impl Algorithm for Single {
             model_only: Vec::new(),
         }))
     }
+
+    /// One model Redis node; its AOF, if any, is on its disk.
+    fn served_model(&self) -> Option<ServedModel> {
+        Some(served_redis(&Algorithm::servers(self), self.0.persistence))
+    }
+}
+
+/// Independent model Redis nodes (`redis` or `redlock`), each on its one port: with an
+/// AOF on its disk unless `persistence` is none.
+pub(crate) fn served_redis(servers: &[String], persistence: Persistence) -> ServedModel {
+    let port = RealPort {
+        label: "redis",
+        sim_port: Some(REDIS_PORT),
+    };
+    ServedModel {
+        system: "locksim's Redis model",
+        ports: servers.iter().map(|n| (n.clone(), vec![port])).collect(),
+        disk_nodes: match persistence {
+            Persistence::None => Vec::new(),
+            Persistence::Everysec | Persistence::Always => servers.to_vec(),
+        },
+        not_applied: Vec::new(),
+    }
 }
 
 impl Algorithm for Replicated {
@@ -197,6 +220,34 @@ impl Algorithm for Replicated {
 
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         client_fault_points(&self.0)
+    }
+
+    /// The model's primary, replicas and Sentinels (each Redis node with an AOF on its
+    /// disk unless persistence is none; a Sentinel keeps nothing on its disk).
+    fn served_model(&self) -> Option<ServedModel> {
+        let servers = Algorithm::servers(self);
+        let redis: Vec<String> = servers
+            .iter()
+            .filter(|n| n.starts_with("redis-"))
+            .cloned()
+            .collect();
+        let mut model = served_redis(&redis, self.0.persistence);
+        model.ports = servers
+            .iter()
+            .map(|n| {
+                let sim_port = if n.starts_with("sentinel-") {
+                    SENTINEL_PORT
+                } else {
+                    REDIS_PORT
+                };
+                let port = RealPort {
+                    label: "redis",
+                    sim_port: Some(sim_port),
+                };
+                (n.clone(), vec![port])
+            })
+            .collect();
+        Some(model)
     }
 
     fn real(&self) -> Option<Rc<dyn RealCluster>> {

@@ -44,7 +44,7 @@ pub(crate) use params::Redlock;
 use crate::check::{Check, STANDARD};
 use crate::locks::redis::RealRedis;
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
-use crate::real::RealCluster;
+use crate::real::{RealCluster, ServedModel};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::rc::Rc;
 use std::time::Duration;
@@ -91,6 +91,15 @@ impl Algorithm for Redlock {
             down_after_ms: None,
             model_only: model_only.into_iter().collect(),
         }))
+    }
+
+    /// N independent model Redis nodes, `restart_delay_ms` included (the model's server
+    /// waits it out after a restart).
+    fn served_model(&self) -> Option<ServedModel> {
+        Some(crate::locks::redis::served_redis(
+            &Algorithm::servers(self),
+            self.persistence,
+        ))
     }
 
     /// Every standard check but the ones [`Algorithm::omitted_checks`] names.

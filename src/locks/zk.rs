@@ -58,7 +58,7 @@ pub use real::{JVM_FLAGS, LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
-use crate::real::RealCluster;
+use crate::real::{served_cluster, RealCluster, ServedModel};
 use crate::sim::{FaultPoint, NodeCtx};
 use std::rc::Rc;
 
@@ -117,6 +117,17 @@ impl Algorithm for ZkParams {
     /// Right after the lock node's create is on the wire, before its reply is read.
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         &[FaultPoint::MidAcquire]
+    }
+
+    /// The model's servers, each on its client and peer ports; their transaction logs
+    /// are on their disks.
+    fn served_model(&self) -> Option<ServedModel> {
+        Some(served_cluster(
+            "locksim's ZooKeeper model",
+            Algorithm::servers(self),
+            proto::CLIENT_PORT,
+            proto::PEER_PORT,
+        ))
     }
 
     /// Apache ZooKeeper (`QuorumPeerMain`), standalone or an ensemble, with the

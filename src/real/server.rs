@@ -129,6 +129,11 @@ impl ServerProcess {
         signal(self.pid()?, libc::SIGCONT)
     }
 
+    /// Whether a crash of it is applied (see [`RealCluster::crashes_apply`]).
+    pub(crate) fn crashes_apply(&self) -> bool {
+        self.cluster.crashes_apply(&self.name)
+    }
+
     /// Whether it is running (started and not crashed).
     pub(crate) fn is_running(&self) -> bool {
         self.child.is_some()

@@ -259,10 +259,13 @@ impl RaftParams {
 
     /// These parameters against real etcd: its timers (the client's keepalive round and
     /// deadline check) and lease seconds are real ones, and the TTL is rounded up to
-    /// whole seconds and etcd's minimum, as etcd grants it.
+    /// whole seconds and etcd's minimum, as etcd grants it. The model's servers run
+    /// with them too (`locksim live --servers model`), forwarding lessor calls to the
+    /// leader as etcd does (a real client library does not follow locksim's hints).
     pub(crate) fn for_real(&self) -> RaftParams {
         let mut real = RaftParams {
             real_etcd: true,
+            forward_lease_calls: true,
             ..self.clone()
         };
         real.ttl_ms = self.ttl_ms.max(real.min_lease_ttl_ms()).div_ceil(1000) * 1000;
