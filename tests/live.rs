@@ -68,16 +68,26 @@ fn live(args: &[&str]) -> (i32, String, String) {
 /// `locksim live SCENARIO --duration D --history <temp file>`: exit code, stdout, stderr
 /// and the history it wrote (empty if none).
 fn live_history(scenario: &str, duration: &str) -> (i32, String, String, Vec<locksim::Event>) {
+    live_history_with(scenario, duration, &[])
+}
+
+/// [`live_history`] with more arguments (`--servers model`).
+fn live_history_with(
+    scenario: &str,
+    duration: &str,
+    more: &[&str],
+) -> (i32, String, String, Vec<locksim::Event>) {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let h = std::env::temp_dir().join(format!("locksim-live-{}-{n}.jsonl", std::process::id()));
-    let args = [
+    let mut args = vec![
         scenario,
         "--duration",
         duration,
         "--history",
         h.to_str().unwrap(),
     ];
+    args.extend_from_slice(more);
     let (code, out, err) = live(&args);
     let text = std::fs::read_to_string(&h).unwrap_or_default();
     let _ = std::fs::remove_file(&h);
@@ -350,11 +360,12 @@ fn live_rejects_other_algorithms_and_bad_durations() {
     assert!(err.contains("bad --duration"), "{err}");
 }
 
-/// The `pgrep` pattern of every real server live mode starts.
-const SERVERS: &str = "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain";
+/// The `pgrep` pattern of every server live mode starts: the real ones, and locksim's
+/// model servers (`--servers model`).
+const SERVERS: &str = "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain|serve-node";
 
-/// Real servers still running whose command line names `root` (their data folders are
-/// under it).
+/// Servers still running whose command line names `root` (their data folders are under
+/// it).
 fn servers_of(root: &str) -> String {
     let out = Command::new("pgrep")
         .args(["-af", SERVERS])
@@ -628,4 +639,115 @@ fn row_14_live_against_one_zookeeper_server() {
 fn killing_locksim_itself_takes_its_zookeeper_ensemble_with_it() {
     // Three JVMs and three clients.
     kill_locksim_mid_run("tests/fixtures/live/zk-13-ensemble.toml", 6);
+}
+
+// --servers model: locksim's own model servers, one `locksim serve-node` process each,
+// behind the same proxies and faulted as the real ones.
+
+#[test]
+fn row_1_with_model_servers_violates_mutex_as_against_real_redis() {
+    let (code, out, err, events) = live_history_with(
+        "sims/redis-01-pause-past-lease.toml",
+        "4s",
+        &["--servers", "model"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("locksim's Redis model (--servers model)"),
+        "{out}"
+    );
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(
+        out.contains("events against model servers; expectations met"),
+        "{out}"
+    );
+    // The model server records its own expirations, and they reach the history.
+    assert!(events
+        .iter()
+        .any(|e| e.f == "expire" && e.process == "redis-0"));
+}
+
+#[test]
+fn row_13_with_model_servers_the_session_expires_under_a_real_pause() {
+    let (code, out, err, events) = live_history_with(
+        "sims/zk-13-session-expiry-pause.toml",
+        "5s",
+        &["--servers", "model"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("locksim's ZooKeeper model"), "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("counter              holds"), "{out}");
+    assert!(out.contains("lock-linearizable    holds"), "{out}");
+    assert!(events
+        .iter()
+        .any(|e| e.f == "expire" && e.process == "zk-0"));
+}
+
+#[test]
+fn row_17_with_model_servers_checks_raft_s_own_invariants_live() {
+    let (code, out, err, _) = alone(|| {
+        live_history_with(
+            "sims/raft-17-pause-in-critical-section.toml",
+            "6s",
+            &["--servers", "model"],
+        )
+    });
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("locksim's etcd model"), "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("counter              holds"), "{out}");
+    // The model servers' Raft events are in the history: these checks run live.
+    for check in ["raft-election-safety", "raft-log", "raft-apply"] {
+        assert!(out.contains(&format!("{check:<21}holds")), "{out}");
+    }
+    assert!(
+        out.contains("raft-0→raft-1"),
+        "Raft's links were not proxied: {out}"
+    );
+}
+
+#[test]
+fn a_model_server_is_paused_with_sigstop_and_one_with_a_disk_is_not_crashed() {
+    let (code, out, err, events) = live_history_with(
+        "tests/fixtures/live/zk-server-faults.toml",
+        "6s",
+        &["--servers", "model"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    // zk-0's process was stopped and continued by signals.
+    assert!(nemesis(&events, "pause", "zk-0"), "{out}");
+    assert!(events.iter().any(|e| e.f == "resume"
+        && e.nodes.as_deref() == Some(&["zk-0".to_string()][..])
+        && e.value == Some(serde_json::json!({"signal": "SIGCONT"}))));
+    // zk-1's disk lives in its process: its crash is listed, not faked.
+    assert!(
+        out.contains("not applied live")
+            && out.contains("Crash { node: \"zk-1\"")
+            && out.contains("could not resume from its disk"),
+        "{out}"
+    );
+    assert!(!nemesis(&events, "crash", "zk-1"));
+    assert!(
+        grants_after(&events, 2000) >= 1,
+        "no grant after the pause: {out}"
+    );
+}
+
+#[test]
+fn servers_flag_rejects_bad_values_and_families_without_a_served_model() {
+    let (code, _, err) = live(&["sims/redis-01-pause-past-lease.toml", "--servers", "fake"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad --servers `fake`: expected `real`"),
+        "{err}"
+    );
+    let (code, _, err) = live(&["sims/db-20-expiring-row-fenced.toml", "--servers", "model"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--servers model runs the models of algorithm = \"redis\"")
+            && err.contains("\"zk\"")
+            && err.contains("not \"db\""),
+        "{err}"
+    );
 }

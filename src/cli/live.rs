@@ -1,5 +1,6 @@
-//! `locksim live`: one scenario against its family's real servers on loopback for a
-//! bounded real duration, its history checked as in simulation (see [`crate::live`]).
+//! `locksim live`: one scenario against its family's real servers (or, with `--servers
+//! model`, locksim's model servers, a process each) on loopback for a bounded real
+//! duration, its history checked as in simulation (see [`crate::live`]).
 
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;

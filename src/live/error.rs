@@ -140,7 +140,7 @@ impl fmt::Display for LiveError {
                 write!(
                     f,
                     "--servers model runs the models of algorithm = {}, not \"{algorithm}\" \
-                     (its model is not served one server a process; try --servers real)",
+                     (its model is not served as a process a server)",
                     quoted.join(", ")
                 )
             }
