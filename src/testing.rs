@@ -16,7 +16,9 @@ pub mod zk {
         decode_reply, encode_request, ClientFrame, OpCode, Request, Response, ServerFrame,
         PASSWD_LEN, PING_XID,
     };
-    pub use crate::locks::zk::tree::{CreateMode, SessionId, Stat, WatchedEvent, ZkError};
+    pub use crate::locks::zk::tree::{
+        CreateMode, SessionId, Stat, WatchKind, WatchedEvent, ZkError,
+    };
     pub use crate::locks::zk::{JVM_FLAGS, LOG4J_CONFIG, LOG4J_JARS, ZOOKEEPER_JAR};
 }
 

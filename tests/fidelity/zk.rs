@@ -16,10 +16,13 @@
 //! ZooKeeper jar the test fails and says how to install it: it never skips silently.
 //!
 //! Each section (CRUD, sequential nodes, Curator's lock paths, watches, sessions,
-//! setWatches, an unknown operation) is a test of its own:
+//! setWatches, checkWatches and removeWatches, an unknown operation, and Apache Curator
+//! itself: `zk/curator.rs`) is a test of its own:
 //! `the_model_answers_as_zookeeper_does::crud`, ... They share one ZooKeeper server and
 //! one model, and run once each, in this order, on both (each section starts from the
 //! zxids, nodes and session numbering the earlier ones left, as one transcript did).
+
+mod curator;
 
 use crate::support::in_order::{panic_message, InOrder};
 use crate::support::kept::keep_until_exit;
@@ -29,7 +32,7 @@ use locksim::testing::zk::{
     decode_reply, encode_request, ClientFrame, OpCode, Request, Response, ServerFrame, PASSWD_LEN,
     PING_XID,
 };
-use locksim::testing::zk::{CreateMode, SessionId, Stat, WatchedEvent};
+use locksim::testing::zk::{CreateMode, SessionId, Stat, WatchKind, WatchedEvent};
 use locksim::testing::ServeFamily;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -186,6 +189,22 @@ impl Wire {
         self.send(xid, req);
         self.pending.insert(answer, self.pending[&xid]);
         self.reply(answer)
+    }
+
+    /// Send operation `op` with a record written by hand (what locksim's codec cannot
+    /// express, such as an invalid argument), and read its reply.
+    fn call_raw(&mut self, op: OpCode, code: i32, record: &[u8]) -> Option<(u64, Response)> {
+        let xid = self.next_xid;
+        self.next_xid += 1;
+        self.pending.insert(xid, op);
+        let mut body = Vec::new();
+        body.extend_from_slice(&xid.to_be_bytes());
+        body.extend_from_slice(&code.to_be_bytes());
+        body.extend_from_slice(record);
+        let mut out = (body.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(&body);
+        self.stream.write_all(&out).unwrap();
+        self.reply(xid)
     }
 
     fn ping(&mut self) -> Option<(u64, Response)> {
@@ -709,6 +728,130 @@ fn set_watches(side: &mut Side) {
     side.call(&mut b, "close b", Request::CloseSession);
 }
 
+fn check_watches(path: &str, kind: WatchKind) -> Request {
+    Request::CheckWatches {
+        path: path.into(),
+        kind,
+    }
+}
+
+fn remove_watches(path: &str, kind: WatchKind) -> Request {
+    Request::RemoveWatches {
+        path: path.into(),
+        kind,
+    }
+}
+
+/// A `CheckWatchesRequest`/`RemoveWatchesRequest` record with any type number.
+fn watches_record(path: &str, kind: i32) -> Vec<u8> {
+    let mut out = (path.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(&kind.to_be_bytes());
+    out
+}
+
+/// `checkWatches` and `removeWatches`, which the Java client sends when a watcher is
+/// removed (Curator: on `close()`, and on every contended `InterProcessSemaphoreMutex`
+/// acquire): for each watch type, on a watch that is there, one of another type, one
+/// of another connection (ZooKeeper 3.8.0's `checkWatches` finds it: it asks only
+/// whether the path has watchers; `removeWatches` does not remove it), a missing or
+/// malformed path, after the watch fired, an invalid type.
+fn check_and_remove_watches(side: &mut Side) {
+    use WatchKind::{Any, Children, Data};
+    let mut a = side.connect("cw: connect a", 2000);
+    let mut b = side.connect("cw: connect b", 2000);
+    side.call(&mut a, "create /cw", create("/cw", "0", Persistent, true));
+    side.call(&mut b, "b: data watch /cw", get_data("/cw", true));
+    side.call(&mut b, "b: exist watch /cw-x", exists("/cw-x", true));
+    side.call(&mut a, "create /cw2", create("/cw2", "", Persistent, true));
+    side.call(&mut b, "b: child watch /cw2", children("/cw2", true, false));
+    for kind in [Data, Children, Any] {
+        for path in ["/cw", "/cw-x", "/cw2", "/nowhere", "/", "", "bad", "a/b"] {
+            let req = check_watches(path, kind);
+            side.call(&mut b, &format!("b: check {path} {kind:?}"), req);
+        }
+        let req = check_watches("/cw", kind);
+        side.call(&mut a, &format!("a: check b's /cw {kind:?}"), req);
+        let req = remove_watches("/cw", kind);
+        side.call(&mut a, &format!("a: remove b's /cw {kind:?}"), req);
+        for path in ["/nowhere", "", "bad"] {
+            let req = remove_watches(path, kind);
+            side.call(&mut b, &format!("b: remove {path} {kind:?}"), req);
+        }
+    }
+    for (op, code) in [(OpCode::CheckWatches, 17), (OpCode::RemoveWatches, 18)] {
+        for kind in [0, 4, -1] {
+            let r = b.call_raw(op, code, &watches_record("/cw", kind));
+            let what = match &r {
+                Some((zxid, resp)) => format!("zxid={zxid} {}", side.response(resp)),
+                None => "connection closed".into(),
+            };
+            side.record(&format!("b: {op:?} type {kind}"), what);
+        }
+    }
+    side.call(&mut b, "b: still there", check_watches("/cw", Data));
+    // The wrong type removes nothing; the right one removes the watch, which then
+    // never fires.
+    side.call(
+        &mut b,
+        "b: remove /cw Children",
+        remove_watches("/cw", Children),
+    );
+    side.call(&mut b, "b: remove /cw Data", remove_watches("/cw", Data));
+    side.call(
+        &mut b,
+        "b: remove /cw Data again",
+        remove_watches("/cw", Data),
+    );
+    side.call(&mut b, "b: check /cw Any after", check_watches("/cw", Any));
+    side.call(&mut a, "a: setData /cw", set_data("/cw", "1", -1));
+    side.notes(&mut b, "b: removed data watch", Duration::from_millis(100));
+    side.call(&mut b, "b: remove /cw-x Any", remove_watches("/cw-x", Any));
+    side.call(
+        &mut a,
+        "a: create /cw-x",
+        create("/cw-x", "", Persistent, true),
+    );
+    side.notes(&mut b, "b: removed exist watch", Duration::from_millis(100));
+    // Any removes data and child watches together.
+    side.call(&mut b, "b: data watch /cw2", get_data("/cw2", true));
+    side.call(&mut b, "b: remove /cw2 Any", remove_watches("/cw2", Any));
+    side.call(&mut b, "b: check /cw2 Data", check_watches("/cw2", Data));
+    side.call(
+        &mut b,
+        "b: check /cw2 Children",
+        check_watches("/cw2", Children),
+    );
+    side.call(
+        &mut a,
+        "a: create /cw2/c",
+        create("/cw2/c", "", Persistent, true),
+    );
+    side.call(&mut a, "a: setData /cw2", set_data("/cw2", "1", -1));
+    side.notes(&mut b, "b: removed both", Duration::from_millis(100));
+    // A checked watch stays and fires; after it fired it is gone.
+    side.call(&mut b, "b: child watch /cw2", children("/cw2", true, true));
+    side.call(&mut b, "b: check /cw2 Any", check_watches("/cw2", Any));
+    side.call(&mut a, "a: delete /cw2/c", delete("/cw2/c", -1));
+    side.notes(&mut b, "b: checked watch fired", Duration::from_millis(100));
+    side.call(
+        &mut b,
+        "b: check after firing",
+        check_watches("/cw2", Children),
+    );
+    side.call(
+        &mut b,
+        "b: remove after firing",
+        remove_watches("/cw2", Any),
+    );
+    side.call(&mut b, "b: ping after", Request::Ping);
+    for p in ["/cw", "/cw-x", "/cw2"] {
+        side.call(&mut a, &format!("a: delete {p}"), delete(p, -1));
+    }
+    side.call(&mut a, "close a", Request::CloseSession);
+    side.call(&mut b, "close b", Request::CloseSession);
+}
+
 /// An operation ZooKeeper does not know.
 fn unknown(side: &mut Side) {
     let mut w = side.connect("unknown: connect", 1000);
@@ -731,7 +874,10 @@ const SECTIONS: &[(&str, Section)] = &[
     ("watches", watches),
     ("sessions", sessions),
     ("set_watches", set_watches),
+    ("check_and_remove_watches", check_and_remove_watches),
     ("unknown", unknown),
+    // Last: Curator's sessions and nodes must not shift the others' numbering.
+    ("curator", curator::curator),
 ];
 
 /// Both sides of the comparison, kept from one section to the next: ZooKeeper's and the
@@ -852,8 +998,18 @@ mod the_model_answers_as_zookeeper_does {
     }
 
     #[test]
+    fn check_and_remove_watches() {
+        check("check_and_remove_watches");
+    }
+
+    #[test]
     fn unknown_operation() {
         check("unknown");
+    }
+
+    #[test]
+    fn curator_close_and_semaphore_mutex() {
+        check("curator");
     }
 
     /// The sections together compare at least 300 replies and notifications.

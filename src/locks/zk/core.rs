@@ -18,7 +18,7 @@ use super::ensemble::{Ensemble, LeaderChange, Proposal};
 use super::mutex::layout::{lost_owners, LostOwner};
 use super::proto::PeerMsg;
 use super::session::SessionTracker;
-use super::tree::{SessionId, Stat, WatchedEvent, ZkError, Zxid};
+use super::tree::{SessionId, Stat, WatchKind, WatchedEvent, ZkError, Zxid};
 use crate::sim::Disk;
 use std::collections::BTreeMap;
 
@@ -297,6 +297,34 @@ impl ZkCore {
         watch: bool,
     ) -> Result<(Vec<String>, Stat), ZkError> {
         self.db.tree.get_children(path, watch.then_some(cid))
+    }
+
+    /// `checkWatches`: `NoWatcher` unless `path` has a watch of `kind` (nothing changes
+    /// either way). As ZooKeeper 3.8.0 does, whoever set it, not only this connection;
+    /// and a path with no `/` at all is a `MarshallingError` (its `WatchManager` cuts
+    /// the path at its last `/` and fails).
+    pub(super) fn check_watches(&self, path: &str, kind: WatchKind) -> Result<(), ZkError> {
+        if !path.is_empty() && !path.contains('/') {
+            return Err(ZkError::MarshallingError);
+        }
+        match self.db.tree.is_watched(path, kind) {
+            true => Ok(()),
+            false => Err(ZkError::NoWatcher),
+        }
+    }
+
+    /// `removeWatches`: remove connection `cid`'s watches of `kind` on `path`;
+    /// `NoWatcher` if it had none.
+    pub(super) fn remove_watches(
+        &mut self,
+        cid: ConnId,
+        path: &str,
+        kind: WatchKind,
+    ) -> Result<(), ZkError> {
+        match self.db.tree.remove_watch(path, kind, cid) {
+            true => Ok(()),
+            false => Err(ZkError::NoWatcher),
+        }
     }
 
     /// `setWatches` after a reconnect: the watches of connection `cid` on the `data`,

@@ -402,6 +402,20 @@ impl Node {
                 .await
                 .then_some(Response::Synced { path }),
             Request::Rejected { err, .. } => Some(Response::Err(err)),
+            Request::CheckWatches { path, kind } => {
+                let core = self.core.borrow();
+                Some(match core.check_watches(&path, kind) {
+                    Ok(()) => Response::WatchesChecked,
+                    Err(e) => Response::Err(e),
+                })
+            }
+            Request::RemoveWatches { path, kind } => {
+                let mut core = self.core.borrow_mut();
+                Some(match core.remove_watches(cid, &path, kind) {
+                    Ok(()) => Response::WatchesRemoved,
+                    Err(e) => Response::Err(e),
+                })
+            }
             Request::SetWatches {
                 relative_zxid,
                 data,

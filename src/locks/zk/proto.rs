@@ -17,7 +17,7 @@ mod peer;
 mod reply;
 mod request;
 
-use super::tree::{CreateMode, EventKind, SessionId, Stat, WatchedEvent, ZkError, Zxid};
+use super::tree::{CreateMode, EventKind, SessionId, Stat, WatchKind, WatchedEvent, ZkError, Zxid};
 pub(crate) use peer::{decode_peer, encode_peer, PeerMsg};
 pub use reply::decode_reply;
 pub(crate) use reply::encode_reply;
@@ -66,6 +66,10 @@ pub enum OpCode {
     Create2,
     /// `createContainer`: path and stat.
     CreateContainer,
+    /// `checkWatches`: whether the connection has a watch (the reply has no record).
+    CheckWatches,
+    /// `removeWatches`: remove the connection's watches (the reply has no record).
+    RemoveWatches,
     /// `setWatches`.
     SetWatches,
     /// `closeSession`.
@@ -73,7 +77,7 @@ pub enum OpCode {
 }
 
 impl OpCode {
-    const ALL: [OpCode; 13] = [
+    const ALL: [OpCode; 15] = [
         OpCode::Create,
         OpCode::Delete,
         OpCode::Exists,
@@ -85,6 +89,8 @@ impl OpCode {
         OpCode::GetChildren2,
         OpCode::Create2,
         OpCode::CreateContainer,
+        OpCode::CheckWatches,
+        OpCode::RemoveWatches,
         OpCode::SetWatches,
         OpCode::CloseSession,
     ];
@@ -102,6 +108,8 @@ impl OpCode {
             OpCode::Ping => 11,
             OpCode::GetChildren2 => 12,
             OpCode::Create2 => 15,
+            OpCode::CheckWatches => 17,
+            OpCode::RemoveWatches => 18,
             OpCode::CreateContainer => 19,
             OpCode::SetWatches => 101,
             OpCode::CloseSession => -11,
@@ -199,6 +207,21 @@ pub enum Request {
         /// Child watches.
         child: Vec<String>,
     },
+    /// Whether this connection has a watch of `kind` on `path` (`checkWatches`; the
+    /// Java client sends it when one of several watchers of a path is removed).
+    CheckWatches {
+        /// Path.
+        path: String,
+        /// Which watches.
+        kind: WatchKind,
+    },
+    /// Remove this connection's watches of `kind` on `path` (`removeWatches`).
+    RemoveWatches {
+        /// Path.
+        path: String,
+        /// Which watches.
+        kind: WatchKind,
+    },
     /// End the session now.
     CloseSession,
     /// A request the server answers with an error without running it: an operation it
@@ -246,6 +269,8 @@ impl Request {
             Request::GetChildren { .. } => OpCode::GetChildren,
             Request::Sync { .. } => OpCode::Sync,
             Request::SetWatches { .. } => OpCode::SetWatches,
+            Request::CheckWatches { .. } => OpCode::CheckWatches,
+            Request::RemoveWatches { .. } => OpCode::RemoveWatches,
             Request::CloseSession => OpCode::CloseSession,
         })
     }
@@ -319,6 +344,10 @@ pub enum Response {
     },
     /// `setWatches` done.
     WatchesSet,
+    /// `checkWatches`: the watch is there.
+    WatchesChecked,
+    /// `removeWatches`: removed.
+    WatchesRemoved,
     /// `closeSession` done.
     Closed,
     /// The request failed.
@@ -375,6 +404,23 @@ fn flags_mode(flags: i32) -> Option<CreateMode> {
         2 => CreateMode::PersistentSequential,
         3 => CreateMode::EphemeralSequential,
         4 => CreateMode::Container,
+        _ => return None,
+    })
+}
+
+fn watch_kind_code(kind: WatchKind) -> i32 {
+    match kind {
+        WatchKind::Children => 1,
+        WatchKind::Data => 2,
+        WatchKind::Any => 3,
+    }
+}
+
+fn code_watch_kind(code: i32) -> Option<WatchKind> {
+    Some(match code {
+        1 => WatchKind::Children,
+        2 => WatchKind::Data,
+        3 => WatchKind::Any,
         _ => return None,
     })
 }
@@ -568,6 +614,14 @@ mod tests {
             child: vec!["/x".into()],
         };
         round_trip(watches, Response::WatchesSet);
+        for kind in [WatchKind::Children, WatchKind::Data, WatchKind::Any] {
+            let check = Request::CheckWatches { path: p(), kind };
+            round_trip(check.clone(), Response::WatchesChecked);
+            round_trip(check, Response::Err(ZkError::NoWatcher));
+            let remove = Request::RemoveWatches { path: p(), kind };
+            round_trip(remove.clone(), Response::WatchesRemoved);
+            round_trip(remove, Response::Err(ZkError::NoWatcher));
+        }
         round_trip(Request::CloseSession, Response::Closed);
         round_trip(
             Request::Ping,
@@ -646,6 +700,15 @@ mod tests {
                 ..
             }
         ));
+        // checkWatches (17) and removeWatches (18) with a type that is not Children (1),
+        // Data (2) or Any (3): MarshallingError, as WatcherType.fromInt fails.
+        for op in [17, 18] {
+            let mut w = header(7, op);
+            w.string("/w").int(4);
+            let f = decode_request(&w.into_bytes(), false).unwrap();
+            let err = ZkError::MarshallingError;
+            assert_eq!(f.req, Request::Rejected { op, err });
+        }
         // Truncated or overlong records are errors.
         let mut w = header(6, 3);
         w.string("/a");

@@ -30,6 +30,9 @@
 //!   so a watcher sees them in zxid order.
 //! * **setWatches** (a client re-registering its watches on a new connection) fires at
 //!   once what changed after the client's last zxid, as `DataTree.setWatches`.
+//! * **removeWatches** removes the watcher's own watches of a type (data, child or
+//!   both) on a path; **checkWatches** removes nothing and, as ZooKeeper 3.8.0 does,
+//!   answers whether the path has a watch of that type at all, whoever set it.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,6 +131,8 @@ pub enum ZkError {
     Unimplemented,
     /// A request the server could not read.
     MarshallingError,
+    /// `checkWatches`/`removeWatches`: the connection has no such watch on the path.
+    NoWatcher,
     /// Any other code a server sent (`KeeperException.Code`).
     Other(i32),
 }
@@ -147,6 +152,7 @@ impl ZkError {
             ZkError::ConnectionLoss => -4,
             ZkError::Unimplemented => -6,
             ZkError::MarshallingError => -5,
+            ZkError::NoWatcher => -121,
             ZkError::Other(code) => code,
         }
     }
@@ -165,6 +171,7 @@ impl ZkError {
             ZkError::ConnectionLoss,
             ZkError::Unimplemented,
             ZkError::MarshallingError,
+            ZkError::NoWatcher,
         ]
         .into_iter()
         .find(|e| e.code() == code)
@@ -186,6 +193,7 @@ impl fmt::Display for ZkError {
             ZkError::ConnectionLoss => "ConnectionLoss",
             ZkError::Unimplemented => "Unimplemented",
             ZkError::MarshallingError => "MarshallingError",
+            ZkError::NoWatcher => "NoWatcher",
             ZkError::Other(code) => return write!(f, "KeeperErrorCode = {code}"),
         };
         write!(f, "KeeperErrorCode = {name}")
@@ -193,6 +201,20 @@ impl fmt::Display for ZkError {
 }
 
 impl std::error::Error for ZkError {}
+
+/// Which of a path's watches `checkWatches` and `removeWatches` mean
+/// (`Watcher.WatcherType`): data watches (set by `getData` and `exists`), child
+/// watches, or either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WatchKind {
+    /// Child watches (`Children`, 1 on the wire).
+    Children,
+    /// Data and exist watches (`Data`, 2).
+    Data,
+    /// Either (`Any`, 3).
+    Any,
+}
 
 /// A watch event type (`Watcher.Event.EventType`).
 // The variants keep ZooKeeper's own names (NodeCreated, NodeDeleted, ...).
@@ -657,6 +679,44 @@ impl DataTree {
                 set.remove(&watcher);
                 !set.is_empty()
             });
+        }
+    }
+
+    /// Whether anyone has a watch of `kind` on `path`: what ZooKeeper 3.8.0's
+    /// `DataTree.containsWatcher` answers, whichever watcher is asked about (its
+    /// `WatchManager` looks only at whether the path has watchers).
+    pub(crate) fn is_watched(&self, path: &str, kind: WatchKind) -> bool {
+        self.watch_maps(kind)
+            .iter()
+            .any(|map| map.get(path).is_some_and(|set| !set.is_empty()))
+    }
+
+    /// Remove `watcher`'s watches of `kind` on `path` (`DataTree.removeWatch`): whether
+    /// there was one.
+    pub(crate) fn remove_watch(&mut self, path: &str, kind: WatchKind, watcher: WatcherId) -> bool {
+        let mut removed = false;
+        let (data, child) = (&mut self.data_watches, &mut self.child_watches);
+        let maps = match kind {
+            WatchKind::Data => vec![data],
+            WatchKind::Children => vec![child],
+            WatchKind::Any => vec![data, child],
+        };
+        for map in maps {
+            if let Some(set) = map.get_mut(path) {
+                removed |= set.remove(&watcher);
+                if set.is_empty() {
+                    map.remove(path);
+                }
+            }
+        }
+        removed
+    }
+
+    fn watch_maps(&self, kind: WatchKind) -> Vec<&BTreeMap<String, BTreeSet<WatcherId>>> {
+        match kind {
+            WatchKind::Data => vec![&self.data_watches],
+            WatchKind::Children => vec![&self.child_watches],
+            WatchKind::Any => vec![&self.data_watches, &self.child_watches],
         }
     }
 

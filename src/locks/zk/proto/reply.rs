@@ -84,6 +84,8 @@ fn write_body(w: &mut Writer, resp: &Response, op: Option<OpCode>) {
         | Response::Deleted
         | Response::Exists { stat: None }
         | Response::WatchesSet
+        | Response::WatchesChecked
+        | Response::WatchesRemoved
         | Response::Closed
         | Response::Err(_) => {}
     }
@@ -203,6 +205,8 @@ fn read_body(r: &mut Reader, op: OpCode) -> Result<Response, DecodeError> {
             path: r.string("SyncResponse.path")?,
         },
         OpCode::SetWatches => Response::WatchesSet,
+        OpCode::CheckWatches => Response::WatchesChecked,
+        OpCode::RemoveWatches => Response::WatchesRemoved,
         OpCode::CloseSession => Response::Closed,
     })
 }

@@ -1,7 +1,10 @@
 //! A client frame's bytes: the `ConnectRequest`, or a `RequestHeader` and the
 //! operation's record.
 
-use super::{flags_mode, mode_flags, ClientFrame, OpCode, Request, PERMS_ALL};
+use super::{
+    code_watch_kind, flags_mode, mode_flags, watch_kind_code, ClientFrame, OpCode, Request,
+    PERMS_ALL,
+};
 use crate::locks::zk::jute::{DecodeError, Reader, Writer};
 use crate::locks::zk::tree::{CreateMode, ZkError};
 
@@ -59,6 +62,9 @@ pub fn encode_request(f: &ClientFrame, out: &mut Vec<u8>) {
         }
         Request::Sync { path } => {
             w.string(path);
+        }
+        Request::CheckWatches { path, kind } | Request::RemoveWatches { path, kind } => {
+            w.string(path).int(watch_kind_code(*kind));
         }
         Request::SetWatches {
             relative_zxid,
@@ -175,6 +181,19 @@ pub(crate) fn decode_request(payload: &[u8], handshake: bool) -> Result<ClientFr
         OpCode::Sync => Request::Sync {
             path: r.string("SyncRequest.path")?,
         },
+        OpCode::CheckWatches | OpCode::RemoveWatches => {
+            let path = r.string("CheckWatchesRequest.path")?;
+            let kind = r.int("CheckWatchesRequest.type")?;
+            match (code_watch_kind(kind), op) {
+                (Some(kind), OpCode::CheckWatches) => Request::CheckWatches { path, kind },
+                (Some(kind), _) => Request::RemoveWatches { path, kind },
+                // ZooKeeper cannot convert the type: a MarshallingError.
+                (None, _) => Request::Rejected {
+                    op: code,
+                    err: ZkError::MarshallingError,
+                },
+            }
+        }
         OpCode::SetWatches => Request::SetWatches {
             relative_zxid: r.long("SetWatches.relativeZxid")? as u64,
             data: r.strings("SetWatches.dataWatches")?,
