@@ -4,7 +4,7 @@
 //! server code as in simulation runs on a live [`NodeCtx`]: real loopback TCP, the
 //! machine's monotonic clock, no faults.
 
-use crate::history::Recorder;
+use crate::history::{names, Recorder};
 use crate::locks::raft::RaftParams;
 use crate::locks::zk::ZkParams;
 use crate::net::LiveNet;
@@ -144,11 +144,22 @@ pub struct ServeConfig {
     /// ticks), or etcd's heartbeat interval (an election timeout is 10 ticks, and the
     /// shortest lease TTL 15 ticks rounded up to whole seconds).
     pub tick_ms: u64,
+    /// Seeds the servers' random draws: zk session ids, raft lease ids, election
+    /// timeouts. The same seed hands out the same ids in the same order; the CLI draws a
+    /// fresh one unless given `--seed`, so that a client that cached a session or lease id
+    /// across a restart of `serve` is not fooled into reusing it.
+    pub seed: u64,
+    /// Whether `apply` events (a raft member applied one log entry: one per write and
+    /// heartbeat-driven revoke, hundreds a second under load) reach `on_event`. The other
+    /// events always do.
+    pub apply_events: bool,
 }
 
 /// Serve until `stop` is set. `on_ready` is called once every server listens, with their
-/// client ports. Every event the servers record (a session expiry that deleted a lock's
-/// owner, a new leader) goes to `on_event` as a JSON line. Errors are for exit code 2.
+/// client ports. Every event the servers record (an ephemeral node or a leased key deleted
+/// by an expiry, a session or lease its client ended, a new leader; `apply` only with
+/// [`ServeConfig::apply_events`]) goes to `on_event` as a JSON line. Errors are for exit
+/// code 2.
 pub fn serve(
     config: &ServeConfig,
     stop: Arc<AtomicBool>,
@@ -198,7 +209,7 @@ pub fn serve(
         let mut servers = Vec::new();
         let mut ctxs = Vec::new();
         for i in 0..config.nodes {
-            let ctx = live_ctx(&node_name(config.family, i), &net, on_event.clone());
+            let ctx = live_ctx(&node_name(config.family, i), config, &net, on_event.clone());
             ctxs.push(ctx.clone());
             let main: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> = match config.family
             {
@@ -279,14 +290,24 @@ fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, ServeErro
 }
 
 /// A live context for server `name`: real loopback TCP, the machine's clocks (its wall
-/// clock too: ctime and mtime are real), events to `on_event`.
-fn live_ctx(name: &str, net: &Rc<LiveNet>, on_event: Rc<dyn Fn(&str)>) -> NodeCtx {
+/// clock too: ctime and mtime are real), randomness from `config.seed`, events to
+/// `on_event` (`apply` only if `config.apply_events`).
+fn live_ctx(
+    name: &str,
+    config: &ServeConfig,
+    net: &Rc<LiveNet>,
+    on_event: Rc<dyn Fn(&str)>,
+) -> NodeCtx {
+    let apply_events = config.apply_events;
     let recorder = Recorder::forwarding(move |e| {
+        if e.f == names::APPLY && !apply_events {
+            return;
+        }
         on_event(&serde_json::to_string(e).expect("events serialise"));
     });
-    // The seed draws session ids and Raft's election timeouts: nothing a client could
-    // depend on.
-    let state = Rc::new(NodeState::new(name, 0));
+    // Each server draws from its own stream of the seed (the node name is mixed in), as
+    // in simulation.
+    let state = Rc::new(NodeState::new(name, config.seed));
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
