@@ -25,7 +25,7 @@ pub use replay::replay_command;
 pub use report::{report_command, ReportJob};
 pub use run::run_command;
 pub use seed_args::{parse_seeds, parse_shard, SeedArgError};
-pub use serve::serve_command;
+pub use serve::{serve_command, ServedEvents};
 pub use shrink::shrink_command;
 
 /// Exit code for bad input.

@@ -4,7 +4,7 @@
 //! server code as in simulation runs on a live [`NodeCtx`]: real loopback TCP, the
 //! machine's monotonic clock, no faults.
 
-use crate::history::Recorder;
+use crate::history::{names, Recorder};
 use crate::locks::raft::RaftParams;
 use crate::locks::zk::ZkParams;
 use crate::net::LiveNet;
@@ -144,11 +144,22 @@ pub struct ServeConfig {
     /// ticks), or etcd's heartbeat interval (an election timeout is 10 ticks, and the
     /// shortest lease TTL 15 ticks rounded up to whole seconds).
     pub tick_ms: u64,
+    /// Seeds the servers' random draws: zk session ids, raft lease ids, election
+    /// timeouts. The same seed hands out the same ids in the same order; the CLI draws a
+    /// fresh one unless given `--seed`, so that a client that cached a session or lease id
+    /// across a restart of `serve` is not fooled into reusing it.
+    pub seed: u64,
+    /// Whether `apply` events (a raft member applied one log entry: one per write and
+    /// heartbeat-driven revoke, hundreds a second under load) reach `on_event`. The other
+    /// events always do.
+    pub apply_events: bool,
 }
 
 /// Serve until `stop` is set. `on_ready` is called once every server listens, with their
-/// client ports. Every event the servers record (a session expiry that deleted a lock's
-/// owner, a new leader) goes to `on_event` as a JSON line. Errors are for exit code 2.
+/// client ports. Every event the servers record (an ephemeral node or a leased key deleted
+/// by an expiry, a session or lease its client ended, a new leader; `apply` only with
+/// [`ServeConfig::apply_events`]) goes to `on_event` as a JSON line. Errors are for exit
+/// code 2.
 pub fn serve(
     config: &ServeConfig,
     stop: Arc<AtomicBool>,
@@ -201,7 +212,11 @@ pub fn serve(
             let (params, raft) = (params.clone(), raft.clone());
             servers.push(start_node(
                 &name,
-                0,
+                Incarnation {
+                    seed: config.seed,
+                    number: 0,
+                    apply_events: config.apply_events,
+                },
                 &net,
                 on_event.clone(),
                 |ctx| match config.family {
@@ -227,13 +242,12 @@ pub(crate) struct ServedNode {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Start model server `name` (incarnation `incarnation`: 0 unless it restarts after a
-/// crash) on `net` in real time: `main` run on a live context (see [`live_ctx`]), its
+/// Start model server `name` (its `incarnation`) on `net` in real time: `main` run on a live context (see [`live_ctx`]), its
 /// events to `on_event`. `serve` starts each server of its cluster so; `locksim live
 /// --servers model` starts one per process (`locksim serve-node`).
 pub(crate) fn start_node(
     name: &str,
-    incarnation: u32,
+    incarnation: Incarnation,
     net: &Rc<LiveNet>,
     on_event: Rc<dyn Fn(&str)>,
     main: impl FnOnce(NodeCtx) -> LocalBoxFuture<'static, ()>,
@@ -309,20 +323,41 @@ fn address_book(config: &ServeConfig) -> Result<BTreeMap<String, u16>, ServeErro
     Ok(ports)
 }
 
-/// A live context for incarnation `incarnation` of server `name`: real loopback TCP, the
-/// machine's clocks (its wall clock too: ctime and mtime are real), events to `on_event`.
+/// Which run of a served node this is: the seed its randomness comes from (session and
+/// lease ids, election timeouts), how many times it restarted before, and whether its
+/// `apply` events are wanted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Incarnation {
+    /// The seed (each server mixes in its name, as in simulation).
+    pub seed: u64,
+    /// 0 unless the node restarts after a crash.
+    pub number: u32,
+    /// Whether `apply` events go to `on_event` (one a Raft entry: many a second).
+    pub apply_events: bool,
+}
+
+/// A live context for `incarnation` of server `name`: real loopback TCP, the machine's
+/// clocks (its wall clock too: ctime and mtime are real), events to `on_event`.
 fn live_ctx(
     name: &str,
-    incarnation: u32,
+    incarnation: Incarnation,
     net: &Rc<LiveNet>,
     on_event: Rc<dyn Fn(&str)>,
 ) -> NodeCtx {
+    let apply_events = incarnation.apply_events;
     let recorder = Recorder::forwarding(move |e| {
+        if e.f == names::APPLY && !apply_events {
+            return;
+        }
         on_event(&serde_json::to_string(e).expect("events serialise"));
     });
-    // The seed draws session ids and Raft's election timeouts: nothing a client could
-    // depend on.
-    let state = Rc::new(NodeState::restarted(name, 0, incarnation));
+    // Each server draws from its own stream of the seed (the node name is mixed in), as
+    // in simulation; a restarted one from another.
+    let state = Rc::new(NodeState::restarted(
+        name,
+        incarnation.seed,
+        incarnation.number,
+    ));
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);

@@ -230,10 +230,15 @@ enum Command {
         /// raft: etcd's heartbeat interval, ms (elections after 10) [100].
         #[arg(long)]
         tick_ms: Option<u64>,
-        /// Print the events the server records (JSON lines), e.g. a session expiry
-        /// that deleted a lock's owner.
+        /// Print the events the servers record (JSON lines): an expiry that deleted an
+        /// ephemeral node or leased keys, a session or lease its client ended, a new leader.
+        /// `--events apply` adds raft's line per log entry applied
+        #[arg(long, num_args = 0..=1, value_name = "apply", value_parser = ["apply"])]
+        events: Option<Option<String>>,
+        /// Seed of the servers' ids (zk sessions, raft leases) and election timeouts, to
+        /// repeat a run's ids [a fresh one each start, printed]
         #[arg(long)]
-        events: bool,
+        seed: Option<u64>,
     },
     /// Measure harness speed: seeds/s, simulated seconds per wall second, checker ops/s.
     Bench {
@@ -353,7 +358,15 @@ fn main() -> ExitCode {
             nodes,
             tick_ms,
             events,
-        } => cli::serve_command(&family, port, nodes, tick_ms, events),
+            seed,
+        } => {
+            let events = match events {
+                None => cli::ServedEvents::None,
+                Some(None) => cli::ServedEvents::AllButApply,
+                Some(Some(_apply)) => cli::ServedEvents::All,
+            };
+            cli::serve_command(&family, port, nodes, tick_ms, events, seed)
+        }
         Command::Bench { seeds } => cli::bench_command(seeds),
     };
     ExitCode::from(code)

@@ -6,14 +6,27 @@ use crate::serve::{ServeConfig, ServeFamily};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Serve `family` until SIGINT or SIGTERM. Exit 0 when stopped so, 2 on bad input (an
-/// unknown family, a port in use).
+/// Which of the servers' events `serve` prints (`--events`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedEvents {
+    /// None (no `--events`).
+    None,
+    /// Every event but raft's `apply`, one per log entry (`--events`).
+    AllButApply,
+    /// Every event (`--events apply`).
+    All,
+}
+
+/// Serve `family` until SIGINT or SIGTERM, its ids drawn from `seed` (a fresh seed if
+/// `None`; printed either way). Exit 0 when stopped so, 2 on bad input (an unknown
+/// family, a port in use).
 pub fn serve_command(
     family: &str,
     port: Option<u16>,
     nodes: u32,
     tick_ms: Option<u64>,
-    events: bool,
+    events: ServedEvents,
+    seed: Option<u64>,
 ) -> u8 {
     let family = match ServeFamily::parse(family) {
         Ok(f) => f,
@@ -30,11 +43,16 @@ pub fn serve_command(
     }
     let port = port.unwrap_or(family.default_port());
     let tick_ms = tick_ms.unwrap_or(family.default_tick_ms());
+    // Only `serve` draws from the OS: the ids a real client sees differ from one start to
+    // the next, as a real server's do. Simulations never come here.
+    let seed = seed.unwrap_or_else(rand::random);
     let config = ServeConfig {
         family,
         port,
         nodes,
         tick_ms,
+        seed,
+        apply_events: events == ServedEvents::All,
     };
     let ready = |ports: &[u16]| {
         let list: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
@@ -78,9 +96,10 @@ pub fn serve_command(
                 println!("  try: redis-cli -p {} SET lock me NX PX 30000", ports[0]);
             }
         }
+        println!("  ids from seed {seed} (--seed {seed} hands out the same ones)");
     };
     let on_event = move |line: &str| {
-        if events {
+        if events != ServedEvents::None {
             println!("{line}");
         }
     };

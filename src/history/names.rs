@@ -33,8 +33,15 @@ pub const MAJORITY: &str = "majority";
 // Server point events.
 
 /// A lock key or owner node expired on a server (`key`; raft: `value` {index}; zk:
-/// `value` {zxid, node, session}).
+/// `value` {zxid, node, session}). `locksim serve` also records the expiries of keys and
+/// nodes it cannot tie to a lock (no `key`; raft: `value` {index, lease, keys}).
 pub const EXPIRE: &str = "expire";
+/// A client gave up its lease or session itself, not an expiry: a Raft server applied its
+/// `LeaseRevoke` (`key` = the lock whose owner key it deleted, if any; `value` {index,
+/// lease, keys}), or a ZooKeeper server its `closeSession` (per deleted ephemeral node,
+/// `value` as `expire`'s). Only `locksim serve` records it: locksim's own clients never
+/// revoke their leases or close their sessions.
+pub const REVOKE: &str = "revoke";
 /// A Raft or ZooKeeper server became leader (`value` {term}).
 pub const LEADER: &str = "leader";
 /// A Raft server applied a log entry (`value` {index, term, hash}).

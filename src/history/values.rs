@@ -74,11 +74,29 @@ impl EventValue for AppliedIndex {
 }
 
 /// A Raft node's [`names::EXPIRE`] event: a lease revoke it applied removed a lock's
-/// owner key.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+/// owner key. Also the value of [`names::REVOKE`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct RaftExpire {
     /// The revoke's log index.
     pub index: u64,
+    /// The keys it deleted. Served only (`locksim serve`): empty, and not written, in
+    /// simulation, whose histories are as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// The lease, in hex as `etcdctl` prints it. Served only, like `keys`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+}
+
+impl RaftExpire {
+    /// The value simulations record: the revoke's index only.
+    pub fn at(index: u64) -> RaftExpire {
+        RaftExpire {
+            index,
+            keys: Vec::new(),
+            lease: None,
+        }
+    }
 }
 
 impl EventValue for RaftExpire {
@@ -138,7 +156,7 @@ mod tests {
             serde_json::json!({ "term": 4 })
         );
         assert_eq!(
-            RaftExpire { index: 7 }.to_json(),
+            RaftExpire::at(7).to_json(),
             serde_json::json!({ "index": 7 })
         );
     }

@@ -7,7 +7,7 @@
 use crate::net::LiveNet;
 use crate::real::ServeNodeSpec;
 use crate::scenario::Scenario;
-use crate::serve::{run_until_stopped, start_node};
+use crate::serve::{run_until_stopped, start_node, Incarnation};
 use std::io::Write;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
@@ -72,7 +72,13 @@ pub fn serve_node_main(spec: &str) -> u8 {
     let local = tokio::task::LocalSet::new();
     let lock = scenario.lock.clone();
     local.block_on(&rt, async move {
-        let node = start_node(&spec.node, spec.incarnation, &net, on_event, |ctx| {
+        // The run's seed: a restarted server draws new ids (its incarnation is mixed in).
+        let incarnation = Incarnation {
+            seed: spec.seed,
+            number: spec.incarnation,
+            apply_events: true,
+        };
+        let node = start_node(&spec.node, incarnation, &net, on_event, |ctx| {
             lock.server_main(ctx)
         });
         run_until_stopped(vec![node], &stop).await;

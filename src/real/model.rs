@@ -70,6 +70,9 @@ pub(crate) struct ServeNodeSpec {
     pub node: String,
     /// Its incarnation: 0, then one more at every restart.
     pub incarnation: u32,
+    /// The seed of its session and lease ids (locksim's pid: ids differ across runs, as
+    /// a real server's do; a live run is not reproducible anyway).
+    pub seed: u64,
     /// The address book: its own ports as it listens on them, every other server's
     /// public (proxy) ports.
     pub ports: BTreeMap<String, u16>,
@@ -155,6 +158,7 @@ impl RealCluster for ModelCluster {
             scenario: self.scenario.clone(),
             node: node.to_string(),
             incarnation,
+            seed: u64::from(std::process::id()),
             ports: self.book(node, addrs),
             events: dir.join(EVENTS_FILE),
         };

@@ -13,3 +13,4 @@ mod commands;
 mod jepsen_data;
 mod report;
 mod serve;
+mod serve_events;

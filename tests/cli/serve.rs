@@ -51,7 +51,7 @@ fn the_redis_model_serves_a_lock_on_loopback() {
 /// stderr. Without `etcdctl` it panics and says how to install it. `timeout` kills it
 /// after 30 s: `lock` and `lease keep-alive` take no `--command-timeout`, and a model
 /// that never answered would otherwise hang the test.
-fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> String {
+pub(crate) fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> String {
     use std::process::{Command, Stdio};
     let mut child = Command::new("timeout")
         .args(["-s", "KILL", "30", "etcdctl"])
@@ -127,7 +127,7 @@ fn etcdctl_works_against_the_raft_model() {
 }
 
 /// `etcdctl endpoint status` once the member has a leader, else `None`.
-fn etcdctl_status(endpoint: &str) -> Option<String> {
+pub(crate) fn etcdctl_status(endpoint: &str) -> Option<String> {
     let out = std::process::Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .args([&format!("--endpoints={endpoint}"), "endpoint", "status"])

@@ -36,6 +36,34 @@ impl Drop for Served {
 /// Serves `nodes` servers of `family` with tick `tick_ms` on free consecutive loopback
 /// ports, and returns once they listen.
 pub fn serve(family: ServeFamily, nodes: u32, tick_ms: u64) -> Served {
+    serve_with(family, nodes, tick_ms, 0, false, |_| {})
+}
+
+/// As [`serve`], with the servers' ids drawn from `seed`, and their events (`apply` only
+/// if `apply_events`) sent to the returned channel as JSON lines.
+pub fn serve_events(
+    family: ServeFamily,
+    nodes: u32,
+    tick_ms: u64,
+    seed: u64,
+    apply_events: bool,
+) -> (Served, std::sync::mpsc::Receiver<String>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let on_event = move |line: &str| {
+        let _ = tx.send(line.to_string());
+    };
+    let served = serve_with(family, nodes, tick_ms, seed, apply_events, on_event);
+    (served, rx)
+}
+
+fn serve_with(
+    family: ServeFamily,
+    nodes: u32,
+    tick_ms: u64,
+    seed: u64,
+    apply_events: bool,
+    on_event: impl Fn(&str) + Send + 'static,
+) -> Served {
     let port = free_ports(nodes);
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -46,11 +74,13 @@ pub fn serve(family: ServeFamily, nodes: u32, tick_ms: u64) -> Served {
             port,
             nodes,
             tick_ms,
+            seed,
+            apply_events,
         };
         let ready = move |ports: &[u16]| {
             let _ = tx.send(ports.to_vec());
         };
-        locksim::testing::serve(&config, s, ready, |_| {}).expect("the model serves");
+        locksim::testing::serve(&config, s, ready, on_event).expect("the model serves");
     });
     let ports = rx
         .recv_timeout(Duration::from_secs(10))

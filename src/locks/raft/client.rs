@@ -231,7 +231,7 @@ impl EtcdClient {
                         ttl_ms: r.ttl.max(0) as u64 * self.second_ms,
                     }
                 }),
-            Request::LeaseRevoke { id } => lease
+            Request::LeaseRevoke { id, .. } => lease
                 .lease_revoke(pb::LeaseRevokeRequest { id: *id as i64 })
                 .await
                 .map(|r| Response::LeaseRevoke {

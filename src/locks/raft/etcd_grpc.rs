@@ -11,7 +11,7 @@ use super::etcd_api::{self as api, ApiError, HeaderIds, MAX_LEASE_TTL_S};
 use super::etcdpb::etcdserverpb as pb;
 use super::etcdpb::etcdserverpb::watch_server;
 use super::etcdpb::etcdserverpb::{cluster_server, kv_server, lease_server, maintenance_server};
-use super::kv::{bytes_of, LeaseId, RangeRequest, RangeResponse, Request, Response};
+use super::kv::{bytes_of, LeaseId, RangeRequest, RangeResponse, Request, Response, Revoker};
 use crate::net::GrpcRouter;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -293,7 +293,13 @@ impl lease_server::Lease for EtcdService {
         req: tonic::Request<pb::LeaseRevokeRequest>,
     ) -> Rpc<pb::LeaseRevokeResponse> {
         let id = u64::try_from(req.into_inner().id).unwrap_or(u64::MAX);
-        match self.propose(Request::LeaseRevoke { id }).await? {
+        match self
+            .propose(Request::LeaseRevoke {
+                id,
+                by: Revoker::Client,
+            })
+            .await?
+        {
             (Response::LeaseRevoke { revision }, ids) => {
                 Ok(tonic::Response::new(pb::LeaseRevokeResponse {
                     header: ids.header(revision),

@@ -465,7 +465,7 @@ impl Store {
             Request::Range(r) => self.range(r).map(Response::Range),
             Request::Txn(t) => self.txn(&mut w, t).map(Response::Txn),
             Request::LeaseGrant { id, ttl_ms } => self.grant(*id, *ttl_ms),
-            Request::LeaseRevoke { id } => self.revoke(&mut w, *id),
+            Request::LeaseRevoke { id, .. } => self.revoke(&mut w, *id),
             Request::Compact { revision } => self.compact(*revision),
         };
         if w.changed {

@@ -317,7 +317,7 @@ fn ignore_value_and_ignore_lease_keep_the_old_ones() {
     assert!(t.s.get("fresh").is_none());
     assert_eq!(t.s.revision(), 5);
     // The key kept its lease: revoking the lease deletes it.
-    t.apply(Request::LeaseRevoke { id: 5 }).unwrap();
+    t.apply(Request::lease_expiry(5)).unwrap();
     assert!(t.s.get("k").is_none());
 }
 
@@ -693,7 +693,7 @@ fn events_record_puts_and_deletes_with_prev_kv() {
     t.put("a", "2", 0).unwrap(); // 3
     t.put("b", "x", 5).unwrap(); // 4
     t.delete(KeySpec::key("a")).unwrap(); // 5
-    t.apply(Request::LeaseRevoke { id: 5 }).unwrap(); // 6
+    t.apply(Request::lease_expiry(5)).unwrap(); // 6
     let kv = |key: &str, value: &str, create, m, version, lease| KeyValue {
         key: key.into(),
         value: value.into(),

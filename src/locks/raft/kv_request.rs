@@ -411,6 +411,26 @@ pub(crate) struct TxnRequest {
     pub failure: Vec<TxnOp>,
 }
 
+/// Who asked for a lease revoke: the servers record an expiry and a client's own revoke
+/// under different names (`expire`, `revoke`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Revoker {
+    /// The leader's lessor: the lease's TTL ran out.
+    #[default]
+    Lessor,
+    /// A client's `LeaseRevoke` call (etcd's `Lease/LeaseRevoke`; locksim's own lock
+    /// clients never make it).
+    Client,
+}
+
+impl Revoker {
+    /// Whether the lessor asked (the entry's encoding then omits the field).
+    fn is_lessor(&self) -> bool {
+        *self == Revoker::Lessor
+    }
+}
+
 /// A request applied through the Raft log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -434,12 +454,26 @@ pub(crate) enum Request {
     LeaseRevoke {
         /// The id.
         id: LeaseId,
+        /// Who asked: the lessor (an expiry, written as before, so the log entries and
+        /// their `apply` hashes of every simulated run stay the same) or a client.
+        #[serde(default, skip_serializing_if = "Revoker::is_lessor")]
+        by: Revoker,
     },
     /// Forget the history before `revision` (etcd's `Compact`).
     Compact {
         /// The new compacted revision.
         revision: u64,
     },
+}
+
+impl Request {
+    /// The lessor's revoke of expired lease `id`.
+    pub(crate) fn lease_expiry(id: LeaseId) -> Request {
+        Request::LeaseRevoke {
+            id,
+            by: Revoker::Lessor,
+        }
+    }
 }
 
 /// A put's answer.

@@ -297,7 +297,7 @@ fn leases_attach_revoke_and_reject_missing_ids() {
     assert_eq!(t.s.revision(), 7);
     // Revoke: every attached key goes, under one revision, in key order.
     assert_eq!(
-        t.apply(Request::LeaseRevoke { id: 5 }),
+        t.apply(Request::lease_expiry(5)),
         Ok(Response::LeaseRevoke { revision: 8 })
     );
     for k in ["t", "x", "z"] {
@@ -307,12 +307,12 @@ fn leases_attach_revoke_and_reject_missing_ids() {
     assert!(t.s.get("y").is_some());
     assert!(t.s.lease(5).is_none());
     assert_eq!(
-        t.apply(Request::LeaseRevoke { id: 5 }),
+        t.apply(Request::lease_expiry(5)),
         Err(ServiceError::LeaseNotFound)
     );
     // Revoking a lease without keys writes nothing.
     assert_eq!(
-        t.apply(Request::LeaseRevoke { id: 6 }),
+        t.apply(Request::lease_expiry(6)),
         Ok(Response::LeaseRevoke { revision: 8 })
     );
 }
@@ -342,7 +342,7 @@ fn a_waiter_whose_lease_died_is_caught_by_the_post_wait_check() {
     assert_eq!(ahead.kvs[0].key, "L/1");
     let watch_from = ahead.revision;
     // B's lease expires (the leader proposes its revoke), then A releases.
-    t.apply(Request::LeaseRevoke { id: 2 }).unwrap();
+    t.apply(Request::lease_expiry(2)).unwrap();
     t.delete(KeySpec::key("L/1")).unwrap();
     assert!(t.s.first_delete_at_or_after("L/1", watch_from).is_some());
     // waitDeletes loops: nobody is ahead any more.

@@ -161,7 +161,7 @@ mod tests {
     fn a_revoked_holder_leaves_a_delay_key_ahead_of_the_waiters() {
         let (mut s, mut i) = two_keys();
         let holder_rev = s.get("L/1").unwrap().create_revision;
-        let r = apply(&mut s, &mut i, Request::LeaseRevoke { id: 1 });
+        let r = apply(&mut s, &mut i, Request::lease_expiry(1));
         let rev = r.revision();
         assert!(s.get("L/1").is_none());
         assert_eq!(s.first_delete_at_or_after("L/1", 0), Some(rev));
@@ -178,13 +178,7 @@ mod tests {
             Response::DeleteRange(DeleteResponse { deleted: 0, .. })
         ));
         // The delay lease's revoke frees the lock, with no further delay.
-        let r = apply(
-            &mut s,
-            &mut i,
-            Request::LeaseRevoke {
-                id: delay_lease_id(rev),
-            },
-        );
+        let r = apply(&mut s, &mut i, Request::lease_expiry(delay_lease_id(rev)));
         assert_eq!(
             s.first_delete_at_or_after("L/lock-delay-1", 0),
             Some(r.revision())
@@ -197,7 +191,7 @@ mod tests {
     fn releases_and_revoked_waiters_free_at_once() {
         let (mut s, mut i) = two_keys();
         // A waiter's revoke: nothing to delay.
-        apply(&mut s, &mut i, Request::LeaseRevoke { id: 2 });
+        apply(&mut s, &mut i, Request::lease_expiry(2));
         assert_eq!(first_created(&s, "L/").count, 1);
         // A release.
         apply(&mut s, &mut i, delete("L/1"));
@@ -205,7 +199,7 @@ mod tests {
         // Off: a revoked holder's key simply goes.
         let (mut s, mut i) = two_keys();
         s.set_lock_delay_ms(0);
-        apply(&mut s, &mut i, Request::LeaseRevoke { id: 1 });
+        apply(&mut s, &mut i, Request::lease_expiry(1));
         assert_eq!(first(&s), "L/2");
     }
 
@@ -216,7 +210,7 @@ mod tests {
         let mut i = 0;
         apply(&mut s, &mut i, Request::LeaseGrant { id: 5, ttl_ms: 500 });
         put(&mut s, &mut i, "plain", 5);
-        apply(&mut s, &mut i, Request::LeaseRevoke { id: 5 });
+        apply(&mut s, &mut i, Request::lease_expiry(5));
         assert_eq!(first_created(&s, "").count, 0);
     }
 }

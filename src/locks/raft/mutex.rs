@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(ahead(&s, 3).as_deref(), Some("L/1"));
         // The second's key goes first (its session ended): the third now waits on the
         // owner, and is not granted although its predecessor is gone.
-        apply(&mut s, &mut i, Request::LeaseRevoke { id: 2 });
+        apply(&mut s, &mut i, Request::lease_expiry(2));
         assert_eq!(ahead(&s, 4).as_deref(), Some("L/1"));
         // A key created later never blocks anyone ahead of it.
         assert_eq!(lock(&mut s, &mut i, 4), Acquired::Wait { my_rev: 6 });
@@ -577,7 +577,7 @@ mod tests {
         assert_eq!(lock(&mut s, &mut i, 2), Acquired::Wait { my_rev: 3 });
         // The waiter's lease expires while it waits (etcd #11456), then the owner unlocks
         // and a third client takes the lock.
-        apply(&mut s, &mut i, Request::LeaseRevoke { id: 2 });
+        apply(&mut s, &mut i, Request::lease_expiry(2));
         apply(
             &mut s,
             &mut i,
@@ -611,7 +611,7 @@ mod tests {
     #[test]
     fn a_txn_on_a_revoked_lease_writes_nothing() {
         let (mut s, mut i) = store(1);
-        apply(&mut s, &mut i, Request::LeaseRevoke { id: 1 });
+        apply(&mut s, &mut i, Request::lease_expiry(1));
         i += 1;
         let r = s.apply(i, &Request::Txn(try_acquire("L/1", "L/", 1)));
         assert_eq!(r, Err(ServiceError::LeaseNotFound));

@@ -78,12 +78,16 @@
 //! or is now — the node that committed the entry, which applies it before any other can
 //! learn of the commit (even if a higher term deposed it in the same Ready). The value
 //! {index} lets a later leader's second record of the same entry (it had not applied it
-//! before taking over) be dropped (see [`super::invariants`]).
+//! before taking over) be dropped (see [`super::invariants`]). A revoke a client asked
+//! for (its `LeaseRevoke` call; locksim's own clients never make it) is a `revoke`
+//! instead. Served (`locksim serve`), these values also name the lease and the deleted
+//! keys, and a revoke's keys that own no lock get an event of their own (see
+//! `record_revoke`).
 
 use super::etcd_api::ApiError;
 use super::etcd_grpc::EtcdService;
 use super::kv::lock_delay::is_delay_lease;
-use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response, ServiceError};
+use super::kv::{LeaseId, RangeRequest, RangeResponse, Request, Response, Revoker, ServiceError};
 use super::lease::{ticked_recently, LeaseError};
 use super::params::{LessorCheck, RaftParams, ReadMode};
 use super::service::{Proposal, Service};
@@ -341,19 +345,11 @@ impl Node {
         );
         if led && !c.data.is_empty() {
             if let Ok(Proposal {
-                req: Request::LeaseRevoke { id },
+                req: Request::LeaseRevoke { id, by },
                 ..
             }) = Proposal::decode(&c.data)
             {
-                for lock in owned_locks(&s.service, id) {
-                    tracing::debug!(lease = id, lock, "lease revoke removes the owner");
-                    self.ctx.record(
-                        self.ctx
-                            .event(EventType::Event, names::EXPIRE)
-                            .key(lock)
-                            .value(RaftExpire { index: c.index }.to_json()),
-                    );
-                }
+                self.record_revoke(&s.service, id, by, c.index);
             }
         }
         let leader = s.is_leader();
@@ -361,6 +357,66 @@ impl Node {
             if let Some(w) = s.waiters.remove(&applied.id) {
                 let _ = w.send(applied.result);
             }
+        }
+    }
+
+    /// Record what the revoke of lease `id` at log `index`, about to be applied, takes:
+    /// an `expire` (the lessor's revoke: the TTL ran out) or a `revoke` (its client's call)
+    /// per lock whose owner key it deletes, `key` = the lock.
+    ///
+    /// Served (`locksim serve`, a live context), each also names the lease and the keys,
+    /// and the lease's other keys get one more event without a `key`: a real client's
+    /// lock need not follow etcd's `concurrency.Mutex` layout (python-etcd3 locks one key,
+    /// `/locks/<name>`), so any leased key may have held a lock, and a user watching
+    /// `--events` must see it go. A simulation records the owners only, as before: its
+    /// history is the checks' input, and the other keys are waiters no check reads.
+    fn record_revoke(&self, service: &Service, id: LeaseId, by: Revoker, index: u64) {
+        let f = match by {
+            Revoker::Lessor => names::EXPIRE,
+            Revoker::Client => names::REVOKE,
+        };
+        let served = self.ctx.live().is_some();
+        let value = |keys: Vec<String>| {
+            if served {
+                RaftExpire {
+                    index,
+                    keys,
+                    lease: Some(format!("{id:016x}")),
+                }
+            } else {
+                RaftExpire::at(index)
+            }
+        };
+        let owners = owned_locks(service, id);
+        for (lock, key) in &owners {
+            tracing::debug!(lease = id, lock, "lease revoke removes the owner");
+            self.ctx.record(
+                self.ctx
+                    .event(EventType::Event, f)
+                    .key(lock.clone())
+                    .value(value(vec![key.clone()]).to_json()),
+            );
+        }
+        if !served || is_delay_lease(id) {
+            return;
+        }
+        let Some(lease) = service.store().lease(id) else {
+            return;
+        };
+        let others: Vec<String> = lease
+            .keys
+            .iter()
+            .filter(|k| !owners.iter().any(|(_, key)| key == *k))
+            .cloned()
+            .collect();
+        // A lease with no keys left held nothing: its expiry is still worth a line (a
+        // client stopped its keep-alives).
+        if !others.is_empty() || owners.is_empty() {
+            self.ctx.record(
+                self.ctx
+                    .event(EventType::Event, f)
+                    .value(value(others).to_json()),
+            );
         }
     }
 
@@ -398,7 +454,7 @@ impl Node {
                 tracing::debug!(lease = id, "proposing revoke of an expired lease");
                 let p = Proposal {
                     id: self.ctx.rand_u64(),
-                    req: Request::LeaseRevoke { id },
+                    req: Request::lease_expiry(id),
                 };
                 // Dropped without a leader: the lessor lists it again later.
                 let _ = s.core.propose(p.encode());
@@ -549,10 +605,10 @@ fn not_leader(s: &Server) -> ApiError {
     }
 }
 
-/// The keys of lease `id` that own their lock (the first-created key under `lock/`), as
-/// lock names. A delay lease owns nothing: its key only holds a lock-delay, and the
-/// holder's `expire` was recorded when its own lease was revoked.
-fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
+/// The keys of lease `id` that own their lock (the first-created key under `lock/`), each
+/// with its lock name. A delay lease owns nothing: its key only holds a lock-delay, and
+/// the holder's `expire` was recorded when its own lease was revoked.
+fn owned_locks(service: &Service, id: LeaseId) -> Vec<(String, String)> {
     let store = service.store();
     if is_delay_lease(id) {
         return Vec::new();
@@ -568,7 +624,7 @@ fn owned_locks(service: &Service, id: LeaseId) -> Vec<String> {
         let first = store.range(&RangeRequest::first_created(format!("{lock}/")));
         let owner = first.ok().and_then(|r| r.kvs.into_iter().next());
         if owner.is_some_and(|kv| &kv.key == key) {
-            out.push(lock.to_string());
+            out.push((lock.to_string(), key.clone()));
         }
     }
     out

@@ -134,7 +134,7 @@ impl Service {
             (_, Ok(Response::LeaseGrant { id, ttl_ms, .. })) => {
                 self.lessor.granted(*id, *ttl_ms, now_ns)
             }
-            (Request::LeaseRevoke { id }, Ok(r)) => {
+            (Request::LeaseRevoke { id, .. }, Ok(r)) => {
                 self.lessor.revoked(*id);
                 // A revoke that freed a lock by failure granted a delay lease under its
                 // new revision: the lessor times it like any other (`kv::lock_delay`).
@@ -221,7 +221,7 @@ mod tests {
                 for lease in self.services[i].expired_leases(now) {
                     let p = Proposal {
                         id: 1 << 60 | lease,
-                        req: Request::LeaseRevoke { id: lease },
+                        req: Request::lease_expiry(lease),
                     };
                     let _ = self.c.node_mut(id).propose(p.encode());
                     self.c.process(id);
@@ -347,12 +347,25 @@ mod tests {
     fn proposals_round_trip_and_bad_entries_are_reported() {
         let p = Proposal {
             id: 7,
-            req: Request::LeaseRevoke { id: 3 },
+            req: Request::lease_expiry(3),
         };
         assert_eq!(Proposal::decode(&p.encode()), Ok(p.clone()));
         assert_eq!(
             String::from_utf8(p.encode()).unwrap(),
             r#"{"id":7,"req":{"lease-revoke":{"id":3}}}"#
+        );
+        // A client's revoke says so; the lessor's is written as before it could.
+        let by_client = Proposal {
+            id: 7,
+            req: Request::LeaseRevoke {
+                id: 3,
+                by: super::super::kv::Revoker::Client,
+            },
+        };
+        assert_eq!(Proposal::decode(&by_client.encode()), Ok(by_client.clone()));
+        assert_eq!(
+            String::from_utf8(by_client.encode()).unwrap(),
+            r#"{"id":7,"req":{"lease-revoke":{"id":3,"by":"client"}}}"#
         );
         let mut s = Service::new(&RaftParams::default());
         let applied = s

@@ -15,7 +15,7 @@
 
 use super::db::{Applied, Op, Txn, TxnOk, ZkDb};
 use super::ensemble::{Ensemble, LeaderChange, Proposal};
-use super::mutex::layout::{lost_owners, LostOwner};
+use super::mutex::layout::{lost_owners, other_ephemerals, LostOwner};
 use super::proto::PeerMsg;
 use super::session::SessionTracker;
 use super::tree::{SessionId, Stat, WatchKind, WatchedEvent, ZkError, Zxid};
@@ -88,7 +88,35 @@ pub(super) enum Record {
         owner: LostOwner,
         /// The close's zxid.
         zxid: Zxid,
+        /// Its client asked for the close (`closeSession`): not an expiry. Never in
+        /// simulation, whose clients do not close their sessions.
+        by_client: bool,
     },
+    /// A session close (transaction `zxid`) deleted an ephemeral node that owns no lock
+    /// in the recipe's layout ([`other_ephemerals`]). Served, it is an `expire` without a
+    /// lock; a simulation does not record it (the workload's only such nodes are waiters,
+    /// whose loss no check reads).
+    Deleted {
+        /// The node's path.
+        path: String,
+        /// Its session.
+        session: SessionId,
+        /// The close's zxid.
+        zxid: Zxid,
+        /// Its client asked for the close, as in [`Record::Expire`].
+        by_client: bool,
+    },
+}
+
+/// What a session close deletes, read before it does: the lock owners, then the other
+/// ephemeral nodes.
+#[derive(Debug, Default)]
+struct Closed {
+    owners: Vec<LostOwner>,
+    others: Vec<(String, SessionId)>,
+    /// A client's `closeSession` (its server is the transaction's owner), not the
+    /// expirer's (owner 0).
+    by_client: bool,
 }
 
 /// How writes reach the total order, and who decides session expiry.
@@ -352,28 +380,33 @@ impl ZkCore {
 
     /// Apply `txn` as `zxid`, naming the lock owners a session close deletes (read
     /// before the close deletes them).
-    fn apply(&mut self, zxid: Zxid, txn: &Txn) -> (Applied, Vec<LostOwner>) {
-        let owners = match txn.op {
-            Op::CloseSession => lost_owners(&self.db.tree, txn.session),
-            _ => Vec::new(),
+    fn apply(&mut self, zxid: Zxid, txn: &Txn) -> (Applied, Closed) {
+        let closed = match txn.op {
+            Op::CloseSession => {
+                let owners = lost_owners(&self.db.tree, txn.session);
+                let others = other_ephemerals(&self.db.tree, txn.session, &owners)
+                    .into_iter()
+                    .map(|path| (path, txn.session))
+                    .collect();
+                Closed {
+                    owners,
+                    others,
+                    by_client: txn.owner != 0,
+                }
+            }
+            _ => Closed::default(),
         };
         let applied = self.db.apply(zxid, txn);
         let lost = match applied.result {
-            Ok(TxnOk::SessionClosed) => owners,
-            _ => Vec::new(),
+            Ok(TxnOk::SessionClosed) => closed,
+            _ => Closed::default(),
         };
         (applied, lost)
     }
 
     /// Everything a transaction did besides its result: watches out, sessions tracked
     /// or closed (with their connections), lock owners lost recorded.
-    fn after_apply(
-        &mut self,
-        txn: &Txn,
-        applied: &Applied,
-        lost: Vec<LostOwner>,
-        now: i64,
-    ) -> Vec<Effect> {
+    fn after_apply(&mut self, txn: &Txn, applied: &Applied, lost: Closed, now: i64) -> Vec<Effect> {
         let mut out = Vec::new();
         for (w, event) in &applied.fired {
             if self.conns.contains_key(w) {
@@ -638,10 +671,25 @@ impl ZkCore {
     }
 }
 
-/// The `expire` records of the lock owners a session close (`zxid`) deleted.
-fn expire_records(lost: Vec<LostOwner>, zxid: Zxid) -> impl Iterator<Item = Effect> {
-    lost.into_iter()
-        .map(move |owner| Effect::Record(Record::Expire { owner, zxid }))
+/// The `expire` records of the lock owners a session close (`zxid`) deleted, then those
+/// of its other ephemeral nodes.
+fn expire_records(lost: Closed, zxid: Zxid) -> impl Iterator<Item = Effect> {
+    let by_client = lost.by_client;
+    let owners = lost.owners.into_iter().map(move |owner| Record::Expire {
+        owner,
+        zxid,
+        by_client,
+    });
+    let others = lost
+        .others
+        .into_iter()
+        .map(move |(path, session)| Record::Deleted {
+            path,
+            session,
+            zxid,
+            by_client,
+        });
+    owners.chain(others).map(Effect::Record)
 }
 
 #[cfg(test)]

@@ -135,7 +135,8 @@ fn a_session_close_closes_its_connections_fires_watches_and_records_the_lost_loc
                     path: owner,
                     session: 1
                 },
-                zxid
+                zxid,
+                by_client: false
             }),
         ]
     );
@@ -275,7 +276,8 @@ fn a_restart_replays_the_log_records_its_expires_and_tracks_every_session_anew()
                 path: "/locks/L/lock-0000000000".into(),
                 session: 1
             },
-            zxid: 6
+            zxid: 6,
+            by_client: false
         })]
     );
     assert_eq!(core.last_zxid(), 6);

@@ -134,25 +134,45 @@ impl Node {
                 ctx.event(EventType::Event, names::LEADER)
                     .value(Leader { term }.to_json()),
             ),
-            Record::Expire { owner, zxid } => {
+            Record::Expire {
+                owner,
+                zxid,
+                by_client,
+            } => {
                 tracing::debug!(
                     lock = owner.lock,
                     node = owner.path,
                     "a session close deleted the lock's owner"
                 );
+                let value = ZkExpire {
+                    node: owner.path,
+                    session: format!("0x{:x}", owner.session),
+                    zxid,
+                };
                 ctx.record(
-                    ctx.event(EventType::Event, names::EXPIRE)
+                    ctx.event(EventType::Event, closed_by(by_client))
                         .key(owner.lock)
-                        .value(
-                            ZkExpire {
-                                node: owner.path,
-                                session: format!("0x{:x}", owner.session),
-                                zxid,
-                            }
-                            .to_json(),
-                        ),
+                        .value(value.to_json()),
                 );
             }
+            // Served only: see `Record::Deleted`.
+            Record::Deleted {
+                path,
+                session,
+                zxid,
+                by_client,
+            } if ctx.live().is_some() => {
+                let value = ZkExpire {
+                    node: path,
+                    session: format!("0x{session:x}"),
+                    zxid,
+                };
+                ctx.record(
+                    ctx.event(EventType::Event, closed_by(by_client))
+                        .value(value.to_json()),
+                );
+            }
+            Record::Deleted { .. } => {}
         }
     }
 
@@ -475,4 +495,15 @@ fn reply(r: Option<(Zxid, WriteResult)>) -> Option<Response> {
         Ok(TxnOk::SessionCreated { .. } | TxnOk::OwnerSet) => Response::Err(ZkError::BadArguments),
         Err(e) => Response::Err(e),
     })
+}
+
+/// The event a session close's deletions are recorded as: `revoke` when its client
+/// closed it (`closeSession`: the holder gave its nodes up), `expire` when the server
+/// expired it.
+fn closed_by(by_client: bool) -> &'static str {
+    if by_client {
+        names::REVOKE
+    } else {
+        names::EXPIRE
+    }
 }

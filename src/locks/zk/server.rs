@@ -60,7 +60,9 @@
 //! recipe's layout, [`super::mutex::layout`]), with `{zxid, node, session}`. Every
 //! server of an ensemble records it when it applies the entry (and again after a restart, which
 //! re-applies its log): the family's `lock-linearizable` keeps the first record of each
-//! zxid.
+//! zxid. Served (`locksim serve`), a close also records an `expire` without a key for
+//! each other ephemeral node it deletes, with the same value: a real client's recipe may
+//! hold its locks with any ephemeral node (see [`super::mutex::layout::other_ephemerals`]).
 
 use super::connection::client_listener;
 use super::core::ZkCore;

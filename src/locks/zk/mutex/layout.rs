@@ -83,6 +83,23 @@ pub(crate) fn lost_owners(tree: &DataTree, session: SessionId) -> Vec<LostOwner>
     owners
 }
 
+/// `session`'s ephemeral nodes in `tree` that own no lock `owners` names (read before
+/// the close deletes them): waiters of this layout, and every node of other layouts.
+/// Served, their deletion is reported too: a recipe other than Curator's (kazoo's `Lock`
+/// keeps `<path>/<uuid>__lock__<seq>`, Curator's semaphore `<path>/leases/…`, a user's
+/// own `InterProcessMutex` any path) holds its locks with such nodes, and the server
+/// cannot tell which of them held one.
+pub(crate) fn other_ephemerals(
+    tree: &DataTree,
+    session: SessionId,
+    owners: &[LostOwner],
+) -> Vec<String> {
+    tree.ephemerals(session)
+        .into_iter()
+        .filter(|path| !owners.iter().any(|o| &o.path == path))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
