@@ -5,7 +5,7 @@
 
 /// Redis: RESP and the server model (tests/fidelity/redis*.rs, tests/cli/serve.rs).
 pub mod redis {
-    pub use crate::locks::redis::model::{Client, RedisServer, ServerConfig};
+    pub use crate::locks::redis::model::{Block, Client, RedisServer, ServerConfig};
     pub use crate::locks::redis::resp::{decode, encode_command, Value};
 }
 

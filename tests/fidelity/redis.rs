@@ -75,6 +75,18 @@ impl RealConn {
     }
 }
 
+impl RealConn {
+    /// Nothing arrives within `ms` (a blocked connection); what did arrive, if anything.
+    fn silent_for(&mut self, ms: u64) -> Option<Value> {
+        let short = Some(Duration::from_millis(ms));
+        self.stream.set_read_timeout(short).expect("timeout");
+        let got = self.recv();
+        let normal = Some(Duration::from_millis(1500));
+        self.stream.set_read_timeout(normal).expect("timeout");
+        got
+    }
+}
+
 /// A connection to the model: its client state and the pub/sub messages it has received.
 struct ModelConn {
     client: Client,
@@ -96,6 +108,8 @@ enum Cmp {
     Hello,
     /// A deliberate difference (the reason); compared and reported, not failed.
     Deliberate(&'static str),
+    /// Arrays as sets (KEYS: Redis answers in its hash table's order).
+    Unordered,
 }
 
 #[derive(Default)]
@@ -144,6 +158,18 @@ fn same_kind(a: &Value, b: &Value) -> bool {
     std::mem::discriminant(a) == std::mem::discriminant(b)
 }
 
+/// An array's items in byte order (other values as they are).
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Array(Some(items)) => {
+            let mut items = items.clone();
+            items.sort_by_key(|x| x.to_bytes());
+            Value::array(items)
+        }
+        other => other.clone(),
+    }
+}
+
 fn info_fields(v: &Value) -> Vec<(String, String)> {
     let text = v.as_bulk().map(|b| String::from_utf8_lossy(b).into_owned());
     text.unwrap_or_default()
@@ -162,6 +188,7 @@ fn agree(cmp: Cmp, model: &Value, real: &Value) -> bool {
             _ => model == real,
         },
         Cmp::Kind => same_kind(model, real),
+        Cmp::Unordered => sorted(model) == sorted(real),
         Cmp::Info(fields) => {
             let (m, r) = (info_fields(model), info_fields(real));
             fields.iter().all(|f| {
@@ -275,15 +302,17 @@ impl Harness {
             let m = &mut self.conns[conn].1;
             self.model.execute_as(&mut m.client, now, &args)
         };
-        for (id, msg) in out.deliveries {
-            if let Some((_, m)) = self.conns.iter_mut().find(|(_, m)| m.client.id == id) {
-                m.inbox.push_back(msg);
-            }
-        }
+        self.deliver(out.deliveries);
+        self.deliver(out.unblocked);
         let resp = self.conns[conn].1.client.resp;
+        self.conns[conn].0.send(&args);
+        if out.blocked.is_some() {
+            // Blocked: no reply from either (the model's comes later, in an inbox).
+            self.expect_silence(conn, &args);
+            return Value::nil();
+        }
         let mut replies = vec![out.reply];
         replies.extend(out.more);
-        self.conns[conn].0.send(&args);
         let mut first = None;
         for model in replies {
             let real_reply = self.conns[conn].0.recv();
@@ -296,6 +325,58 @@ impl Harness {
             first.get_or_insert(model);
         }
         first.unwrap_or(Value::nil())
+    }
+
+    /// Messages and replies the model addressed to connections, into their inboxes.
+    fn deliver(&mut self, messages: Vec<(u64, Value)>) {
+        for (id, msg) in messages {
+            if let Some((_, m)) = self.conns.iter_mut().find(|(_, m)| m.client.id == id) {
+                m.inbox.push_back(msg);
+            }
+        }
+    }
+
+    /// The real server sends `conn` nothing for a while (it is blocked, as the model's).
+    fn expect_silence(&mut self, conn: usize, args: &[Vec<u8>]) {
+        self.stats.compared += 1;
+        if let Some(real) = self.conns[conn].0.silent_for(100) {
+            self.stats.mismatches.push(format!(
+                "[{} #{}] {}\n    model: blocked\n    real:  {real:?}",
+                self.section,
+                self.step,
+                show(args)
+            ));
+        }
+    }
+
+    /// Neither side has anything for `conn` (still blocked, say).
+    fn nothing_for(&mut self, conn: usize) {
+        self.step += 1;
+        let model = self.conns[conn].1.inbox.pop_front();
+        self.stats.compared += 1;
+        let real = self.conns[conn].0.silent_for(100);
+        if model.is_some() || real.is_some() {
+            self.stats.mismatches.push(format!(
+                "[{} #{}] (nothing expected on connection {conn})\n    model: {model:?}\n    real:  {real:?}",
+                self.section, self.step
+            ));
+        }
+    }
+
+    /// After `ms` of real time, the blocking pops whose timeout passed end on both.
+    fn time_passes(&mut self, ms: u64) {
+        sleep(ms);
+        let ended = self.model.time_out_blocked(now_ms());
+        self.deliver(ended);
+    }
+
+    /// Closes connection `conn` on both (later connections move down one).
+    fn close(&mut self, conn: usize) {
+        let (real, mut model) = self.conns.remove(conn);
+        drop(real);
+        self.model.disconnect(&mut model.client);
+        // The real server notices the close in its next event loop turn.
+        sleep(50);
     }
 
     fn ex(&mut self, conn: usize, line: &str) -> Value {
@@ -778,6 +859,189 @@ fn pubsub(h: &mut Harness) {
     h.ex(1, "EXEC");
 }
 
+/// BLPOP and BRPOP: popping at once, argument and type errors, never blocking inside
+/// MULTI or a script, timeouts, pushes waking blocked connections in the order they
+/// blocked, and a closed connection leaving the queue.
+fn blocking_pops(h: &mut Harness) {
+    h.section("blocking pops", 4);
+    for line in [
+        "RPUSH l a b c",
+        "BLPOP none l 0",
+        "BRPOP l 0",
+        "SET s str",
+        "BLPOP none s l 0",
+        "BLPOP l s 0",
+        "EXISTS l",
+        "BLPOP s 0",
+        "BLPOP l -1",
+        "BLPOP l -0.002",
+        "BLPOP l abc",
+        "BLPOP l nan",
+        "BLPOP l inf",
+        "BLPOP l 1e400",
+        "BLPOP l 1e5000",
+        "BLPOP l 0x",
+        "BLPOP l 9223372036854775807",
+        "BRPOP l x y",
+        "BLPOP l",
+        "BRPOP",
+        "RPUSH l 1 2 3 4 5 6 7",
+        "BLPOP l 0x10",
+        "BLPOP l 0x0.1p1",
+        "BRPOP l 1e-400",
+        "BRPOP l -0.0001",
+        "BLPOP l .5",
+        "BLPOP l 1.",
+        "BLPOP l l 0",
+        "LRANGE l 0 -1",
+        "MULTI",
+        "BLPOP empty 0",
+        "BRPOP empty 0.1",
+        "BLPOP l 0",
+        "BLPOP empty x",
+        "EXEC",
+        "MULTI",
+        "BLPOP empty 0",
+        "EXEC",
+    ] {
+        h.ex(0, line);
+    }
+    h.exa(0, &["BLPOP", "l", " 1"]);
+    h.exa(0, &["EVAL", "return redis.call('blpop', 'empty', 0)", "0"]);
+    h.exa(0, &["EVAL", "return redis.pcall('brpop', 'l', 0)", "0"]);
+    // A timeout answers a null array (RESP3: a null).
+    h.ex(1, "BLPOP empty 0.4");
+    h.nothing_for(1);
+    h.time_passes(400);
+    h.recv(1);
+    h.run(2, words("HELLO 3"), Cmp::Hello);
+    h.ex(2, "BRPOP empty other 0.2");
+    h.time_passes(250);
+    h.recv(2);
+    // One push serves the blocked in the order they blocked, from their own ends.
+    h.ex(1, "BLPOP q 0");
+    h.ex(2, "BRPOP q2 q 5");
+    h.ex(3, "BLPOP q 0");
+    h.ex(0, "RPUSH q 1 2 3");
+    h.recv(1);
+    h.recv(2);
+    h.recv(3);
+    h.ex(0, "EXISTS q");
+    // A push of one wakes one; the list is gone after it.
+    h.ex(1, "BLPOP w 0");
+    h.ex(2, "BLPOP w 0");
+    h.ex(0, "LPUSH w x");
+    h.recv(1);
+    h.nothing_for(2);
+    h.ex(0, "EXISTS w");
+    h.ex(0, "LPUSH w y z");
+    h.recv(2);
+    h.ex(0, "LRANGE w 0 -1");
+    // Another type wakes no one; a list later does.
+    h.ex(1, "BLPOP t 0");
+    h.ex(0, "SET t str");
+    h.ex(0, "DEL t");
+    h.nothing_for(1);
+    h.ex(0, "RPUSH t v");
+    h.recv(1);
+    // A push and a pop in one transaction leave nothing to serve.
+    h.ex(1, "BLPOP m 0");
+    for line in ["MULTI", "RPUSH m a", "LPOP m", "EXEC"] {
+        h.ex(0, line);
+    }
+    h.nothing_for(1);
+    h.ex(0, "RPUSH m b");
+    h.recv(1);
+    // A script's push serves (python-redis-lock's release signals so).
+    h.ex(1, "BLPOP lock-signal:job 0");
+    h.exa(
+        0,
+        &[
+            "EVAL",
+            "redis.call('del', KEYS[1]) redis.call('lpush', KEYS[1], 1) \
+             redis.call('pexpire', KEYS[1], 1000) return 0",
+            "1",
+            "lock-signal:job",
+        ],
+    );
+    h.recv(1);
+    // A connection that closes while blocked leaves the queue.
+    h.ex(3, "BLPOP c 0");
+    h.close(3);
+    h.ex(0, "RPUSH c v");
+    h.ex(0, "LLEN c");
+}
+
+/// KEYS with Redis's glob patterns (compared as sets: Redis's order is its hash table's),
+/// leaving out expired keys, and inside a script as python-redis-lock's `reset_all` runs it.
+fn keys(h: &mut Harness) {
+    h.section("keys", 1);
+    for k in [
+        "",
+        "lock:a",
+        "lock:b",
+        "lock-signal:a",
+        "hello",
+        "hallo",
+        "hillo",
+        "hbllo",
+        "x*",
+        "xy",
+        "a",
+        "b",
+        "_",
+        "[",
+        "x\\",
+        "h]llo",
+    ] {
+        h.exa(0, &["SET", k, "1"]);
+    }
+    h.ex(0, "SET lock:gone 1 PX 20");
+    sleep(60);
+    for pattern in [
+        "*",
+        "**",
+        "?",
+        "lock:*",
+        "lock[-:]?",
+        "lock[:-]?",
+        "h?llo",
+        "h[ae]llo",
+        "h[^e]llo",
+        "h[a-b]llo",
+        "h[b-a]llo",
+        "h[\\]]llo",
+        "x\\*",
+        "x\\",
+        "x\\\\",
+        "[a-]x]",
+        "[ab",
+        "[",
+        "[^",
+        "nomatch*",
+        "*o",
+        "h*l*o",
+    ] {
+        h.run(
+            0,
+            vec![b"KEYS".to_vec(), pattern.as_bytes().to_vec()],
+            Cmp::Unordered,
+        );
+    }
+    for line in ["KEYS", "KEYS a b", "SELECT 1", "KEYS *", "SELECT 0"] {
+        h.ex(0, line);
+    }
+    let list_locks = "return redis.call('keys', 'lock:*')";
+    let args = [&b"EVAL"[..], list_locks.as_bytes(), b"0"];
+    h.run(0, args.map(<[u8]>::to_vec).to_vec(), Cmp::Unordered);
+    h.exa(0, &["EVAL", "return #redis.call('keys', 'lock:*')", "0"]);
+    h.exa(
+        0,
+        &["EVAL", script("python-redis-lock-reset-all").as_str(), "0"],
+    );
+    h.run(0, words("KEYS lock*"), Cmp::Unordered);
+}
+
 /// The real redis-server the sections share: started by the first, stopped when the
 /// process exits. The lock runs one section at a time on it.
 static SHARED_PORT: Mutex<Option<u16>> = Mutex::new(None);
@@ -859,6 +1123,16 @@ mod model_replies_like_redis_server {
     #[test]
     fn pubsub() {
         check(super::pubsub);
+    }
+
+    #[test]
+    fn blocking_pops() {
+        check(super::blocking_pops);
+    }
+
+    #[test]
+    fn keys() {
+        check(super::keys);
     }
 
     #[test]

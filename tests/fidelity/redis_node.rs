@@ -1,7 +1,8 @@
 //! Differential fidelity through the node: the commands the Redis *node* answers around
 //! the model (WAIT, ROLE, REPLICAOF's arity), and a script that does not end (BUSY for
 //! other clients, what Redis still serves then, SCRIPT KILL, in a transaction too,
-//! UNKILLABLE, SHUTDOWN NOSAVE).
+//! UNKILLABLE, SHUTDOWN NOSAVE), and blocking pops waiting in real time (BLPOP's
+//! timeout, a push waking the blocked in order, a blocked connection closing).
 //! The same requests go over TCP, through the same client code, to a real `redis-server`
 //! and to the model served by `locksim serve redis` (in this process), and every reply
 //! is compared. `redis.rs` drives the model itself; these answers come
@@ -72,6 +73,39 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Nothing arrives for `ms`: `None`, or what did arrive.
+    fn quiet_for(&mut self, ms: u64) -> Option<Got> {
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        loop {
+            if let Ok(Some((v, used))) = decode(&self.buf) {
+                self.buf.drain(..used);
+                return Some(Got::Reply(v));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            self.stream
+                .set_read_timeout(Some(left))
+                .expect("a read timeout");
+            let mut chunk = [0u8; 4096];
+            let read = self.stream.read(&mut chunk);
+            let normal = Some(Duration::from_millis(200));
+            self.stream
+                .set_read_timeout(normal)
+                .expect("a read timeout");
+            match read {
+                Ok(0) => return Some(Got::Closed),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return Some(Got::Closed),
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+}
+
 /// The same connection to both servers.
 struct Pair {
     real: Conn,
@@ -116,6 +150,21 @@ impl Harness {
     fn same(&mut self, conn: usize, args: &[&str]) -> Got {
         self.send(conn, args);
         self.expect_same(conn, &args.join(" "))
+    }
+}
+
+impl Harness {
+    /// Neither server sends `conn` anything for `ms` (it is blocked).
+    fn quiet(&mut self, conn: usize, ms: u64, what: &str) {
+        std::thread::sleep(Duration::from_millis(ms));
+        let real = self.pairs[conn].real.quiet_for(5);
+        let model = self.pairs[conn].model.quiet_for(5);
+        assert_eq!(
+            (model, real),
+            (None, None),
+            "{what}: expected no reply yet (model, real)"
+        );
+        self.compared += 1;
     }
 }
 
@@ -242,6 +291,58 @@ fn unkillable_script(h: &mut Harness) {
     }
     assert_eq!(h.same(b, &["SHUTDOWN", "NOSAVE"]), Got::Closed);
     assert_eq!(h.expect_same(a, "the script's connection"), Got::Closed);
+}
+
+/// BLPOP/BRPOP through the node, in real time: a timeout ends the wait, a push from
+/// another connection wakes the blocked in the order they blocked, what a blocked client
+/// sent meanwhile runs after its reply, and a blocked connection that closes is not
+/// served.
+fn blocking_pops(h: &mut Harness) {
+    let (a, b, c) = (h.open(), h.open(), h.open());
+    h.send(a, &["BLPOP", "q", "0.5"]);
+    h.quiet(a, 250, "BLPOP q 0.5 before its timeout");
+    let timed_out = h.expect_same(a, "BLPOP q 0.5 after its timeout");
+    assert_eq!(timed_out, Got::Reply(Value::Array(None)));
+    h.send(a, &["BLPOP", "q", "0"]);
+    h.quiet(a, 100, "BLPOP q 0");
+    h.send(b, &["BRPOP", "other", "q", "10"]);
+    h.quiet(b, 100, "BRPOP other q 10");
+    assert_eq!(
+        h.same(c, &["RPUSH", "q", "1", "2", "3"]),
+        Got::Reply(Value::int(3))
+    );
+    h.expect_same(a, "the first blocked, woken by RPUSH");
+    h.expect_same(b, "the second blocked, woken by RPUSH");
+    h.same(c, &["LRANGE", "q", "0", "-1"]);
+    // Pipelined behind a blocked pop: runs once the pop is served.
+    h.send(a, &["BLPOP", "w", "0"]);
+    h.send(a, &["PING"]);
+    h.quiet(a, 100, "BLPOP w 0 with PING behind it");
+    h.same(c, &["LPUSH", "w", "x"]);
+    h.expect_same(a, "BLPOP w served");
+    h.expect_same(a, "the PING after it");
+    // A blocked connection that closes is not served.
+    h.send(b, &["BLPOP", "z", "0"]);
+    h.quiet(b, 100, "BLPOP z 0");
+    drop(h.pairs.remove(b));
+    std::thread::sleep(Duration::from_millis(100));
+    let c = c - 1;
+    h.same(c, &["RPUSH", "z", "v"]);
+    assert_eq!(h.same(c, &["LLEN", "z"]), Got::Reply(Value::int(1)));
+}
+
+#[test]
+fn blocking_pops_wait_like_redis_server() {
+    let real = real_redis::start_server(&[]);
+    let model = served::serve(ServeFamily::Redis, 1, 100);
+    let mut h = Harness {
+        real_port: real.port,
+        model_port: model.port(),
+        pairs: Vec::new(),
+        compared: 0,
+    };
+    blocking_pops(&mut h);
+    eprintln!("{} replies compared, all equal", h.compared);
 }
 
 #[test]

@@ -17,6 +17,8 @@
 //! - `strings`, `keys`, `hashes`, `lists`: the data commands;
 //! - `scripting` and [`lua`]: `EVAL`/`EVALSHA`/`SCRIPT` running any script in embedded
 //!   Lua 5.1, as Redis does;
+//! - `blocking` (with `timeout`): BLPOP/BRPOP, the connections blocked on keys and
+//!   serving them when a push arrives; `glob`: the patterns of KEYS and PSUBSCRIBE;
 //! - `connection`: HELLO, AUTH, SELECT, CLIENT, RESET, QUIT, INFO, COMMAND;
 //! - `multi`: WATCH/MULTI/EXEC/DISCARD; `pubsub`: (P)SUBSCRIBE and PUBLISH;
 //! - `commands`: the command table (arity and flags) and the dispatch rules.
@@ -40,11 +42,15 @@
 //! while `EXPIRE`-family commands delete immediately when the new deadline is
 //! `<= now_ms` (Redis's `checkAlreadyExpired`).
 
+mod blocking;
+#[cfg(test)]
+mod blocking_tests;
 mod busy;
 #[cfg(test)]
 mod busy_tests;
 mod commands;
 mod connection;
+mod glob;
 mod hashes;
 mod introspection;
 mod keys;
@@ -57,13 +63,16 @@ mod scripting;
 mod strings;
 #[cfg(test)]
 mod tests;
+mod timeout;
 
+pub use blocking::Block;
 pub(crate) use commands::is_write;
 pub use connection::{Client, ServerConfig};
 pub(crate) use connection::{ClientId, RoleInfo};
 pub(crate) use lua::{script_sha, ScriptRun, EXTEND_SCRIPT, TOKEN_ACQUIRE_SCRIPT, UNLOCK_SCRIPT};
 
 use super::resp::Value;
+use blocking::Blocked;
 use keyspace::{Db, DATABASES};
 use multi::Watches;
 use pubsub::PubSub;
@@ -128,6 +137,14 @@ pub struct Outcome {
     pub shutdown: bool,
     /// `SCRIPT KILL` stopped the busy script: its connection and the reply it gets.
     pub killed: Option<(ClientId, Value)>,
+    /// The command blocked its connection (`BLPOP` on empty lists) until served or this
+    /// deadline: `reply` is not sent, and the connection runs no further command until
+    /// its reply comes as one of [`Outcome::unblocked`] or from
+    /// [`RedisServer::time_out_blocked`].
+    pub blocked: Option<Block>,
+    /// Blocked connections this command served (it pushed to a list they wait on), each
+    /// with its reply, in order: after this command's own reply and `deliveries`.
+    pub unblocked: Vec<(ClientId, Value)>,
 }
 
 /// Side effects collected while a command runs.
@@ -142,6 +159,8 @@ pub(crate) struct Effects {
     pub(crate) script: Option<ScriptRun>,
     pub(crate) shutdown: bool,
     pub(crate) killed: Option<(ClientId, Value)>,
+    pub(crate) blocked: Option<Block>,
+    pub(crate) unblocked: Vec<(ClientId, Value)>,
 }
 
 /// One command's execution context: the time, the database and the side effects.
@@ -150,6 +169,8 @@ pub(crate) struct Ctx {
     pub(crate) now: i64,
     /// The database the command runs in.
     pub(crate) db: usize,
+    /// Inside `EXEC`: a blocking pop answers at once (Redis's `CLIENT_DENY_BLOCKING`).
+    pub(crate) deny_blocking: bool,
     pub(crate) fx: Effects,
 }
 
@@ -170,6 +191,8 @@ pub struct RedisServer {
     next_client_id: ClientId,
     watches: Watches,
     pubsub: PubSub,
+    /// Connections blocked in `BLPOP`/`BRPOP`.
+    blocked: Blocked,
     /// The pseudo-client that applies a replication stream or an AOF ([`Self::execute`]).
     stream_client: Client,
     /// The database the propagated stream is in (it starts in 0).
@@ -212,6 +235,7 @@ impl RedisServer {
             next_client_id: 3,
             watches: Watches::default(),
             pubsub: PubSub::default(),
+            blocked: Blocked::default(),
             stream_client: Client::internal(0),
             propagated_db: 0,
             role: connection::RoleInfo::default(),
@@ -231,10 +255,11 @@ impl RedisServer {
         Client::new(id, self.config.requirepass.is_none())
     }
 
-    /// Forget a closed connection: its subscriptions and watched keys.
+    /// Forget a closed connection: its subscriptions, watched keys and blocking pop.
     pub fn disconnect(&mut self, client: &mut Client) {
         self.pubsub.unsubscribe_all(client);
         self.watches.unwatch_all(client.id);
+        self.blocked.unblock(client.id);
     }
 
     /// Runs one command as the replication stream or AOF does (`args[0]` is the name,
@@ -252,9 +277,11 @@ impl RedisServer {
         let mut c = Ctx {
             now: now_ms,
             db: client.db,
+            deny_blocking: false,
             fx: Effects::default(),
         };
         let reply = self.process(client, &mut c, args);
+        self.serve_ready(&mut c);
         let mut propagate = Vec::with_capacity(c.fx.propagate.len());
         for (db, effect) in c.fx.propagate {
             if db != self.propagated_db {
@@ -273,6 +300,8 @@ impl RedisServer {
             script: c.fx.script,
             shutdown: c.fx.shutdown,
             killed: c.fx.killed,
+            blocked: c.fx.blocked,
+            unblocked: c.fx.unblocked,
         }
     }
 
@@ -302,6 +331,7 @@ impl RedisServer {
         let mut c = Ctx {
             now: now_ms,
             db: 0,
+            deny_blocking: false,
             fx: Effects::default(),
         };
         let mut expired = Vec::with_capacity(gone.len());
@@ -327,6 +357,8 @@ impl RedisServer {
             script: None,
             shutdown: false,
             killed: None,
+            blocked: None,
+            unblocked: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! sentinel changes with `REPLICAOF`. Replication itself lives in `replication.rs`.
 
 use super::aof::{persist, read_aof, wait_for_aof, AOF};
-use super::model::{Client, ClientId, RedisServer, RoleInfo, ServerConfig};
+use super::model::{Block, Client, ClientId, RedisServer, RoleInfo, ServerConfig};
 use super::params::Persistence;
 use super::replication;
 use super::resp::{decode_command, encode_commands, parse_i64, Value};
@@ -206,6 +206,9 @@ enum Step {
     Endless(Duration, tokio::sync::oneshot::Receiver<Value>),
     /// `SHUTDOWN`: the process exits.
     Shutdown,
+    /// `BLPOP`/`BRPOP` on empty lists: the connection waits until a push serves it or
+    /// its timeout passes, reading (but not running) what the client sends meanwhile.
+    Blocked(Block),
 }
 
 /// The node's role as the model reports it (`INFO replication`, `HELLO`).
@@ -347,10 +350,14 @@ fn execute(
         release_held_effects(ctx, node);
     }
     deliver(node, out.deliveries);
+    deliver(node, out.unblocked);
     if let Some((_, reply)) = out.killed {
         if let Some(tx) = node.borrow_mut().killed_reply.take() {
             let _ = tx.send(reply);
         }
+    }
+    if let Some(until) = out.blocked {
+        return Step::Blocked(until);
     }
     if endless {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -387,7 +394,8 @@ fn release_held_effects(ctx: &NodeCtx, node: &Node) {
     propagate(ctx, node, &held);
 }
 
-/// Hand pub/sub messages to the subscribers' connections.
+/// Hand pub/sub messages, and the replies of blocking pops a push or a timeout ended, to
+/// their connections.
 fn deliver(node: &Node, deliveries: Vec<(ClientId, Value)>) {
     if deliveries.is_empty() {
         return;
@@ -477,6 +485,13 @@ async fn serve_client<S: AsyncRead + AsyncWrite + Unpin>(
                             }
                         }
                         Step::Shutdown => ctx.exit().await,
+                        Step::Blocked(until) => {
+                            let io = (&mut stream, &mut out, &mut buf);
+                            let wait = (&mut *inbox, until, fsyncs);
+                            if !blocked(ctx, node, io, client, wait).await {
+                                return false;
+                            }
+                        }
                         Step::Sync => {
                             return out.is_empty() || stream.write_all(&out).await.is_ok();
                         }
@@ -567,6 +582,78 @@ async fn endless_script<S: AsyncRead + AsyncWrite + Unpin>(
                     return true;
                 }
                 Err(_) => return false,
+            },
+        }
+    }
+}
+
+/// How often a blocked connection looks at the wall clock: a clock that jumps forward
+/// ends its timeout within this (as Redis's 100 ms server cron would).
+const BLOCKED_CHECK: Duration = Duration::from_millis(100);
+
+/// A connection blocked in `BLPOP`/`BRPOP` until `until`: the replies before it go out,
+/// then it waits for its reply (a push serves it: the reply arrives in its inbox), for its
+/// timeout on the node's wall clock (then every blocking pop that is due ends, its own
+/// among them), or for the client to close; what the client sends meanwhile is kept in
+/// `buf` for after. Pub/sub messages (a RESP3 subscriber may block) go out as they come.
+/// The reply is left in `out`; false when the connection is gone. `fsyncs_before`: the
+/// AOF's fsyncs when the replies in `out` began.
+async fn blocked<S: AsyncRead + AsyncWrite + Unpin>(
+    ctx: &NodeCtx,
+    node: &Node,
+    (stream, out, buf): (&mut ClientIo<'_, S>, &mut Vec<u8>, &mut Vec<u8>),
+    client: &Client,
+    (inbox, until, fsyncs_before): (&mut tokio::sync::mpsc::UnboundedReceiver<Value>, Block, u64),
+) -> bool {
+    // The replies before it wait for the AOF as every reply does.
+    let persistence = node.borrow().persistence;
+    wait_for_aof(ctx, persistence, fsyncs_before).await;
+    if !out.is_empty() && stream.write_all(out).await.is_err() {
+        return false;
+    }
+    out.clear();
+    let fsyncs = ctx.disk().fsyncs();
+    let mut chunk = [0u8; 4096];
+    loop {
+        // Redis ends a timeout once its wall clock is past the deadline.
+        let nap = match until {
+            Block::Forever => None,
+            Block::Until(at) => {
+                let left = at.saturating_add(1).saturating_sub(ctx.wall_ms()).max(0);
+                Some(Duration::from_millis(left as u64).min(BLOCKED_CHECK))
+            }
+        };
+        let timer = async {
+            match nap {
+                Some(d) => ctx.sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            msg = inbox.recv() => {
+                let Some(m) = msg else { return false };
+                m.encode_resp(client.resp, out);
+                while let Ok(m) = inbox.try_recv() {
+                    m.encode_resp(client.resp, out);
+                }
+                if !node.borrow().server.is_blocked(client.id) {
+                    // The pop it got is in the AOF before the client hears of it.
+                    wait_for_aof(ctx, persistence, fsyncs).await;
+                    return true;
+                }
+                if stream.write_all(out).await.is_err() {
+                    return false;
+                }
+                out.clear();
+            }
+            _ = timer => {
+                let ended = node.borrow_mut().server.time_out_blocked(ctx.wall_ms());
+                deliver(node, ended);
+            }
+            read = stream.read(ctx, &mut chunk) => match read {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
             },
         }
     }

@@ -142,6 +142,7 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec::new("expiretime", 2, 0, S::cmd_expiretime),
     Spec::new("pexpiretime", 2, 0, S::cmd_pexpiretime),
     Spec::new("persist", 2, WRITE, S::cmd_persist),
+    Spec::new("keys", 2, 0, S::cmd_keys),
     Spec::new("dbsize", 1, 0, S::cmd_dbsize),
     Spec::new("flushdb", -1, WRITE, S::cmd_flushdb),
     Spec::new("flushall", -1, WRITE, S::cmd_flushall),
@@ -160,6 +161,8 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec::new("rpush", -3, WRITE, S::cmd_rpush),
     Spec::new("lpop", -2, WRITE, S::cmd_lpop),
     Spec::new("rpop", -2, WRITE, S::cmd_rpop),
+    Spec::new("blpop", -3, WRITE | NOSCRIPT, S::cmd_blpop),
+    Spec::new("brpop", -3, WRITE | NOSCRIPT, S::cmd_brpop),
     Spec::new("lrange", 4, 0, S::cmd_lrange),
     Spec::new("llen", 2, 0, S::cmd_llen),
     // transactions

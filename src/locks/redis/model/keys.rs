@@ -1,6 +1,8 @@
-//! Key-space commands of any type: DEL, EXISTS, TYPE, the EXPIRE family, TTL and
+//! Key-space commands of any type: DEL, EXISTS, TYPE, KEYS, the EXPIRE family, TTL and
 //! EXPIRETIME, PERSIST, DBSIZE, FLUSHDB/FLUSHALL.
 
+use super::glob::glob_match;
+use super::keyspace::is_expired;
 use super::{as_given, invalid_expire, lossy, Client, Ctx, RedisServer, ERR_NOT_INT, ERR_SYNTAX};
 use crate::locks::redis::resp::{parse_i64, Value};
 
@@ -38,6 +40,23 @@ impl RedisServer {
             .lookup(c, &args[1])
             .map_or("none", |e| e.data.type_name());
         Value::simple(t)
+    }
+
+    /// `KEYS pattern`: the names matching the glob, leaving out keys whose time has
+    /// passed (without deleting them, as Redis). In key order; Redis answers in its hash
+    /// table's order, which nobody can rely on.
+    pub(crate) fn cmd_keys(&mut self, _: &mut Client, c: &mut Ctx, args: &[Vec<u8>]) -> Value {
+        let pattern = &args[1];
+        // Exactly `*` lists every key without matching (so the empty name too).
+        let all = pattern.as_slice() == b"*";
+        let now = c.now;
+        let names = self
+            .db(c)
+            .iter()
+            .filter(|(k, e)| (all || glob_match(pattern, k)) && !is_expired(e.expire_at_ms, now))
+            .map(|(k, _)| Value::bulk(k))
+            .collect();
+        Value::array(names)
     }
 
     pub(crate) fn cmd_expire(&mut self, _: &mut Client, c: &mut Ctx, args: &[Vec<u8>]) -> Value {

@@ -1,5 +1,5 @@
 //! List commands: enough of a second type for WRONGTYPE semantics and simple queues
-//! (LPUSH, RPUSH, LPOP, RPOP, LRANGE, LLEN).
+//! (LPUSH, RPUSH, LPOP, RPOP, LRANGE, LLEN); the blocking pops are in `blocking`.
 
 use super::keyspace::{wrongtype, Data, Entry};
 use super::{as_given, Client, Ctx, RedisServer, ERR_NOT_INT};
@@ -35,6 +35,8 @@ impl RedisServer {
             Ok(None) => {
                 let entry = Entry::new(Data::List(VecDeque::new()));
                 self.db(c).insert(args[1].clone(), entry);
+                // A new list: connections blocked on it are served after the command.
+                self.blocked.signal(c.db, &args[1]);
             }
             Err(e) => return e,
         }

@@ -178,6 +178,8 @@ impl RedisServer {
             return Value::Array(None);
         }
         let mut replies = Vec::with_capacity(multi.queued.len());
+        // Nothing in a transaction blocks: BLPOP on empty lists answers a null array.
+        c.deny_blocking = true;
         for args in &multi.queued {
             let reply = match lookup(args) {
                 Ok(spec) => self.call(spec, cl, c, args),
@@ -186,6 +188,7 @@ impl RedisServer {
             };
             replies.push(reply);
         }
+        c.deny_blocking = false;
         let replies = Value::array(replies);
         // A script in it never ends: EXEC's whole reply waits for SCRIPT KILL.
         self.hold_for_busy_script(&replies);

@@ -6,6 +6,7 @@
 //! subscriber's connection ([`super::Outcome::deliveries`]). Messages are RESP3 pushes,
 //! which a RESP2 connection receives as arrays.
 
+use super::glob::glob_match;
 use super::{Client, ClientId, Ctx, RedisServer};
 use crate::locks::redis::resp::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -188,66 +189,4 @@ impl RedisServer {
         }
         Value::int(n)
     }
-}
-
-/// Redis's `stringmatchlen` glob: `*`, `?`, `[abc]`, `[^a-z]` and `\` escapes.
-pub(crate) fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
-    let (mut p, mut i) = (0, 0);
-    // Backtracking point for the last `*`: (pattern after it, string position).
-    let mut star: Option<(usize, usize)> = None;
-    while i < s.len() {
-        let step = match pattern.get(p) {
-            Some(b'*') => {
-                star = Some((p + 1, i));
-                p += 1;
-                continue;
-            }
-            Some(b'?') => Some(p + 1),
-            Some(b'[') => class(pattern, p, s[i]),
-            Some(b'\\') if p + 1 < pattern.len() => (pattern[p + 1] == s[i]).then_some(p + 2),
-            Some(&c) => (c == s[i]).then_some(p + 1),
-            None => None,
-        };
-        match (step, star) {
-            (Some(next), _) => {
-                p = next;
-                i += 1;
-            }
-            (None, Some((sp, si))) => {
-                p = sp;
-                i = si + 1;
-                star = Some((sp, si + 1));
-            }
-            (None, None) => return false,
-        }
-    }
-    pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
-}
-
-/// Matches `c` against the class starting at `pattern[p] == '['`; the pattern position
-/// after the class if it matches.
-fn class(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
-    let mut j = p + 1;
-    let negate = pattern.get(j) == Some(&b'^');
-    if negate {
-        j += 1;
-    }
-    let mut hit = false;
-    while j < pattern.len() && pattern[j] != b']' {
-        if pattern[j] == b'\\' && j + 1 < pattern.len() {
-            hit |= pattern[j + 1] == c;
-            j += 2;
-        } else if j + 2 < pattern.len() && pattern[j + 1] == b'-' && pattern[j + 2] != b']' {
-            let (lo, hi) = (
-                pattern[j].min(pattern[j + 2]),
-                pattern[j].max(pattern[j + 2]),
-            );
-            hit |= (lo..=hi).contains(&c);
-            j += 3;
-        } else {
-            hit |= pattern[j] == c;
-            j += 1;
-        }
-    }
-    (hit != negate).then_some(j + 1)
 }
