@@ -63,10 +63,11 @@ fn drive(family: &str, client: &str, checks: &str) -> String {
 }
 
 #[test]
-fn curator_adapter_contends_refuses_a_try_and_reports_suspended_as_lost() {
+fn curator_adapter_refuses_a_try_and_reports_suspended_as_lost() {
     need_curator();
-    let out = drive("zk", "clients/curator/run", "all");
-    assert!(out.contains("3 passed, 0 failed"), "{out}");
+    // Contention is row 14's (below); two JVMs per check make this the longest test here.
+    let out = drive("zk", "clients/curator/run", "try,lost");
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
     assert!(out.contains("\"reason\":\"SUSPENDED\""), "{out}");
 }
 

@@ -35,6 +35,14 @@ import time
 ZOOKEEPER_CP = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar"
 
 
+STARTED = time.monotonic()
+
+
+def elapsed():
+    """Seconds since the driver started, for its log."""
+    return f"{time.monotonic() - STARTED:7.2f}"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -134,7 +142,7 @@ class Adapter:
                 msg = json.loads(line)
             except ValueError:
                 msg = {"bad line": line}
-            print(f"  {self.node} <- {line.rstrip()}", flush=True)
+            print(f"  {elapsed()} {self.node} <- {line.rstrip()}", flush=True)
             (self.notices if "notice" in msg else self.replies).put(msg)
         self.replies.put({"exited": self.proc.wait()})
 
@@ -142,7 +150,7 @@ class Adapter:
         request["id"] = self.next_id
         self.next_id += 1
         line = json.dumps(request)
-        print(f"  {self.node} -> {line}", flush=True)
+        print(f"  {elapsed()} {self.node} -> {line}", flush=True)
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
         return request["id"]
