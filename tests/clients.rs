@@ -1,6 +1,6 @@
 //! The real lock libraries in `clients/` (issue 39): each adapter driven on its own against
 //! a real server by `tests/clients/drive.py` (contention, `try`, a `lost` notice after a
-//! SIGSTOP past the session), and run live by locksim on a catalogue row of its family.
+//! SIGSTOP past the session, a waiter frozen past its session), and run live by locksim on a catalogue row of its family.
 //!
 //! Needs Java 17 with `javac`, Debian's `libcurator-recipes-java`, `zookeeper`,
 //! `etcd-server`, `etcd-client` and `python3` (`scripts/test` installs them): a test whose
@@ -72,9 +72,11 @@ fn curator_adapter_refuses_a_try_and_reports_suspended_as_lost() {
 }
 
 #[test]
-fn etcd_mutex_adapter_contends_refuses_a_try_and_reports_an_expired_session_as_lost() {
+fn etcd_mutex_adapter_contends_refuses_a_try_a_lost_waiter_and_reports_an_expired_session() {
     need_etcd_mutex();
     let out = drive("etcd", "clients/etcd-mutex/run", "all");
-    assert!(out.contains("3 passed, 0 failed"), "{out}");
+    assert!(out.contains("4 passed, 0 failed"), "{out}");
     assert!(out.contains("session expired"), "{out}");
+    // Row 16's waiter: etcdctl reads its key after Mutex.Lock and gives up.
+    assert!(out.contains("lock lost on init"), "{out}");
 }

@@ -8,7 +8,9 @@ environment locksim gives them, sends acquire / release requests and checks the 
   with a larger fencing token when the adapter gives tokens;
 - try: a `try` acquire is refused while another adapter holds the lock;
 - lost: the holder's process group is stopped (SIGSTOP) past its session or lease and
-  continued; the adapter sends a `lost` notice for its grant, and a waiter gets the lock.
+  continued; the adapter sends a `lost` notice for its grant, and a waiter gets the lock;
+- waiter: a queued waiter is stopped past its session while the holder releases (row 16's
+  shape); on waking it is refused, or granted for real (a third client's `try` is refused).
 
     python3 tests/clients/drive.py --family zk --client clients/curator/run
     python3 tests/clients/drive.py --family etcd --client clients/etcd-mutex/run --check contend
@@ -251,7 +253,39 @@ def check_lost(start, freeze_s):
     b.call(op="release", lock="L", grant=gb["grant"])
 
 
-CHECKS = {"contend": check_contend, "try": check_try, "lost": check_lost}
+def check_waiter(start, freeze_s):
+    """Row 16's shape: a queued waiter frozen past its session while the holder releases.
+
+    On waking it must not be granted a lock it lost with its session: either refused (or
+    unknown), and the lock is free for a third client, or granted for real (a new session),
+    and a third client's `try` is refused.
+    """
+    a, b, c = start("client-0"), start("client-1"), start("client-2")
+    ga = granted(a.acquire(), "client-0")
+    rid = b.send(op="acquire", lock="L", mode="wait", timeout_ms=20000, reentrant=False)
+    expect(b.reply(rid, 1.0) is None, "client-1 was answered while client-0 held the lock")
+    b.signal_group(signal.SIGSTOP)
+    try:
+        time.sleep(freeze_s / 2)
+        a.call(op="release", lock="L", grant=ga["grant"])
+        time.sleep(freeze_s / 2)
+    finally:
+        b.signal_group(signal.SIGCONT)
+    gb = b.reply(rid, 15.0)
+    expect(gb is not None, "client-1 not answered within 15 s of SIGCONT")
+    if gb.get("reply") == "granted":
+        t = c.acquire(mode="try", timeout_ms=1000)
+        expect(t.get("reply") == "refused", f"client-1 woke up granted, yet client-2's try got {t}")
+        b.call(op="release", lock="L", grant=gb["grant"])
+    else:
+        expect(gb.get("reply") in ("refused", "unknown"), f"client-1 woke up with {gb}")
+        if gb["reply"] == "unknown":
+            b.call(op="abandon", lock="L")
+        gc = granted(c.acquire(timeout_ms=10000), "client-2 after client-1's session ended")
+        c.call(op="release", lock="L", grant=gc["grant"])
+
+
+CHECKS = {"contend": check_contend, "try": check_try, "lost": check_lost, "waiter": check_waiter}
 
 
 def main():
@@ -283,7 +317,7 @@ def main():
                 began = time.monotonic()
                 try:
                     fn = CHECKS[name]
-                    fn(start, freeze_s) if name == "lost" else fn(start)
+                    fn(start, freeze_s) if name in ("lost", "waiter") else fn(start)
                     print(f"{name}: ok ({time.monotonic() - began:.1f} s)", flush=True)
                 except Failed as e:
                     failed += 1
