@@ -1,6 +1,7 @@
 //! The real lock libraries in `clients/` (issue 39): each adapter driven on its own against
 //! a real server by `tests/clients/drive.py` (contention, `try`, a `lost` notice after a
-//! SIGSTOP past the session, a waiter frozen past its session), and run live by locksim on a catalogue row of its family.
+//! SIGSTOP past the session, a waiter frozen past its session), and run live by locksim
+//! on a catalogue row of its family.
 //!
 //! Needs Java 17 with `javac`, Debian's `libcurator-recipes-java`, `zookeeper`,
 //! `etcd-server`, `etcd-client` and `python3` (`scripts/test` installs them): a test whose
