@@ -44,39 +44,50 @@ fn need_etcd_mutex() {
     need("etcdctl", "etcd-client");
 }
 
-/// `drive.py --family F --client C --check CHECKS`: its output, after asserting it passed.
-fn drive(family: &str, client: &str, checks: &str) -> String {
+/// `drive.py --adapter A --algorithm ALG --lock LOCK --check CHECKS`: its stdout and
+/// stderr (the adapters' logs), after asserting it passed.
+fn drive(adapter: &str, algorithm: &str, lock: &str, checks: &str) -> String {
     let out = Command::new("timeout")
         .args([
             "120",
             "python3",
             "tests/clients/drive.py",
-            "--family",
-            family,
+            "--adapter",
+            adapter,
         ])
-        .args(["--client", client, "--check", checks])
+        .args(["--algorithm", algorithm, "--lock", lock, "--check", checks])
         .output()
         .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "drive.py failed:\n{stdout}\n{stderr}");
-    stdout
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "drive.py failed:\n{text}");
+    text
 }
 
 #[test]
-fn curator_adapter_refuses_a_try_and_reports_suspended_as_lost() {
+fn curator_adapter_answers_odd_requests_and_reports_suspended_as_lost() {
     need_curator();
-    // Contention is row 14's (below); two JVMs per check make this the longest test here.
-    let out = drive("zk", "clients/curator/run", "try,lost");
-    assert!(out.contains("2 passed, 0 failed"), "{out}");
-    assert!(out.contains("\"reason\":\"SUSPENDED\""), "{out}");
+    // Contention is row 14's (below); every JVM takes seconds to start, so only two checks.
+    let lock = r#"{"session_timeout_ms": 1000, "on_suspended": "stop"}"#;
+    let out = drive("clients/curator/run", "zk", lock, "odd,lost");
+    assert!(out.contains("passed, 0 failed"), "{out}");
+    assert!(out.contains("connection SUSPENDED"), "{out}");
 }
 
 #[test]
-fn etcd_mutex_adapter_contends_refuses_a_try_a_lost_waiter_and_reports_an_expired_session() {
+fn etcd_mutex_adapter_contends_reports_an_expired_session_and_refuses_a_lost_waiter() {
     need_etcd_mutex();
-    let out = drive("etcd", "clients/etcd-mutex/run", "all");
-    assert!(out.contains("4 passed, 0 failed"), "{out}");
+    let lock = r#"{"ttl_ms": 1000, "on_session_lost": "stop"}"#;
+    let out = drive(
+        "clients/etcd-mutex/run",
+        "raft",
+        lock,
+        "contend,odd,lost,waiter",
+    );
+    assert!(out.contains("passed, 0 failed"), "{out}");
     assert!(out.contains("session expired"), "{out}");
     // Row 16's waiter: etcdctl reads its key after Mutex.Lock and gives up.
     assert!(out.contains("lock lost on init"), "{out}");
