@@ -14,10 +14,14 @@
 //! applier as in simulation (`sim/applier.rs`); what each does to a real process is
 //! `live/nodes.rs`' (a pause is SIGSTOP then SIGCONT, a crash SIGKILL; a client reaching
 //! an armed pause point stops itself), and the faults it cannot apply (a server's clock,
-//! a disk stall) are listed as not applied. Every process started is killed on the way
+//! a disk stall) are listed as not applied. A client node may run an external client, a
+//! program wrapping a real lock library, in its process group
+//! (`live/external_client.rs`, `docs/external-clients.md`). Every process started is killed on the way
 //! out, including after SIGINT/SIGTERM, and by the kernel if locksim itself is killed.
 
+mod adapter_protocol;
 mod error;
+mod external_client;
 mod messages;
 mod node_main;
 mod node_process;
@@ -349,6 +353,7 @@ fn client_spec(
         epoch_ns: net.epoch_ns(),
         ports,
         clock: crate::sim::Clock::default(),
+        client: scenario.workload.client.clone(),
     }
 }
 
@@ -432,6 +437,13 @@ fn serve_notes(
                 nemesis.schedule(now + ns, Action::Resume { node });
             }
             Note::Crash(down_ns) => nemesis.apply(now, Action::Crash { node, down_ns })?,
+            Note::ClientFailed { command, failure } => {
+                return Err(LiveError::ExternalClient {
+                    node,
+                    command,
+                    failure: Box::new(failure),
+                })
+            }
             Note::Died if !stop.load(Ordering::Relaxed) => {
                 return Err(LiveError::Died {
                     node,

@@ -29,6 +29,17 @@ use std::time::Duration;
 
 pub use crate::sim::LocalBoxFuture;
 
+/// A parameters value as a JSON object (its serde keys are its `[lock]` keys), for
+/// [`Algorithm::effective_table`].
+pub(crate) fn table_of<T: serde::Serialize>(
+    params: &T,
+) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::to_value(params) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
 /// A granted lock, as the client believes it.
 #[derive(Debug, Clone)]
 pub struct Grant {
@@ -42,6 +53,11 @@ pub struct Grant {
     /// with a renewal task, which moves it forward.
     pub valid_until: Option<Rc<Cell<i64>>>,
 }
+
+/// A grant's `valid_until` when it has no lease but may still end: an external client's
+/// grant without a `validity_ms`, which a `lost` notice ends (the workload records no
+/// validity for it).
+pub(crate) const NO_LEASE_NS: i64 = i64::MAX;
 
 impl Grant {
     /// The local monotonic deadline of the lease, if any.
@@ -224,6 +240,13 @@ pub trait Algorithm: fmt::Debug + Clone + DeserializeOwned + Send + Sync + 'stat
     fn for_real(&self) -> Self {
         self.clone()
     }
+
+    /// The effective `[lock]` table as a JSON object: every key the algorithm defines,
+    /// with its value, defaults filled in (what an external client is told, so that a
+    /// real library runs the scenario's settings). Empty by default.
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
 }
 
 /// A configured algorithm with its type erased: what a [`Scenario`](crate::Scenario)
@@ -253,6 +276,8 @@ pub trait AlgorithmConfig: fmt::Debug + Send + Sync {
     fn real(&self) -> Option<Rc<dyn RealCluster>>;
     /// See [`Algorithm::for_real`].
     fn for_real(&self) -> Arc<dyn AlgorithmConfig>;
+    /// See [`Algorithm::effective_table`].
+    fn effective_table(&self) -> serde_json::Value;
 }
 
 impl<A: Algorithm> AlgorithmConfig for A {
@@ -299,6 +324,9 @@ impl<A: Algorithm> AlgorithmConfig for A {
     }
     fn for_real(&self) -> Arc<dyn AlgorithmConfig> {
         Arc::new(Algorithm::for_real(self))
+    }
+    fn effective_table(&self) -> serde_json::Value {
+        serde_json::Value::Object(Algorithm::effective_table(self))
     }
 }
 

@@ -18,7 +18,7 @@ mod supervisor;
 
 pub(crate) use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
 pub(crate) use server::{NotListening, ServerProcess};
-pub(crate) use supervisor::{die_with_locksim, signal, Supervisor};
+pub(crate) use supervisor::{die_with_locksim, signal_group, Supervisor};
 
 use crate::sim::{LocalBoxFuture, NodeCtx};
 use std::collections::BTreeMap;

@@ -23,11 +23,13 @@ use std::sync::Arc;
 
 mod acquire;
 mod builder;
+mod client;
 mod faults;
 mod validate;
 
 pub use acquire::AcquireMode;
 pub use builder::ScenarioBuilder;
+pub use client::{ClientProgram, DEFAULT_REPLY_GRACE_MS};
 use faults::RawFaults;
 pub use faults::{
     ClockSpec, CrashSpec, DiskStallSpec, Faults, PartitionSpec, PauseSpec, MAX_RANDOM_FAULTS,
@@ -96,6 +98,10 @@ pub struct Workload {
     /// judges it [false].
     #[serde(default)]
     pub reentrant: bool,
+    /// `[workload.client]`: an external lock client program in place of the family's
+    /// own client, in live mode only (`docs/external-clients.md`) [none].
+    #[serde(default)]
+    pub client: Option<ClientProgram>,
 }
 
 fn default_clients() -> u32 {
@@ -254,6 +260,15 @@ struct RawScenario {
     expect: BTreeMap<String, Expect>,
 }
 
+/// What will run a scenario: an external client runs only live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    /// `locksim run`, `replay`, `report`, ...: the simulation.
+    Simulation,
+    /// `locksim live`.
+    Live,
+}
+
 /// The `[[faults.at]]` entries of a scenario, to be checked.
 enum ExplicitFaults<'t> {
     /// As written in `text`: tables with their spans, whose lines errors name.
@@ -327,11 +342,27 @@ impl Scenario {
         Scenario::parse_with(path, text, ALGORITHMS)
     }
 
+    /// [`Scenario::load`] for `locksim live`, the one runner that takes an external
+    /// client (`[workload.client]`, its program's path resolved from the file's folder).
+    pub fn load_live(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = Scenario::read_text(path)?;
+        Scenario::parse_in(path, &text, ALGORITHMS, Runner::Live)
+    }
+
     /// [`Scenario::parse`] with another list of algorithm families (e.g. a test's own).
     pub fn parse_with(
         path: &Path,
         text: &str,
         families: &[Family],
+    ) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_in(path, text, families, Runner::Simulation)
+    }
+
+    fn parse_in(
+        path: &Path,
+        text: &str,
+        families: &[Family],
+        runner: Runner,
     ) -> Result<Scenario, ScenarioError> {
         let err = |error: KeyError| ScenarioError {
             file: path.to_path_buf(),
@@ -347,7 +378,10 @@ impl Scenario {
             })
         })?;
         let entries = std::mem::take(&mut raw.faults.at);
-        Scenario::validated(path, raw, lock, ExplicitFaults::Written { entries, text }).map_err(err)
+        let explicit = ExplicitFaults::Written { entries, text };
+        let mut scenario = Scenario::validated(path, raw, lock, explicit, runner).map_err(err)?;
+        scenario.workload.client = scenario.workload.client.map(|c| c.resolved_from(dir));
+        Ok(scenario)
     }
 
     /// The scenario from its parsed envelope, configured lock and explicit faults,
@@ -357,6 +391,7 @@ impl Scenario {
         raw: RawScenario,
         lock: Arc<dyn AlgorithmConfig>,
         explicit: ExplicitFaults<'_>,
+        runner: Runner,
     ) -> Result<Scenario, KeyError> {
         let liveness_ms = raw
             .liveness_ms
@@ -374,6 +409,13 @@ impl Scenario {
             expect: raw.expect,
         };
         scenario.validate_envelope()?;
+        if scenario.workload.client.is_some() && runner == Runner::Simulation {
+            return Err(KeyError::new(
+                "workload.client",
+                "an external client runs only under `locksim live` (a real program cannot \
+                 be simulated): `locksim live FILE --duration 10s`",
+            ));
+        }
         scenario.faults = scenario.validate_random(&raw.faults)?;
         scenario.validate_tail()?;
         scenario.validate_unused(&raw.faults)?;

@@ -24,7 +24,7 @@
 //! and random draws are those of the plain loop.
 
 use crate::history::{names, EventType};
-use crate::locks::{Grant, LockClient, LockError, Wait};
+use crate::locks::{Grant, LockClient, LockError, Wait, NO_LEASE_NS};
 use crate::resource::{StorageClient, StorageReply};
 use crate::scenario::Workload;
 use crate::sim::{FaultPoint, NodeCtx};
@@ -75,8 +75,10 @@ async fn acquire(
         Ok(g) => {
             tracing::debug!(token = ?g.token, inner, "acquired {LOCK}");
             let mut e = acquire(EventType::Ok).token(g.token);
+            // A grant that has no lease (but may be lost) records no validity.
             e.valid_ms = g
                 .valid_until_ns()
+                .filter(|&v| v != NO_LEASE_NS)
                 .map(|v| ((v - ctx.mono_ns()).max(0) / 1_000_000) as u64);
             ctx.record(e);
             Ok(g)

@@ -197,6 +197,11 @@ enum Command {
         /// Write the history as JSONL to FILE.
         #[arg(long)]
         history: Option<std::path::PathBuf>,
+        /// An external lock client, "PROGRAM ARGS" (split on spaces), in place of the
+        /// scenario's `[workload.client]` or its family's own client (see
+        /// docs/external-clients.md).
+        #[arg(long, value_name = "COMMAND")]
+        client: Option<String>,
     },
     /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
     /// clients (zkCli.sh, kazoo, Curator for zk; etcdctl, python-etcd3 for raft;
@@ -312,8 +317,9 @@ fn main() -> ExitCode {
             duration,
             seed,
             history,
+            client,
         } => match cli::parse_duration_ms(&duration) {
-            Ok(ms) => cli::live_command(&scenario, ms, seed, history.as_deref()),
+            Ok(ms) => cli::live_command(&scenario, ms, seed, history.as_deref(), client.as_deref()),
             Err(e) => {
                 eprintln!("locksim: {e}");
                 2

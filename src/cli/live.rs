@@ -3,7 +3,7 @@
 
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;
-use crate::scenario::{Expect, Scenario};
+use crate::scenario::{ClientProgram, Expect, Scenario};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -39,9 +39,13 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, BadDuration> {
     }
 }
 
-/// One line on the servers' start and what the proxies carried: connections, and the
-/// links between servers.
-fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
+/// One line on the servers' start and what the proxies carried: connections, the links
+/// between servers and, with an external client, `external_clients`' links to servers.
+fn proxied_summary(
+    run: &crate::live::LiveRun,
+    servers: &[String],
+    external_clients: Option<&[String]>,
+) -> String {
     let total: u64 = run.connections.values().sum();
     let between: Vec<String> = run
         .connections
@@ -56,6 +60,17 @@ fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
     );
     if !between.is_empty() {
         line += &format!("; between servers: {}", between.join(", "));
+    }
+    // An external client's connections are its node's (the adapter is in the node's
+    // process group): shown, so that a user sees they cross the proxies.
+    if let Some(clients) = external_clients {
+        let clients: Vec<String> = run
+            .connections
+            .iter()
+            .filter(|((from, to), _)| clients.contains(from) && servers.contains(to))
+            .map(|((from, to), n)| format!("{from}→{to} ×{n}"))
+            .collect();
+        line += &format!("; clients to servers: {}", clients.join(", "));
     }
     let unknown: u64 = run
         .connections
@@ -72,17 +87,42 @@ fn proxied_summary(run: &crate::live::LiveRun, servers: &[String]) -> String {
     line
 }
 
-/// Run `path` live for `duration_ms` with the faults of `seed`; optionally write the
-/// history (JSONL) to `history`. Exit 0 when every check met the scenario's `expect`,
-/// 1 when not, 2 on bad input or when the real servers cannot be run, 130 when
-/// interrupted.
-pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&Path>) -> u8 {
-    let mut scenario = match Scenario::load(path) {
+/// The scenario at `path` for a live run, its external client replaced by `client`
+/// (`"CMD ARGS"`) if given; `None` after printing why it cannot run.
+fn load_with_client(path: &Path, client: Option<&str>) -> Option<Scenario> {
+    let mut scenario = match Scenario::load_live(path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("locksim: {e}");
-            return EXIT_BAD_INPUT;
+            return None;
         }
+    };
+    if let Some(words) = client {
+        let Some(program) =
+            ClientProgram::from_command_line(words, scenario.workload.client.as_ref())
+        else {
+            eprintln!("locksim: --client needs a command, e.g. --client \"python3 adapter.py\"");
+            return None;
+        };
+        scenario.workload.client = Some(program);
+    }
+    Some(scenario)
+}
+
+/// Run `path` live for `duration_ms` with the faults of `seed`; optionally write the
+/// history (JSONL) to `history`; `client` (`"CMD ARGS"`) replaces the scenario's
+/// external client, if any. Exit 0 when every check met the scenario's `expect`, 1 when
+/// not, 2 on bad input, when the real servers cannot be run or an external client
+/// fails, 130 when interrupted.
+pub fn live_command(
+    path: &Path,
+    duration_ms: u64,
+    seed: u64,
+    history: Option<&Path>,
+    client: Option<&str>,
+) -> u8 {
+    let Some(mut scenario) = load_with_client(path, client) else {
+        return EXIT_BAD_INPUT;
     };
     // The scenario's timeline runs for the live duration (explicit faults past it never
     // happen; random ones are drawn within it).
@@ -101,6 +141,9 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
         duration_ms,
         system.unwrap_or("servers")
     );
+    if let Some(program) = &scenario.workload.client {
+        println!("  clients: the external client `{}`", program.display());
+    }
     let run = match crate::live::run_live(&scenario, seed, stop.clone()) {
         Ok(r) => r,
         Err(e) => {
@@ -116,7 +159,9 @@ pub fn live_command(path: &Path, duration_ms: u64, seed: u64, history: Option<&P
     for s in &run.skipped {
         println!("  not applied live: {s}");
     }
-    println!("  {}", proxied_summary(&run, &scenario.servers()));
+    let clients = scenario.clients();
+    let external = scenario.workload.client.is_some().then_some(&clients[..]);
+    println!("  {}", proxied_summary(&run, &scenario.servers(), external));
     if let Some(out) = history {
         let text = crate::history::to_jsonl(&run.result.history);
         if let Err(e) = std::fs::write(out, text) {

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 /// How a node answers a read (the `read` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ReadMode {
     /// Raft ReadIndex (raft-rs `ReadOnlyOption::Safe`): the leader confirms its leadership
@@ -23,7 +23,7 @@ pub(crate) enum ReadMode {
 }
 
 /// When a node fsyncs its Raft log (the `fsync` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Fsync {
     /// Before any message that acknowledges the written state leaves the node (as Raft

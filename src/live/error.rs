@@ -1,6 +1,7 @@
 //! Why a live run could not run or went wrong: each message says what failed and names
 //! the server, node or folder involved (the CLI prints it and exits 2).
 
+use super::adapter_protocol::AdapterFailure;
 use crate::real::{NotListening, WaitError};
 use std::fmt;
 use std::io;
@@ -62,6 +63,16 @@ pub(crate) enum LiveError {
         /// Why.
         source: io::Error,
     },
+    /// Client `node`'s external client failed: a line the protocol does not allow, an
+    /// exit, a hang, or it could not start.
+    ExternalClient {
+        /// The client node.
+        node: String,
+        /// The adapter's command.
+        command: String,
+        /// What went wrong, naming the line.
+        failure: Box<AdapterFailure>,
+    },
     /// Client `node`'s process ended by itself (it printed why).
     Died {
         /// The client.
@@ -105,6 +116,11 @@ impl fmt::Display for LiveError {
             LiveError::ClientStart { node, source } => {
                 write!(f, "{node}: cannot start its process: {source}")
             }
+            LiveError::ExternalClient {
+                node,
+                command,
+                failure,
+            } => write!(f, "{node}'s external client `{command}`: {failure}"),
             LiveError::Died { node, at_ms } => write!(
                 f,
                 "{node}'s process ended by itself at {at_ms} ms (see its error above)"

@@ -2,7 +2,9 @@
 //! locksim starts the process with a [`NodeSpec`] and writes [`ToNode`] lines to its
 //! stdin; the process writes [`FromNode`] lines to its stdout.
 
+use super::adapter_protocol::AdapterFailure;
 use crate::history::Event;
+use crate::scenario::ClientProgram;
 use crate::sim::{ArmedFault, Clock, ClockChange, FaultPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,6 +31,10 @@ pub(crate) struct NodeSpec {
     pub ports: BTreeMap<String, u16>,
     /// The node's clock, with the clock faults so far (a clock outlives a crash).
     pub clock: Clock,
+    /// The external client to run in place of the family's own (the scenario's
+    /// `[workload.client]` or `--client`, its program path resolved), if any.
+    #[serde(default)]
+    pub client: Option<ClientProgram>,
 }
 
 /// From locksim to a client process.
@@ -67,5 +73,13 @@ pub(crate) enum FromNode {
     Crash {
         /// Down time, ns, if it restarts.
         down_ns: Option<u64>,
+    },
+    /// The node's external client failed: the node stops (and exits) after this line,
+    /// and the run must end.
+    ClientFailed {
+        /// The adapter's command, as one line.
+        command: String,
+        /// What went wrong.
+        failure: AdapterFailure,
     },
 }

@@ -3,10 +3,15 @@
 //! sockets and all) and a crash a real SIGKILL. The node's code is the simulation's, on
 //! a single-threaded runtime; its events go to stdout as they are recorded, and
 //! locksim's orders (armed faults, clock faults) come in on stdin. Its connections go
-//! through locksim's proxies, which apply the partitions.
+//! through locksim's proxies, which apply the partitions. With an external client
+//! ([`super::external_client`]) the node's lock client is that program, in this
+//! process's group: a pause point stops the whole group.
 
+use super::adapter_protocol::AdapterFailure;
+use super::external_client::{adapter_env, ExternalClient, Fail};
 use super::messages::{FromNode, NodeSpec, ToNode};
 use crate::history::Recorder;
+use crate::locks::LocalBoxFuture;
 use crate::net::LiveNet;
 use crate::scenario::Scenario;
 use crate::sim::{NodeCtx, NodeRequest, NodeState};
@@ -35,7 +40,7 @@ pub fn live_node_main(spec: &str) -> u8 {
             return 2;
         }
     };
-    let mut scenario = match Scenario::load(&spec.scenario) {
+    let mut scenario = match Scenario::load_live(&spec.scenario) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("locksim live-node: {e}");
@@ -70,7 +75,10 @@ pub fn live_node_main(spec: &str) -> u8 {
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let ctx = NodeCtx::new(state.clone(), recorder).with_live(net.clone());
-        let run = (host.main)(ctx);
+        let run = match &spec.client {
+            Some(program) => external_main(ctx, &spec, &scenario, program),
+            None => (host.main)(ctx),
+        };
         tokio::task::spawn_local(state.pause.wrap(run));
         let orders = tokio::task::spawn_local(obey(state.clone()));
         // The node's own requests, from its fault points.
@@ -79,10 +87,12 @@ pub fn live_node_main(spec: &str) -> u8 {
                 match req {
                     NodeRequest::ResumeAfter(ns) => {
                         // The node is already frozen in-process (the fault point flipped
-                        // its pause switch); now the whole process stops for real.
+                        // its pause switch); now its whole process group stops for real:
+                        // this process and its external client, if any.
                         send(&FromNode::Stopping { ns });
-                        // SAFETY: raise(3) with a valid signal number.
-                        unsafe { libc::raise(libc::SIGSTOP) };
+                        // SAFETY: kill(2) of this process's own group (pid 0), a valid
+                        // signal number.
+                        unsafe { libc::kill(0, libc::SIGSTOP) };
                         state.pause.resume();
                     }
                     NodeRequest::Crash(down_ns) => send(&FromNode::Crash { down_ns }),
@@ -92,6 +102,35 @@ pub fn live_node_main(spec: &str) -> u8 {
         }
     });
     0
+}
+
+/// The workload with the external client `program` as its lock client. A failure of
+/// the adapter (or its start) is reported to locksim, and this process exits: the run
+/// ends.
+fn external_main(
+    ctx: NodeCtx,
+    spec: &NodeSpec,
+    scenario: &Scenario,
+    program: &crate::scenario::ClientProgram,
+) -> LocalBoxFuture<'static, ()> {
+    let command = program.display();
+    let fail: Fail = Rc::new(move |failure: AdapterFailure| {
+        send(&FromNode::ClientFailed {
+            command: command.clone(),
+            failure,
+        });
+        // The adapter dies with this process (PR_SET_PDEATHSIG); locksim kills the
+        // group's rest.
+        std::process::exit(2);
+    });
+    let env = adapter_env(spec, scenario);
+    let (workload, program) = (scenario.workload.clone(), program.clone());
+    Box::pin(async move {
+        match ExternalClient::start(&ctx, &program, &env, fail.clone()) {
+            Ok(client) => crate::workload::client_main(ctx, &workload, Box::new(client)).await,
+            Err(failure) => fail(failure),
+        }
+    })
 }
 
 /// Apply locksim's orders from stdin until it closes it (then the process ends).

@@ -1,11 +1,13 @@
 //! locksim's side of a live client process (see [`super::node_main`]): start it, give it
-//! orders, signal it, and turn what it writes into the run's history. A pause is
-//! SIGSTOP/SIGCONT of the process, a crash SIGKILL and, after the down time, a new
-//! process for the next incarnation.
+//! orders, signal it, and turn what it writes into the run's history. The process leads
+//! its own process group, which holds its external client too, if it runs one: a pause
+//! is SIGSTOP/SIGCONT of the group, a crash SIGKILL of the group and, after the down
+//! time, a new process for the next incarnation.
 
+use super::adapter_protocol::AdapterFailure;
 use super::messages::{FromNode, NodeSpec, ToNode};
 use crate::history::{Event, EventType, Recorder};
-use crate::real::{die_with_locksim, signal, Supervisor};
+use crate::real::{die_with_locksim, signal_group, Supervisor};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,13 @@ pub(crate) enum Note {
     Crash(Option<u64>),
     /// It ended without being killed (it panicked or could not start).
     Died,
+    /// Its external client failed (a bad line, an exit, a hang): the run must end.
+    ClientFailed {
+        /// The adapter's command, for the message.
+        command: String,
+        /// What went wrong.
+        failure: AdapterFailure,
+    },
 }
 
 /// Notes from every client process, by node name, in arrival order.
@@ -65,14 +74,15 @@ impl NodeProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             // Its own process group: a Ctrl-C at the terminal reaches locksim only,
-            // which then ends the run and kills its processes itself.
+            // which then ends the run and kills its processes itself; and its external
+            // client, in the same group, is paused and killed with it.
             .process_group(0)
             .kill_on_drop(true);
         // SAFETY: die_with_locksim's closure only makes async-signal-safe calls.
         unsafe { cmd.pre_exec(die_with_locksim()) };
         let mut child = cmd.spawn()?;
         let pid = child.id().ok_or_else(|| io::Error::other("no pid"))?;
-        supervisor.add(pid, &spec_node);
+        supervisor.add_group(pid, &spec_node);
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let (stdin, stdout) = stdin
             .zip(stdout)
@@ -111,9 +121,9 @@ impl NodeProcess {
         self.stopped
     }
 
-    /// SIGSTOP it.
+    /// SIGSTOP its group.
     pub(crate) fn stop(&mut self) -> io::Result<()> {
-        signal(self.pid, libc::SIGSTOP)?;
+        signal_group(self.pid, libc::SIGSTOP)?;
         self.stopped = true;
         Ok(())
     }
@@ -123,23 +133,23 @@ impl NodeProcess {
         self.stopped = true;
     }
 
-    /// SIGCONT it, once the kernel shows it stopped; `Ok(false)` when it has not stopped
-    /// yet (it raises SIGSTOP just after its note), so the caller retries.
+    /// SIGCONT its group, once the kernel shows it stopped; `Ok(false)` when it has not
+    /// stopped yet (it stops its group just after its note), so the caller retries.
     pub(crate) fn resume(&mut self) -> io::Result<bool> {
         if !process_is_stopped(self.pid) {
             return Ok(false);
         }
-        signal(self.pid, libc::SIGCONT)?;
+        signal_group(self.pid, libc::SIGCONT)?;
         self.stopped = false;
         Ok(true)
     }
 
-    /// SIGKILL it at true time `now_ns`; its reader then closes its outstanding
+    /// SIGKILL its group at true time `now_ns`; its reader then closes its outstanding
     /// operation as indeterminate (`info`, Jepsen's convention for a crashed process).
     pub(crate) fn kill(&mut self, now_ns: u64) {
         if self.killed_at.get().is_none() {
             self.killed_at.set(Some(now_ns));
-            let _ = signal(self.pid, libc::SIGKILL);
+            let _ = signal_group(self.pid, libc::SIGKILL);
             self.supervisor.remove(self.pid);
         }
     }
@@ -187,6 +197,12 @@ async fn read_notes(
             }
             Ok(FromNode::Stopping { ns }) => Note::Stopping(ns),
             Ok(FromNode::Crash { down_ns }) => Note::Crash(down_ns),
+            // Killing the group can end the adapter just before its node: what the node
+            // then reports is the kill's doing, not the adapter's.
+            Ok(FromNode::ClientFailed { .. }) if killed_at.get().is_some() => continue,
+            Ok(FromNode::ClientFailed { command, failure }) => {
+                Note::ClientFailed { command, failure }
+            }
             Err(e) => {
                 eprintln!("locksim: {name} wrote {line:?}: {e}");
                 continue;

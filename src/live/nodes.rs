@@ -3,11 +3,13 @@
 //! (the storage), and the proxies every link crosses. This is live mode's
 //! [`FaultTarget`]; the run's `Nemesis` (`sim/applier.rs`) decides when.
 //!
-//! A pause is SIGSTOP then SIGCONT of a process (the storage's pause switch in this
-//! one), a crash SIGKILL (its task aborted) and a restart a server on the same ports and
-//! data folder, a client as its next incarnation. Clock faults of clients and the
-//! storage change their `Clock` as in simulation; a server's clock is the machine's, and
-//! a disk stall needs a device locksim does not control: both are listed as not applied.
+//! A pause is SIGSTOP then SIGCONT of a process (of a client's whole process group, its
+//! external client included; the storage's pause switch in this one), a crash SIGKILL
+//! (its task aborted) and a restart a server on the same ports and data folder, a
+//! client as its next incarnation. Clock faults of clients and the storage change their
+//! `Clock` as in simulation; a server's clock is the machine's, as is an external
+//! client's, and a disk stall needs a device locksim does not control: all three are
+//! listed as not applied.
 
 use super::error::LiveError;
 use super::messages::{NodeSpec, ToNode};
@@ -226,11 +228,16 @@ impl FaultTarget for LiveNodes {
             | Action::Crash { .. }
             | Action::ArmCrash { .. }
             | Action::Restart { .. } => true,
-            // A server's clocks are the machine's, which stay true; the clients' and the
-            // storage's are the simulation's (node code reads them).
+            // A server's clocks are the machine's, which stay true, as are those of an
+            // external client (a real program); the other clients' and the storage's are
+            // the simulation's (node code reads them).
             Action::ClockJump { node, .. }
             | Action::Skew { node, .. }
-            | Action::Drift { node, .. } => !self.servers.contains_key(node),
+            | Action::Drift { node, .. } => {
+                let external = self.spec.client.is_some() && self.clients.contains_key(node);
+                let real_program = self.servers.contains_key(node) || external;
+                !real_program
+            }
             // A real disk is not locksim's to slow down.
             Action::DiskStall { .. } | Action::DiskReady { .. } => false,
         }

@@ -93,6 +93,10 @@ impl Algorithm for DbParams {
         self.ttl()
     }
 
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::locks::table_of(self)
+    }
+
     fn fencing_token(&self) -> Option<&'static str> {
         match self.token() {
             params::Token::None => None,

@@ -87,6 +87,23 @@ impl Algorithm for RaftParams {
         RaftParams::for_real(self)
     }
 
+    /// The keys, the derived times (request timeout, the client's and lessor's periods)
+    /// with their values.
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut table = crate::locks::table_of(self);
+        let derived = [
+            ("request_timeout_ms", self.request_timeout_ms()),
+            ("keepalive_retry_ms", self.keepalive_retry_ms()),
+            ("deadline_check_ms", self.deadline_check_ms()),
+            ("lessor_check_ms", self.lessor_check_ms()),
+            ("revoke_retry_ms", self.revoke_retry_ms()),
+        ];
+        for (key, ms) in derived {
+            table.insert(key.to_string(), ms.into());
+        }
+        table
+    }
+
     /// The standard checks, `lock-linearizable` reading each revoke's `expire` once (see
     /// [`invariants`]), then `raft-election-safety`, `raft-log` and `raft-apply`.
     fn checks(&self) -> Vec<&'static Check> {

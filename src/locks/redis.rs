@@ -121,6 +121,10 @@ impl Algorithm for Single {
         Some(self.0.ttl_ms)
     }
 
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.0.effective_table(false)
+    }
+
     fn client_fault_points(&self) -> &'static [FaultPoint] {
         client_fault_points(&self.0)
     }
@@ -185,6 +189,10 @@ impl Algorithm for Replicated {
 
     fn lease_ms(&self) -> Option<u64> {
         Some(self.0.ttl_ms)
+    }
+
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.0.effective_table(true)
     }
 
     fn client_fault_points(&self) -> &'static [FaultPoint] {

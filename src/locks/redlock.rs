@@ -78,6 +78,10 @@ impl Algorithm for Redlock {
         Some(self.ttl_ms)
     }
 
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::locks::table_of(self)
+    }
+
     fn real(&self) -> Option<Rc<dyn RealCluster>> {
         let model_only = (self.restart_delay_ms > 0)
             .then(|| "restart_delay_ms (a real restart is immediate)".to_string());

@@ -92,6 +92,10 @@ impl Algorithm for ZkParams {
         Some(self.negotiated_timeout_ms())
     }
 
+    fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::locks::table_of(self)
+    }
+
     fn fencing_token(&self) -> Option<&'static str> {
         Some("the lock node's czxid, assigned by the replicated log")
     }

@@ -4,6 +4,10 @@
 //! gives an inode; the process with an fd on `socket:[inode]` opened it. This is how one
 //! proxy port serves every directed link into a server: a peer is told one address for
 //! a server (Raft's member list, a Sentinel's hello), whoever dials it.
+//!
+//! A process in the process group of a listed process counts as that process's node:
+//! a client node's external client (an adapter program, a JVM) runs in the group of
+//! the node's own process, and its connections are the node's.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -54,8 +58,9 @@ fn holds(fd_dir: &Path, target: &str) -> bool {
         .any(|l| l.as_os_str() == target)
 }
 
-/// Name the owner of a connection: its node in `processes` (pid → node), `locksim` for
-/// locksim's own (readiness checks, observers), or `None`.
+/// Name the owner of a connection: its node in `processes` (pid → node), or the node
+/// of the listed process whose process group it is in, `locksim` for locksim's own
+/// (readiness checks, observers), or `None`.
 pub(crate) fn owner_name(
     peer_port: u16,
     local_port: u16,
@@ -63,13 +68,43 @@ pub(crate) fn owner_name(
 ) -> Option<String> {
     let me = std::process::id();
     let pids = processes.keys().copied().chain([me]);
-    let pid = connection_owner(peer_port, local_port, pids)?;
-    Some(
-        processes
-            .get(&pid)
-            .cloned()
-            .unwrap_or_else(|| "locksim".to_string()),
-    )
+    if let Some(pid) = connection_owner(peer_port, local_port, pids) {
+        return Some(
+            processes
+                .get(&pid)
+                .cloned()
+                .unwrap_or_else(|| "locksim".to_string()),
+        );
+    }
+    // Not a listed process itself: a member of a listed process's group, if any.
+    let members = group_members(Path::new("/proc"), processes);
+    let pid = connection_owner(peer_port, local_port, members.keys().copied())?;
+    members.get(&pid).cloned()
+}
+
+/// Every process under `proc` (the `/proc` folder) whose process group is led by a
+/// process of `processes`, with that process's node; the listed ones themselves left out.
+fn group_members(proc: &Path, processes: &BTreeMap<u32, String>) -> BTreeMap<u32, String> {
+    let Ok(entries) = std::fs::read_dir(proc) else {
+        return BTreeMap::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| !processes.contains_key(pid))
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(proc.join(pid.to_string()).join("stat")).ok()?;
+            let node = processes.get(&process_group(&stat)?)?;
+            Some((pid, node.clone()))
+        })
+        .collect()
+}
+
+/// The process group in a `/proc/PID/stat` line: the third field after the command
+/// name, which is in parentheses and may hold spaces and parentheses itself.
+fn process_group(stat: &str) -> Option<u32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -88,6 +123,44 @@ mod tests {
         assert_eq!(socket_inode(TABLE, 40000, 8080), Some(2222));
         assert_eq!(socket_inode(TABLE, 8080, 40000), Some(3333));
         assert_eq!(socket_inode(TABLE, 40001, 8080), None);
+    }
+
+    #[test]
+    fn reads_the_process_group_after_the_command_name() {
+        let stat = "4242 (a (b) c) S 1 4240 4240 0 -1 4194560 100";
+        assert_eq!(process_group(stat), Some(4240));
+        assert_eq!(process_group("4242 (x"), None);
+    }
+
+    /// A process in the group of a listed one (an adapter in its client node's group)
+    /// owns its connections as that node.
+    #[test]
+    fn a_member_of_a_listed_process_group_counts_as_its_node() {
+        use std::os::unix::process::CommandExt;
+        use std::process::{Command, Stdio};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut leader = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // bash opens the connection itself (its /dev/tcp), in the leader's group.
+        let mut member = Command::new("bash")
+            .arg("-c")
+            .arg(format!("exec 3<>/dev/tcp/127.0.0.1/{port}; sleep 30"))
+            .process_group(leader.id() as i32)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (_server, peer) = listener.accept().unwrap();
+        let listed = BTreeMap::from([(leader.id(), "client-0".to_string())]);
+        let found = owner_name(peer.port(), port, &listed);
+        let unlisted = owner_name(peer.port(), port, &BTreeMap::new());
+        let _ = (member.kill(), leader.kill());
+        let _ = (member.wait(), leader.wait());
+        assert_eq!(found.as_deref(), Some("client-0"));
+        assert_eq!(unlisted, None);
     }
 
     #[test]

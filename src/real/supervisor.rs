@@ -8,12 +8,28 @@ use std::sync::{Arc, Mutex};
 /// The process ids of every live process with their node names, so that an interrupt
 /// can kill them all and a proxy can tell whose connection it accepted.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Supervisor(Arc<Mutex<BTreeMap<u32, String>>>);
+pub(crate) struct Supervisor(Arc<Mutex<BTreeMap<u32, Listed>>>);
+
+/// A listed process: its node, and whether its whole process group is the node's.
+#[derive(Debug, Clone)]
+struct Listed {
+    node: String,
+    group: bool,
+}
 
 impl Supervisor {
     /// List `pid` as node `node`'s process.
     pub(crate) fn add(&self, pid: u32, node: &str) {
-        self.lock().insert(pid, node.to_string());
+        let node = node.to_string();
+        self.lock().insert(pid, Listed { node, group: false });
+    }
+
+    /// List `pid`, the leader of its own process group, as node `node`'s process: the
+    /// whole group is the node's (a client node's process and its external client),
+    /// and [`Supervisor::kill_all`] kills the group.
+    pub(crate) fn add_group(&self, pid: u32, node: &str) {
+        let node = node.to_string();
+        self.lock().insert(pid, Listed { node, group: true });
     }
 
     /// Forget `pid` (it was killed and reaped).
@@ -23,17 +39,24 @@ impl Supervisor {
 
     /// Every listed process: pid → node.
     pub(crate) fn processes(&self) -> BTreeMap<u32, String> {
-        self.lock().clone()
+        self.lock()
+            .iter()
+            .map(|(pid, l)| (*pid, l.node.clone()))
+            .collect()
     }
 
-    /// SIGKILL every process still listed (they may be stopped: SIGKILL ends those too).
+    /// SIGKILL every process still listed, and the group of each group leader (they may
+    /// be stopped: SIGKILL ends those too).
     pub(crate) fn kill_all(&self) {
-        for (pid, _) in std::mem::take(&mut *self.lock()) {
+        for (pid, listed) in std::mem::take(&mut *self.lock()) {
+            if listed.group {
+                let _ = signal_group(pid, libc::SIGKILL);
+            }
             let _ = signal(pid, libc::SIGKILL);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, Listed>> {
         // A panic while holding it leaves a map that is still whole.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -43,6 +66,17 @@ impl Supervisor {
 pub(crate) fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: kill(2) with a pid of a child this process started and a valid signal.
     if unsafe { libc::kill(pid as libc::pid_t, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Send signal `sig` to every process of the process group `pgid` (a process locksim
+/// started as the leader of its own group).
+pub(crate) fn signal_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill(2) with a negative pid: the group of a child this process started.
+    if unsafe { libc::kill(-(pgid as libc::pid_t), sig) } == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())

@@ -25,7 +25,7 @@
 use super::faults::RawFaults;
 use super::{
     find_family, ClockSpec, CrashSpec, DiskStallSpec, Expect, ExplicitFaults, Network,
-    PartitionSpec, PauseSpec, RawScenario, RawSelector, Scenario, ScenarioError, Selector,
+    PartitionSpec, PauseSpec, RawScenario, RawSelector, Runner, Scenario, ScenarioError, Selector,
     Workload,
 };
 use crate::check::Check;
@@ -243,7 +243,13 @@ impl ScenarioBuilder {
             faults: self.random,
             expect: self.expect,
         };
-        Scenario::validated(file, raw, lock, ExplicitFaults::Typed(self.at))
+        Scenario::validated(
+            file,
+            raw,
+            lock,
+            ExplicitFaults::Typed(self.at),
+            Runner::Simulation,
+        )
     }
 }
 

@@ -39,6 +39,9 @@ impl Scenario {
                 AcquireMode::Wait | AcquireMode::Try => Ok(()),
             })
             .map_err(|e| e.under_key("workload"))?;
+        if let Some(client) = &w.client {
+            client.validate()?;
+        }
         param::range("latency_ms", &self.network.latency_ms).map_err(|e| e.under_key("network"))?;
         if !(0.0..=1.0).contains(&self.network.loss) {
             return Err(KeyError::new(

@@ -6,14 +6,14 @@
 
 use crate::consensus::RaftConfig;
 use crate::locks::param::{self, KeyError, ParamDoc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The `read` and `fsync` keys are the Raft core's own policies.
 pub(crate) use crate::consensus::{Fsync, ReadMode};
 
 /// Whether the leader's lessor checks its leadership before revoking expired leases
 /// (the `lessor_check` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum LessorCheck {
     /// etcd ≥ 3.5.13 (PR #16822, issue #15247): skip the check if the node ticked within
@@ -25,7 +25,7 @@ pub(crate) enum LessorCheck {
 }
 
 /// Where the fencing token of a grant comes from (the `token` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum RaftToken {
     /// The create revision of the holder's key (etcd's `Mutex.Key()` create revision,
@@ -38,7 +38,7 @@ pub(crate) enum RaftToken {
 }
 
 /// What a lock holder does when its session ends (the `on_session_lost` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum OnSessionLost {
     /// Keep working until the workload's validity check: what etcd's `Mutex` does on its
@@ -51,7 +51,7 @@ pub(crate) enum OnSessionLost {
 }
 
 /// The `[lock]` table of `algorithm = "raft"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RaftParams {
     /// Number of Raft servers `raft-0 .. raft-N-1` (Raft ids 1..=N) [3].

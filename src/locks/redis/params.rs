@@ -187,6 +187,32 @@ pub(crate) struct Replication {
 }
 
 impl RedisParams {
+    /// The effective `[lock]` table (see `Algorithm::effective_table`): the shared keys,
+    /// and with `replicated` the replication keys with their defaults.
+    pub(crate) fn effective_table(
+        &self,
+        replicated: bool,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        let mut table = crate::locks::table_of(self);
+        let r = self.replication();
+        let replication = [
+            ("replicas", json!(r.replicas)),
+            ("sentinels", json!(r.sentinels)),
+            ("down_after_ms", json!(r.down_after_ms)),
+            ("replication_lag_ms", json!(r.lag_ms)),
+            ("wait_replicas", json!(r.wait_replicas)),
+            ("wait_timeout_ms", json!(r.wait_timeout_ms)),
+        ];
+        for (key, value) in replication {
+            table.remove(key);
+            if replicated {
+                table.insert(key.to_string(), value);
+            }
+        }
+        table
+    }
+
     /// The replication settings with their defaults.
     pub(crate) fn replication(&self) -> Replication {
         Replication {

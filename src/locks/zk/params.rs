@@ -2,10 +2,10 @@
 //! variant of the Curator `InterProcessMutex` client.
 
 use crate::locks::param::{self, KeyError, ParamDoc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What a lock holder does when Curator reports the connection SUSPENDED.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum OnSuspended {
     /// Keep acting as the holder: what `InterProcessMutex` does on its own, and what
@@ -19,7 +19,7 @@ pub(crate) enum OnSuspended {
 }
 
 /// Where the fencing token of a grant comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ZkToken {
     /// The `czxid` of the holder's lock node: the zxid of its create, globally increasing.
@@ -32,7 +32,7 @@ pub(crate) enum ZkToken {
 }
 
 /// `[lock]` for `algorithm = "zk"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ZkParams {
     /// Servers `zk-0 .. zk-N-1`: 1 (standalone), 3 or 5 (an ensemble) [1].
