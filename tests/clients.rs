@@ -92,3 +92,50 @@ fn etcd_mutex_adapter_contends_reports_an_expired_session_and_refuses_a_lost_wai
     // Row 16's waiter: etcdctl reads its key after Mutex.Lock and gives up.
     assert!(out.contains("lock lost on init"), "{out}");
 }
+
+/// `locksim live SCENARIO --duration D --client CLIENT`: exit code and stdout.
+fn live(scenario: &str, duration: &str, client: &str) -> (i32, String) {
+    let out = Command::new("timeout")
+        .args(["150", env!("CARGO_BIN_EXE_locksim"), "live", scenario])
+        .args(["--duration", duration, "--client", client])
+        .output()
+        .expect("locksim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn row_14_curator_on_a_real_ensemble_violates_mutex_and_its_control_holds() {
+    need_curator();
+    // Curator's InterProcessMutex ignores SUSPENDED (CURATOR-206): cut off while it
+    // holds, it keeps working after its session expired and the next waiter is in.
+    let (code, out) = live(
+        "tests/fixtures/live/zk-14-ensemble-curator.toml",
+        "10s",
+        "clients/curator/run",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    // Listening (on_suspended = "stop"): the adapter's `lost` notice stops the work.
+    let (code, out) = live(
+        "tests/fixtures/live/zk-14-ensemble-curator-stop.toml",
+        "10s",
+        "clients/curator/run",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("mutex                holds"), "{out}");
+}
+
+#[test]
+fn row_17_etcd_mutex_paused_holder_violates_mutex_and_the_revision_fences_it() {
+    need_etcd_mutex();
+    let (code, out) = live(
+        "sims/raft-17-pause-in-critical-section.toml",
+        "6s",
+        "clients/etcd-mutex/run",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("fencing              holds"), "{out}");
+}
