@@ -47,6 +47,7 @@ fn need_etcd_mutex() {
 /// `drive.py --adapter A --algorithm ALG --lock LOCK --check CHECKS`: its stdout and
 /// stderr (the adapters' logs), after asserting it passed.
 fn drive(adapter: &str, algorithm: &str, lock: &str, checks: &str) -> String {
+    let _alone = alone();
     let out = Command::new("timeout")
         .args([
             "120",
@@ -93,16 +94,37 @@ fn etcd_mutex_adapter_contends_reports_an_expired_session_and_refuses_a_lost_wai
     assert!(out.contains("lock lost on init"), "{out}");
 }
 
-/// `locksim live SCENARIO --duration D --client CLIENT`: exit code and stdout.
-fn live(scenario: &str, duration: &str, client: &str) -> (i32, String) {
+/// The tests here take the machine one at a time: JVMs and real servers starting side by
+/// side on 2 cores start too late for the scenarios' fault times.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `locksim live SCENARIO --duration D --client CLIENT --history H`: exit code, stdout
+/// and stderr, and whether `node` was granted the lock at least once.
+fn live(scenario: &str, duration: &str, client: &str, node: &str) -> (i32, String, bool) {
+    let history = std::env::temp_dir().join(format!(
+        "locksim-clients-{}-{}.jsonl",
+        std::process::id(),
+        Path::new(scenario).file_stem().unwrap().to_string_lossy()
+    ));
     let out = Command::new("timeout")
         .args(["150", env!("CARGO_BIN_EXE_locksim"), "live", scenario])
-        .args(["--duration", duration, "--client", client])
+        .args(["--duration", duration, "--client", client, "--history"])
+        .arg(&history)
         .output()
         .expect("locksim runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let text = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
+    let events = std::fs::read_to_string(&history).unwrap_or_default();
+    let _ = std::fs::remove_file(&history);
+    let granted = locksim::history::from_jsonl(&events)
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e.process == node && e.f == "acquire" && e.kind == locksim::EventType::Ok);
+    (out.status.code().unwrap_or(-1), text, granted)
 }
 
 #[test]
@@ -110,30 +132,44 @@ fn row_14_curator_on_a_real_ensemble_violates_mutex_and_its_control_holds() {
     need_curator();
     // Curator's InterProcessMutex ignores SUSPENDED (CURATOR-206): cut off while it
     // holds, it keeps working after its session expired and the next waiter is in.
-    let (code, out) = live(
+    let _alone = alone();
+    let (code, out, held) = live(
         "tests/fixtures/live/zk-14-ensemble-curator.toml",
         "10s",
         "clients/curator/run",
+        "client-0",
     );
     assert_eq!(code, 0, "{out}");
+    assert!(
+        held,
+        "client-0 never held the lock (its JVM started too late?):\n{out}"
+    );
     assert!(out.contains("mutex                violated"), "{out}");
     // Listening (on_suspended = "stop"): the adapter's `lost` notice stops the work.
-    let (code, out) = live(
+    let (code, out, held) = live(
         "tests/fixtures/live/zk-14-ensemble-curator-stop.toml",
         "10s",
         "clients/curator/run",
+        "client-0",
     );
     assert_eq!(code, 0, "{out}");
+    // Else the control holds for want of a holder to cut off.
+    assert!(
+        held,
+        "client-0 never held the lock (its JVM started too late?):\n{out}"
+    );
     assert!(out.contains("mutex                holds"), "{out}");
 }
 
 #[test]
 fn row_17_etcd_mutex_paused_holder_violates_mutex_and_the_revision_fences_it() {
     need_etcd_mutex();
-    let (code, out) = live(
+    let _alone = alone();
+    let (code, out, _) = live(
         "sims/raft-17-pause-in-critical-section.toml",
         "6s",
         "clients/etcd-mutex/run",
+        "client-0",
     );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("mutex                violated"), "{out}");
