@@ -1,8 +1,180 @@
-//! Real lock libraries under locksim's faults: catalogue rows run live with an adapter of
-//! `clients/` as the client (docs/external-clients.md) against real servers on loopback,
-//! a few seconds each. The libraries are installed by `scripts/test` (Debian packages,
-//! and pip/npm into `target/clients/`); a test whose library is missing fails and says
-//! how to install it: a comparison must never skip silently.
+//! The real lock libraries in `clients/` (issue 39): each adapter driven on its own against
+//! a real server by `tests/clients/drive.py` (contention, `try`, a `lost` notice after a
+//! SIGSTOP past the session, a waiter frozen past its session), and run live by locksim
+//! on a catalogue row of its family.
+//!
+//! Needs Java 17 with `javac`, Debian's `libcurator-recipes-java`, `zookeeper`,
+//! `etcd-server`, `etcd-client` and `python3` (`scripts/test` installs them): a test whose
+//! tool is missing fails and says what to install.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Panics, naming the Debian package, unless `tool` (a command, or an absolute path) exists.
+fn need(tool: &str, package: &str) {
+    let present = if tool.starts_with('/') {
+        Path::new(tool).exists()
+    } else {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    assert!(
+        present,
+        "{tool} not found: run the tests with scripts/test, which installs it, or \
+         `apt-get install -y {package}`"
+    );
+}
+
+fn need_curator() {
+    need("java", "default-jdk-headless");
+    need("javac", "default-jdk-headless");
+    need(
+        "/usr/share/java/curator-recipes.jar",
+        "libcurator-recipes-java",
+    );
+    need("/usr/share/java/slf4j-simple.jar", "libslf4j-java");
+    need("/usr/share/java/zookeeper.jar", "zookeeper");
+}
+
+fn need_etcd_mutex() {
+    need("python3", "python3");
+    need("etcd", "etcd-server");
+    need("etcdctl", "etcd-client");
+}
+
+/// `drive.py --adapter A --algorithm ALG --lock LOCK --check CHECKS`: its stdout and
+/// stderr (the adapters' logs), after asserting it passed.
+fn drive(adapter: &str, algorithm: &str, lock: &str, checks: &str) -> String {
+    let _alone = alone();
+    let out = Command::new("timeout")
+        .args([
+            "120",
+            "python3",
+            "tests/clients/drive.py",
+            "--adapter",
+            adapter,
+        ])
+        .args(["--algorithm", algorithm, "--lock", lock, "--check", checks])
+        .output()
+        .expect("python3 runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "drive.py failed:\n{text}");
+    text
+}
+
+#[test]
+fn curator_adapter_answers_odd_requests_and_reports_suspended_as_lost() {
+    need_curator();
+    // Contention is row 14's (below); every JVM takes seconds to start, so only two checks.
+    let lock = r#"{"session_timeout_ms": 1000, "on_suspended": "stop"}"#;
+    let out = drive("clients/curator/run", "zk", lock, "odd,lost");
+    assert!(out.contains("passed, 0 failed"), "{out}");
+    assert!(out.contains("connection SUSPENDED"), "{out}");
+}
+
+#[test]
+fn etcd_mutex_adapter_contends_reports_an_expired_session_and_refuses_a_lost_waiter() {
+    need_etcd_mutex();
+    let lock = r#"{"ttl_ms": 1000, "on_session_lost": "stop"}"#;
+    let out = drive(
+        "clients/etcd-mutex/run",
+        "raft",
+        lock,
+        "contend,odd,lost,waiter",
+    );
+    assert!(out.contains("passed, 0 failed"), "{out}");
+    assert!(out.contains("session expired"), "{out}");
+    // Row 16's waiter: etcdctl reads its key after Mutex.Lock and gives up.
+    assert!(out.contains("lock lost on init"), "{out}");
+}
+
+/// The tests here take the machine one at a time: JVMs and real servers starting side by
+/// side on 2 cores start too late for the scenarios' fault times.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `locksim live SCENARIO --duration D --client CLIENT --history H`: exit code, stdout
+/// and stderr, and whether `node` was granted the lock at least once.
+fn live(scenario: &str, duration: &str, client: &str, node: &str) -> (i32, String, bool) {
+    let history = std::env::temp_dir().join(format!(
+        "locksim-clients-{}-{}.jsonl",
+        std::process::id(),
+        Path::new(scenario).file_stem().unwrap().to_string_lossy()
+    ));
+    let out = Command::new("timeout")
+        .args(["150", env!("CARGO_BIN_EXE_locksim"), "live", scenario])
+        .args(["--duration", duration, "--client", client, "--history"])
+        .arg(&history)
+        .output()
+        .expect("locksim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let events = std::fs::read_to_string(&history).unwrap_or_default();
+    let _ = std::fs::remove_file(&history);
+    let granted = locksim::history::from_jsonl(&events)
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e.process == node && e.f == "acquire" && e.kind == locksim::EventType::Ok);
+    (out.status.code().unwrap_or(-1), text, granted)
+}
+
+#[test]
+fn row_14_curator_on_a_real_ensemble_violates_mutex_and_its_control_holds() {
+    need_curator();
+    // Curator's InterProcessMutex ignores SUSPENDED (CURATOR-206): cut off while it
+    // holds, it keeps working after its session expired and the next waiter is in.
+    let _alone = alone();
+    let (code, out, held) = live(
+        "tests/fixtures/live/zk-14-ensemble-curator.toml",
+        "10s",
+        "clients/curator/run",
+        "client-0",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        held,
+        "client-0 never held the lock (its JVM started too late?):\n{out}"
+    );
+    assert!(out.contains("mutex                violated"), "{out}");
+    // Listening (on_suspended = "stop"): the adapter's `lost` notice stops the work.
+    let (code, out, held) = live(
+        "tests/fixtures/live/zk-14-ensemble-curator-stop.toml",
+        "10s",
+        "clients/curator/run",
+        "client-0",
+    );
+    assert_eq!(code, 0, "{out}");
+    // Else the control holds for want of a holder to cut off.
+    assert!(
+        held,
+        "client-0 never held the lock (its JVM started too late?):\n{out}"
+    );
+    assert!(out.contains("mutex                holds"), "{out}");
+}
+
+#[test]
+fn row_17_etcd_mutex_paused_holder_violates_mutex_and_the_revision_fences_it() {
+    need_etcd_mutex();
+    let _alone = alone();
+    let (code, out, _) = live(
+        "sims/raft-17-pause-in-critical-section.toml",
+        "6s",
+        "clients/etcd-mutex/run",
+        "client-0",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("fencing              holds"), "{out}");
+}
 
 // ==== redis-py and node-redlock (clients/redis-py, clients/node-redlock) ====
 mod redis_libraries {
@@ -40,6 +212,7 @@ mod redis_libraries {
         let tmp =
             std::env::temp_dir().join(format!("locksim-clients-test-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&tmp).unwrap();
+        let _alone = super::alone();
         let out = Command::new("timeout")
             .arg("60")
             .arg(BIN)

@@ -2,16 +2,24 @@
 """Drive an external-client adapter by hand, without locksim (docs/external-clients.md).
 
 Starts the servers an algorithm needs on free loopback ports (real ones, no proxies),
-starts two copies of the adapter with locksim's environment, and checks the protocol:
+starts copies of the adapter with locksim's environment, and checks the protocol:
 two clients contend and the second gets the lock once the first releases; a `try`
 while the lock is held is refused; `validity_ms` is plausible; a lease that ran out
 lets the other client in, and its late release says `released: false`; `abandon`
 with nothing to undo and an unknown `op` get replies; every stdout line is protocol.
+Two more checks stop an adapter's process group with SIGSTOP, as locksim's pauses do:
+`lost` (the holder frozen past its session or lease sends a `lost` notice on waking, and
+a waiter got the lock meanwhile) and `waiter` (row 16's shape: a queued waiter frozen
+past its session while the holder releases is refused on waking, or granted for real).
 
     python3 tests/clients/drive.py --adapter clients/redis-py/run --algorithm redis \\
         --lock '{"ttl_ms": 1000}'
     python3 tests/clients/drive.py --adapter clients/node-redlock/run \\
         --algorithm redlock --servers 3 --lock '{"ttl_ms": 1000, "retries": 30}'
+    python3 tests/clients/drive.py --adapter clients/curator/run --algorithm zk \\
+        --lock '{"on_suspended": "stop"}' --check contend,odd,lost,waiter
+    python3 tests/clients/drive.py --adapter clients/etcd-mutex/run --algorithm raft \\
+        --lock '{"ttl_ms": 1000, "on_session_lost": "stop"}' --check contend,odd,lost,waiter
 
 (Redlock bounds a wait by its attempts, `retries`, not by time: the contention check
 needs enough of them to outlast the first holder's 0.3 s.)
@@ -26,6 +34,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -75,8 +84,82 @@ def start_redis(count, folder):
     return servers
 
 
+ZOOKEEPER_CP = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar"
+
+
+def wait_until(what, ready, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.1)
+    sys.exit(f"drive.py: {what} not ready within {seconds:.0f} s")
+
+
+def zk_answers(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"srvr")
+            return b"Mode: standalone" in s.recv(4096)
+    except OSError:
+        return False
+
+
+def start_zk(count, folder):
+    """A standalone ZooKeeper (tickTime 100 ms: sessions of 200 ms .. 2 s)."""
+    if count != 1:
+        sys.exit("drive.py: zk runs one standalone server (--servers 1)")
+    if not os.path.isfile("/usr/share/java/zookeeper.jar") or shutil.which("java") is None:
+        sys.exit("drive.py: ZooKeeper needs Java and /usr/share/java/zookeeper.jar (apt-get install zookeeper)")
+    port = free_port()
+    data = os.path.join(folder, "data")
+    os.makedirs(data)
+    cfg = os.path.join(folder, "zoo.cfg")
+    with open(cfg, "w") as f:
+        f.write(f"tickTime=100\ndataDir={data}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
+                "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n"
+                "minSessionTimeout=200\nmaxSessionTimeout=2000\n")
+    log = open(os.path.join(folder, "server.log"), "w")
+    proc = subprocess.Popen(["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                             "-Dznode.container.checkIntervalMs=1000", "-cp", ZOOKEEPER_CP,
+                             "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
+                            stdout=log, stderr=subprocess.STDOUT)
+    wait_until("ZooKeeper", lambda: zk_answers(port))
+    return [("zk-0", port, proc)]
+
+
+def etcd_healthy(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+            return b'"health":"true"' in s.recv(4096)
+    except OSError:
+        return False
+
+
+def start_etcd(count, folder):
+    """One etcd member."""
+    if count != 1:
+        sys.exit("drive.py: raft runs one etcd member (--servers 1)")
+    if shutil.which("etcd") is None:
+        sys.exit("drive.py: etcd not found (apt-get install etcd-server)")
+    client, peer = free_port(), free_port()
+    url = lambda p: f"http://127.0.0.1:{p}"  # noqa: E731
+    log = open(os.path.join(folder, "server.log"), "w")
+    proc = subprocess.Popen(["etcd", "--name", "e0", "--data-dir", os.path.join(folder, "data"),
+                             "--listen-client-urls", url(client), "--advertise-client-urls", url(client),
+                             "--listen-peer-urls", url(peer), "--initial-advertise-peer-urls", url(peer),
+                             "--initial-cluster", f"e0={url(peer)}", "--logger", "zap",
+                             "--log-level", "warn", "--heartbeat-interval", "10", "--election-timeout", "100"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    wait_until("etcd", lambda: etcd_healthy(client))
+    return [("raft-0", client, proc)]
+
+
 # algorithm -> function(count, folder) starting its servers.
-SERVER_STARTERS = {"redis": start_redis, "redlock": start_redis}
+SERVER_STARTERS = {"redis": start_redis, "redlock": start_redis, "zk": start_zk, "raft": start_etcd}
+# Locks whose client keeps its session alive by itself: no lease runs out unrenewed.
+KEPT_ALIVE = {"zk", "raft"}
 
 
 class Adapter:
@@ -85,16 +168,43 @@ class Adapter:
     def __init__(self, command, env, node):
         self.node = node
         self.next_id = 1
+        # A process group of its own, as locksim gives each client node: the pauses of
+        # the `lost` and `waiter` checks stop all of it.
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+            process_group=0,
         )
         self.lines = queue.Queue()
+        self.notices = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
-            self.lines.put(line)
+            try:
+                is_notice = "notice" in json.loads(line)
+            except (ValueError, TypeError):
+                is_notice = False
+            (self.notices if is_notice else self.lines).put(line)
         self.lines.put(None)
+
+    def reply_within(self, rid, wait_s):
+        """The reply to `rid` if it comes within `wait_s`, else None (the request stays outstanding)."""
+        try:
+            line = self.lines.get(timeout=wait_s)
+        except queue.Empty:
+            return None
+        self.lines.put(line)  # reply() reads it again, in order: nothing else is outstanding
+        return self.reply(rid, 0.1)
+
+    def notice(self, wait_s):
+        """The next notice, parsed, or None."""
+        try:
+            return json.loads(self.notices.get(timeout=wait_s))
+        except queue.Empty:
+            return None
+
+    def signal_group(self, sig):
+        os.killpg(self.proc.pid, sig)
 
     def send(self, op, **fields):
         """Send a request; returns its id."""
@@ -208,7 +318,62 @@ def odd_requests(a, _b, _ttl_ms):
     expect(r["reply"] == "refused" and r.get("reason"), f"unknown op: {r}")
 
 
+def lost(start, freeze_s):
+    """the holder frozen past its session: a waiter gets in, and the holder says `lost`."""
+    a, b = start("client-0"), start("client-1")
+    held = acquire(a, timeout_ms=10000)
+    check_granted(held, None, "a's acquire")
+    a.signal_group(signal.SIGSTOP)
+    try:
+        other = acquire(b, timeout_ms=int(freeze_s * 1000))
+        check_granted(other, None, "b's acquire while a is frozen")
+    finally:
+        time.sleep(max(0.0, freeze_s - 1.0))
+        a.signal_group(signal.SIGCONT)
+    note = a.notice(10)
+    expect(note is not None, "a: no lost notice within 10 s of SIGCONT")
+    expect(note.get("notice") == "lost" and note.get("grant") == held["grant"],
+           f"a: expected a lost notice for {held['grant']}, got {note}")
+    late = a.call("release", lock="L", grant=held["grant"])
+    expect(late.get("released") is not True, f"a's release after losing the lock: {late}")
+    b.call("release", lock="L", grant=other["grant"])
+
+
+def waiter(start, freeze_s):
+    """a queued waiter frozen past its session while the holder releases: refused, or granted for real."""
+    a, b, c = start("client-0"), start("client-1"), start("client-2")
+    held = acquire(a, timeout_ms=10000)
+    check_granted(held, None, "a's acquire")
+    rid = b.send("acquire", lock="L", mode="wait", timeout_ms=20000, reentrant=False)
+    expect(b.reply_within(rid, 1.0) is None, "b was answered while a held the lock")
+    b.signal_group(signal.SIGSTOP)
+    try:
+        time.sleep(freeze_s / 2)
+        a.call("release", lock="L", grant=held["grant"])
+        time.sleep(freeze_s / 2)
+    finally:
+        b.signal_group(signal.SIGCONT)
+    woke = b.reply(rid)
+    if woke["reply"] == "granted":
+        busy = acquire(c, mode="try", timeout_ms=1000)
+        expect(busy["reply"] == "refused", f"b woke up granted, yet c's try got {busy}")
+        b.call("release", lock="L", grant=woke["grant"])
+        return
+    expect(woke["reply"] in ("refused", "unknown"), f"b woke up with {woke}")
+    if woke["reply"] == "unknown":
+        b.call("abandon", lock="L")
+    third = acquire(c, timeout_ms=10000)
+    check_granted(third, None, "c's acquire after b's session ended")
+    c.call("release", lock="L", grant=third["grant"])
+
+
 CHECKS = [contend, lease_runs_out, odd_requests]
+# Checks that freeze adapters get fresh ones: name -> check(start, freeze_s).
+FREEZE_CHECKS = {"lost": lost, "waiter": waiter}
+# How long those checks freeze a client: past the session (ZooKeeper) or lease (etcd)
+# of the lock table given, which should be 1 s.
+FREEZE_S = {"zk": 2.0, "raft": 2.5}
+NAMES = {"contend": contend, "lease": lease_runs_out, "odd": odd_requests}
 
 
 def parse_args():
@@ -219,7 +384,16 @@ def parse_args():
     p.add_argument("--lock", default="{}", help="LOCKSIM_LOCK, a JSON object [{}]")
     p.add_argument("--no-lease", action="store_true",
                    help="skip the lease check (a lock without a TTL)")
+    p.add_argument("--check", default="",
+                   help="the checks to run, joined by ',' (contend, lease, odd, lost, waiter) "
+                        "[contend,lease,odd]")
     args = p.parse_args()
+    args.checks = [c for c in args.check.split(",") if c] or ["contend", "lease", "odd"]
+    for c in args.checks:
+        if c not in NAMES and c not in FREEZE_CHECKS:
+            p.error(f"unknown check {c!r}")
+        if c in FREEZE_CHECKS and args.algorithm not in FREEZE_S:
+            p.error(f"the {c} check is for zk and raft")
     try:
         args.lock_json = json.loads(args.lock)
     except ValueError as e:
@@ -244,19 +418,42 @@ def main():
             "LOCKSIM_CONNECT": ",".join(f"127.0.0.1:{p}" for _, p, _ in servers),
             "LOCKSIM_LOCK": json.dumps(args.lock_json),
         })
-        for i in range(2):
+        # The first checks share two adapters (not started when only freeze checks run).
+        for i in range(2 if any(c in NAMES for c in args.checks) else 0):
             adapters.append(Adapter(args.adapter.split(), {**env, "LOCKSIM_NODE": f"client-{i}"},
                                     f"client-{i}"))
         ttl_ms = args.lock_json.get("ttl_ms")
-        checks = [c for c in CHECKS if not (c is lease_runs_out and (args.no_lease or not ttl_ms))]
+        no_lease = args.no_lease or not ttl_ms or args.algorithm in KEPT_ALIVE
+        checks = [NAMES[c] for c in args.checks if c in NAMES]
+        checks = [c for c in checks if not (c is lease_runs_out and no_lease)]
         failed = []
         for check in checks:
             try:
                 check(adapters[0], adapters[1], ttl_ms)
-                print(f"ok    {check.__name__}: {check.__doc__.strip()}")
+                print(f"ok    {check.__name__}: {check.__doc__.strip()}", flush=True)
             except Failure as e:
                 failed.append(check.__name__)
-                print(f"FAIL  {check.__name__}: {e}")
+                print(f"FAIL  {check.__name__}: {e}", flush=True)
+        for name in [c for c in args.checks if c in FREEZE_CHECKS]:
+            fresh = []
+
+            def start(node):
+                fresh.append(Adapter(args.adapter.split(), {**env, "LOCKSIM_NODE": node}, node))
+                adapters.append(fresh[-1])
+                return fresh[-1]
+
+            check = FREEZE_CHECKS[name]
+            checks.append(check)
+            try:
+                check(start, FREEZE_S[args.algorithm])
+                print(f"ok    {name}: {check.__doc__.strip()}", flush=True)
+            except Failure as e:
+                failed.append(name)
+                print(f"FAIL  {name}: {e}", flush=True)
+            finally:
+                for a in fresh:
+                    if a.proc.poll() is None:
+                        a.signal_group(signal.SIGCONT)
         for a in adapters:
             try:
                 a.close()
