@@ -515,6 +515,56 @@ async fn exit_status(child: &mut tokio::process::Child) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// LOCKSIM_LOCK holds every `[lock]` key of every family live mode runs, with a
+    /// value (a default filled in, or derived), and LOCKSIM_SERVERS every server.
+    #[test]
+    fn the_environment_names_every_lock_key_and_server() {
+        for family in crate::live::live_families() {
+            let text = format!("name = \"t\"\nalgorithm = \"{family}\"\nduration_ms = 5000\n");
+            let mut scenario = Scenario::parse(Path::new("t.toml"), &text).unwrap();
+            scenario.lock = scenario.lock.for_real();
+            let servers = scenario.servers();
+            let spec = NodeSpec {
+                scenario: "t.toml".into(),
+                duration_ms: 1,
+                seed: 0,
+                node: "client-0".into(),
+                incarnation: 2,
+                epoch_ns: 0,
+                ports: servers
+                    .iter()
+                    .zip(40000..)
+                    .map(|(s, p)| (s.clone(), p))
+                    .collect(),
+                clock: crate::sim::Clock::default(),
+                client: None,
+            };
+            let env: std::collections::BTreeMap<String, String> =
+                adapter_env(&spec, &scenario).into_iter().collect();
+            assert_eq!(env["LOCKSIM_ALGORITHM"], family);
+            assert_eq!(env["LOCKSIM_INCARNATION"], "2");
+            assert_eq!(env["LOCKSIM_SERVERS"].split(',').count(), servers.len());
+            assert!(env["LOCKSIM_SERVERS"].starts_with(&format!("{}=127.0.0.1:40000", servers[0])));
+            assert!(env["LOCKSIM_CONNECT"].starts_with("127.0.0.1:40000"));
+            let lock: serde_json::Value = serde_json::from_str(&env["LOCKSIM_LOCK"]).unwrap();
+            let family = crate::locks::ALGORITHMS
+                .iter()
+                .find(|f| f.name == family)
+                .unwrap();
+            for doc in (family.params)() {
+                let v = &lock[doc.key];
+                // `scripts` is absent unless given: its value is null.
+                assert!(
+                    !v.is_null() || doc.key == "scripts",
+                    "{}: {} has no value in {lock}",
+                    family.name,
+                    doc.key
+                );
+            }
+        }
+    }
 
     #[tokio::test(flavor = "current_thread")]
     async fn lines_are_capped_and_a_last_line_without_newline_counts() {
