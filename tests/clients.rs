@@ -267,7 +267,7 @@ mod redis_libraries {
         let (code, out, err) = live_with(
             "clients/node-redlock/run",
             "sims/redlock-11-pause-after-acquire.toml",
-            "4s",
+            "6s",
         );
         assert_eq!(code, 0, "{out}\n{err}");
         assert!(
