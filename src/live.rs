@@ -145,7 +145,6 @@ pub(crate) fn run_live(
     servers: LiveServers,
     stop: Arc<AtomicBool>,
 ) -> Result<LiveRun, LiveError> {
-    remove_orphaned_folders(&std::env::temp_dir());
     let mut scenario = scenario.clone();
     let cluster = cluster_of(&scenario, servers)?;
     // The clients' parameters against the real servers; the processes do the same (model
@@ -169,8 +168,9 @@ pub(crate) fn run_live(
 
 /// Remove the data folders (`locksim-live-<pid>` under `tmp`) of live runs whose locksim
 /// is gone: a SIGKILLed locksim cannot remove its own (the kernel kills its servers, not
-/// their files), so the next run does.
-fn remove_orphaned_folders(tmp: &std::path::Path) {
+/// their files), so the next `locksim live` does, first thing (even one that then refuses
+/// its scenario).
+pub(crate) fn remove_orphaned_folders(tmp: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };

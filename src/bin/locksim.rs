@@ -336,22 +336,16 @@ fn main() -> ExitCode {
             history,
             client,
             servers,
-        } => match cli::parse_duration_ms(&duration) {
-            Ok(ms) => cli::live_command(
-                &scenario,
-                cli::LiveOptions {
-                    duration_ms: ms,
-                    seed,
-                    servers: &servers,
-                    history: history.as_deref(),
-                    client: client.as_deref(),
-                },
-            ),
-            Err(e) => {
-                eprintln!("locksim: {e}");
-                2
-            }
-        },
+        } => cli::live_command(
+            &scenario,
+            cli::LiveOptions {
+                duration: &duration,
+                seed,
+                servers: &servers,
+                history: history.as_deref(),
+                client: client.as_deref(),
+            },
+        ),
         Command::Serve {
             family,
             port,

@@ -139,8 +139,8 @@ fn announce(
 /// What `locksim live` was asked for, beside the scenario file.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveOptions<'a> {
-    /// How long the run lasts, ms.
-    pub duration_ms: u64,
+    /// How long the run lasts (`--duration`: `30s`, `1500ms`, a bare number of seconds).
+    pub duration: &'a str,
     /// The seed of its faults.
     pub seed: u64,
     /// `real` or `model` (see [`LiveServers::parse`]).
@@ -156,12 +156,20 @@ pub struct LiveOptions<'a> {
 /// client fails, 130 when interrupted.
 pub fn live_command(path: &Path, options: LiveOptions<'_>) -> u8 {
     let LiveOptions {
-        duration_ms,
+        duration,
         seed,
         servers,
         history,
         client,
     } = options;
+    let duration_ms = match parse_duration_ms(duration) {
+        Ok(ms) => ms,
+        Err(e) => {
+            eprintln!("locksim: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    crate::live::remove_orphaned_folders(&std::env::temp_dir());
     let servers = match LiveServers::parse(servers) {
         Ok(s) => s,
         Err(e) => {

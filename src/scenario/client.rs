@@ -16,7 +16,10 @@ pub const DEFAULT_REPLY_GRACE_MS: u64 = 30_000;
 /// `[workload.client]`: the adapter program one client node runs, with its arguments and
 /// extra environment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table: command = [\"PROGRAM\", \"ARG\", ...], env = { NAME = \"value\" }, reply_grace_ms = N"
+)]
 pub struct ClientProgram {
     /// The program and its arguments (non-empty). A relative program path with a `/` is
     /// taken from the scenario file's folder (from the current folder on the command
