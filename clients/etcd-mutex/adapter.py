@@ -54,6 +54,8 @@ class Settings:
                 "Mutex.Lock and exits with 'lock lost on init' when it is gone")
 
 
+
+
 class Holder:
     """One `etcdctl lock` process: waiting, holding, or gone."""
 
@@ -64,6 +66,10 @@ class Holder:
         self.key = None
         self.releasing = False
         self.stderr_tail = []
+        # PR_SET_PDEATHSIG does not survive fork: etcdctl must ask for it itself (setpriv
+        # sets it and execs), or a waiting etcdctl outlives its adapter when locksim
+        # kills the node.
+        argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.stderr_reader = threading.Thread(target=self._stderr, daemon=True)
@@ -164,14 +170,18 @@ class Adapter:
         return reply
 
     def key_present(self, key):
-        """One `etcdctl get`: etcdctl's Unlock cannot tell whether the key was still there."""
+        """One `etcdctl get`: etcdctl's Unlock cannot tell whether the key was still there.
+        None when the get failed (a partition): then nobody knows."""
         try:
             done = subprocess.run(self.etcdctl("get", key), capture_output=True, text=True,
                                   timeout=EXIT_GRACE_S)
-            return done.returncode != 0 or int(json.loads(done.stdout).get("count", 0)) > 0
+            if done.returncode != 0:
+                log(f"looking for {key}: {done.stderr.strip()}")
+                return None
+            return int(json.loads(done.stdout).get("count", 0)) > 0
         except (subprocess.TimeoutExpired, ValueError) as e:
             log(f"looking for {key}: {e}")
-            return True
+            return None
 
     def release(self, grant):
         holder = self.grants.pop(grant, None)
@@ -181,8 +191,10 @@ class Adapter:
             return {"reply": "released", "released": False}
         present = self.key_present(holder.key)
         code = holder.stop()
-        if code == 0:
+        if code == 0 and present is not None:
             return {"reply": "released", "released": present}
+        if code == 0:
+            return {"reply": "unknown", "reason": "unlocked, but whether the key was still ours is unknown"}
         return {"reply": "unknown", "reason": f"unlock: {holder.reason()}"}
 
     def abandon(self):

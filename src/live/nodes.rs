@@ -220,12 +220,16 @@ impl FaultTarget for LiveNodes {
     fn supports(&self, action: &Action) -> bool {
         match action {
             Action::Pause { .. }
-            | Action::ArmPause { .. }
             | Action::Resume { .. }
             | Action::Partition { .. }
             | Action::Heal { .. }
-            | Action::HealAll
-            | Action::ArmCrash { .. } => true,
+            | Action::HealAll => true,
+            // A point inside locksim's own client (`mid-acquire`) is never reached by an
+            // external client's library: such a fault is not applied, never faked.
+            Action::ArmPause { node, point, .. } | Action::ArmCrash { node, point, .. } => {
+                let external = self.spec.client.is_some() && self.clients.contains_key(node);
+                !external || crate::scenario::Workload::FAULT_POINTS.contains(point)
+            }
             // A server whose restart could not resume from its disk (a model server's
             // disk lives in its process) is not crashed.
             Action::Crash { node, .. } | Action::Restart { node } => self

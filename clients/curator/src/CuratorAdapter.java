@@ -41,6 +41,8 @@ public final class CuratorAdapter {
     private final Map<String, InterProcessMutex> mutexes = new HashMap<>();
     /** Grants not yet released; the listener thread reads it. */
     private final Map<String, Held> grants = new ConcurrentHashMap<>();
+    /** The connection's last state, as the listener saw it (null: never changed). */
+    private volatile ConnectionState lastState;
     private long nextGrant = 1;
 
     private CuratorAdapter(PrintStream protocol, LockSettings settings, String connect) {
@@ -101,6 +103,7 @@ public final class CuratorAdapter {
             ObjectNode reply = handle(req);
             reply.put("id", req.get("id").asLong());
             emit(reply);
+            lostSinceGranted(reply);
         }
         return 0;
     }
@@ -202,8 +205,24 @@ public final class CuratorAdapter {
         }
     }
 
+    /**
+     * A grant given while the connection is SUSPENDED or LOST (the state changed during the
+     * acquire, or the listener's notice went out before the reply named the grant, when
+     * locksim ignores it) is lost at once: say so after the reply.
+     */
+    private void lostSinceGranted(ObjectNode reply) {
+        ConnectionState state = lastState;
+        boolean gone = state == ConnectionState.SUSPENDED || state == ConnectionState.LOST;
+        if (settings.stopOnSuspended && gone && reply.path("reply").asText().equals("granted")) {
+            ObjectNode notice = json.createObjectNode();
+            notice.put("notice", "lost").put("grant", reply.path("grant").asText()).put("reason", state.toString());
+            emit(notice);
+        }
+    }
+
     /** Curator's connection-state listener: with on_suspended = stop, SUSPENDED or LOST ends every grant. */
     private void onState(ConnectionState state) {
+        lastState = state;
         System.err.println("curator adapter: connection " + state);
         if (!settings.stopOnSuspended || (state != ConnectionState.SUSPENDED && state != ConnectionState.LOST)) {
             return;

@@ -619,7 +619,9 @@ async fn blocked<S: AsyncRead + AsyncWrite + Unpin>(
         let nap = match until {
             Block::Forever => None,
             Block::Until(at) => {
-                let left = at.saturating_add(1).saturating_sub(ctx.wall_ms()).max(0);
+                // At least 1 ms: past the deadline while a script holds the server, the
+                // timeout waits for it, and a nap of 0 would spin.
+                let left = at.saturating_add(1).saturating_sub(ctx.wall_ms()).max(1);
                 Some(Duration::from_millis(left as u64).min(BLOCKED_CHECK))
             }
         };

@@ -67,7 +67,8 @@ fn long_double(arg: &[u8]) -> Option<Seconds> {
         b'+' => (false, &text[1..]),
         _ => (false, text),
     };
-    if unsigned.len() > 2 && unsigned[..2].eq_ignore_ascii_case("0x") {
+    // Bytes, not a str slice: `0é` has no char boundary at 2.
+    if unsigned.len() > 2 && unsigned.as_bytes()[..2].eq_ignore_ascii_case(b"0x") {
         return hexadecimal(&unsigned[2..], negative);
     }
     let v: f64 = text.parse().ok()?;
@@ -205,7 +206,7 @@ mod tests {
         let not_float = Err("ERR timeout is not a float or out of range".to_string());
         let negative = Err("ERR timeout is negative".to_string());
         for bad in [
-            "abc", "", " 1", "1 ", "nan", "0x", "0x1p", "1e", "1e5000", "1e-5000",
+            "abc", "", " 1", "1 ", "nan", "0x", "0x1p", "1e", "1e5000", "1e-5000", "0é", "-0é",
         ] {
             assert_eq!(ms(bad), not_float, "{bad:?}");
         }
