@@ -11,16 +11,26 @@
 //! - a class without its `]` ends with the pattern (`[ab` is `[ab]`);
 //! - a `\` at the very end is a literal backslash;
 //! - once the rest of a pattern after `*` fails against every suffix, no earlier `*` is
-//!   tried further (Redis's `skipLongerMatches`, which bounds the work).
+//!   tried further (Redis's `skipLongerMatches`, which bounds the work);
+//! - a match nested more than 1000 stars deep fails (Redis 7.0.10's guard against
+//!   abusive patterns; here it also bounds the recursion, so no pattern overflows the
+//!   stack).
+
+/// How deep stars may nest before a match fails, as in Redis.
+const MAX_NESTING: u32 = 1000;
 
 /// Whether `s` matches the glob `pattern`, as Redis's `stringmatchlen`.
 pub(crate) fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
     let mut give_up = false;
-    matches_from(pattern, s, &mut give_up)
+    matches_from(pattern, s, &mut give_up, 0)
 }
 
-/// Matches `s` against `p`; `give_up` is set once a `*`'s rest matched no suffix.
-fn matches_from(mut p: &[u8], mut s: &[u8], give_up: &mut bool) -> bool {
+/// Matches `s` against `p`, `nesting` stars deep; `give_up` is set once a `*`'s rest
+/// matched no suffix.
+fn matches_from(mut p: &[u8], mut s: &[u8], give_up: &mut bool, nesting: u32) -> bool {
+    if nesting > MAX_NESTING {
+        return false;
+    }
     while let (Some(&head), Some(&byte)) = (p.first(), s.first()) {
         match head {
             b'*' => {
@@ -33,7 +43,7 @@ fn matches_from(mut p: &[u8], mut s: &[u8], give_up: &mut bool) -> bool {
                 }
                 // The rest must match some non-empty suffix.
                 while !s.is_empty() {
-                    if matches_from(&p[1..], s, give_up) {
+                    if matches_from(&p[1..], s, give_up, nesting + 1) {
                         return true;
                     }
                     if *give_up {
@@ -129,6 +139,15 @@ mod tests {
         assert!(!m("h?llo", "hllo"));
         assert!(m("*a", "a"));
         assert!(m("a**", "a"));
+    }
+
+    #[test]
+    fn stars_nested_past_a_thousand_fail_instead_of_overflowing_the_stack() {
+        let deep = |n| "*a".repeat(n);
+        assert!(m(&deep(999), &"a".repeat(999)));
+        assert!(!m(&deep(1002), &"a".repeat(1002)));
+        // Far past the guard: no stack overflow.
+        assert!(!m(&deep(200_000), &"a".repeat(200_000)));
     }
 
     #[test]
