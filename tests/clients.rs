@@ -180,34 +180,33 @@ fn row_17_etcd_mutex_paused_holder_violates_mutex_and_the_revision_fences_it() {
 /// check and its write, as with locksim's own client, and mutual exclusion breaks.
 #[test]
 fn redis_py_row_1_pause_past_lease_violates_mutex() {
-    need("redis-server", "redis-server");
     need_pinned("redis-py", "target/clients/python/.pinned");
-    let _alone = alone();
-    let (code, out, _) = live(
+    violates_mutex(
         "sims/redis-01-pause-past-lease.toml",
         "4s",
         "clients/redis-py/run",
-        "client-0",
     );
-    assert_eq!(code, 0, "{out}");
-    assert!(out.contains("mutex                violated"), "{out}");
-    assert!(out.contains("expectations met"), "{out}");
 }
 
 /// Row 11 with node-redlock: the Redlock holder pauses after its validity check on
 /// three real redis-servers, its keys expire everywhere, and mutual exclusion breaks.
 #[test]
 fn node_redlock_row_11_pause_after_acquire_violates_mutex() {
-    need("redis-server", "redis-server");
     need("node", "nodejs");
     need_pinned("node-redlock", "target/clients/node/.pinned");
-    let _alone = alone();
-    let (code, out, _) = live(
+    violates_mutex(
         "sims/redlock-11-pause-after-acquire.toml",
         "6s",
         "clients/node-redlock/run",
-        "client-0",
     );
+}
+
+/// `scenario` live on real redis-servers with `client` violates `mutex` and meets its
+/// expectations.
+fn violates_mutex(scenario: &str, duration: &str, client: &str) {
+    need("redis-server", "redis-server");
+    let _alone = alone();
+    let (code, out, _) = live(scenario, duration, client, "client-0");
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("mutex                violated"), "{out}");
     assert!(out.contains("expectations met"), "{out}");
