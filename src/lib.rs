@@ -102,4 +102,4 @@ pub use check::{check_all, Check, CheckParams, CheckReport, CheckReports, Verdic
 pub use deploy::{check_run, run, run_with_schedule};
 pub use history::{Event, EventType, History, Recorder};
 pub use scenario::{Expect, Scenario, ScenarioError};
-pub use sim::{Fault, FaultPoint, RunResult, Schedule, TimedFault};
+pub use sim::{Fault, FaultPoint, RunResult, Schedule, TimedFault, WAITING_STRIKES_AFTER};

@@ -126,8 +126,11 @@ fn default_storage_timeout() -> u64 {
 impl Workload {
     /// The fault points the client loop passes through (`src/workload.rs`), besides the
     /// lock client's own (`AlgorithmConfig::client_fault_points`).
-    pub const FAULT_POINTS: &'static [FaultPoint] =
-        &[FaultPoint::AfterAcquire, FaultPoint::BeforeWrite];
+    pub const FAULT_POINTS: &'static [FaultPoint] = &[
+        FaultPoint::AfterAcquire,
+        FaultPoint::BeforeWrite,
+        FaultPoint::Waiting,
+    ];
 }
 
 impl Default for Workload {

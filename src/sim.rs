@@ -26,7 +26,7 @@ pub use clock::EPOCH_NS;
 pub(crate) use clock::{Clock, ClockChange};
 pub use disk::Disk;
 pub(crate) use fault::{actions, Action, MAX_FAULT_MS};
-pub use fault::{Fault, FaultPoint, Schedule, TimedFault};
+pub use fault::{Fault, FaultPoint, Schedule, TimedFault, WAITING_STRIKES_AFTER};
 pub use join::join_all;
 pub use kernel::{Kernel, Traffic};
 pub(crate) use kernel::{Listening, Open};

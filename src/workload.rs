@@ -13,6 +13,9 @@
 //! `at = "before-write"` strikes there. No client code can close that window; only the
 //! resource can (Kleppmann, "How to do distributed locking", 2016). The points passed
 //! here are listed in [`Workload::FAULT_POINTS`], which the scenario validates against.
+//! One of them, `waiting`, is no line but a state: an acquire outstanding long enough to
+//! be queued behind the holder ([`NodeCtx::waiting`]), so a pause reaches a client while
+//! its lock library waits, whoever wrote the library.
 //!
 //! With `reentrant = true` the holder re-acquires the lock it holds before reading and
 //! gives that inner grant back after the read, then works and writes under the outer
@@ -71,7 +74,7 @@ async fn acquire(
 ) -> Result<Grant, EventType> {
     let acquire = |kind| ctx.event(kind, names::ACQUIRE).lock(LOCK).reentrant(inner);
     ctx.record(acquire(EventType::Invoke));
-    match lock.acquire(ctx, LOCK, wait).await {
+    match ctx.waiting(lock.acquire(ctx, LOCK, wait)).await {
         Ok(g) => {
             tracing::debug!(token = ?g.token, inner, "acquired {LOCK}");
             let mut e = acquire(EventType::Ok).token(g.token);

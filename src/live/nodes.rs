@@ -225,7 +225,8 @@ impl FaultTarget for LiveNodes {
             | Action::Heal { .. }
             | Action::HealAll => true,
             // A point inside locksim's own client (`mid-acquire`) is never reached by an
-            // external client's library: such a fault is not applied, never faked.
+            // external client's library: such a fault is not applied, never faked. The
+            // workload's points (`waiting` freezes a library in its wait) are reached.
             Action::ArmPause { node, point, .. } | Action::ArmCrash { node, point, .. } => {
                 let external = self.spec.client.is_some() && self.clients.contains_key(node);
                 !external || crate::scenario::Workload::FAULT_POINTS.contains(point)

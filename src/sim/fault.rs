@@ -35,7 +35,18 @@ pub enum FaultPoint {
     /// Armed at the scheduled instant; strikes inside a multi-step acquire, after the
     /// lock is partly taken and before it is complete (e.g. between SETNX and EXPIRE).
     MidAcquire,
+    /// Armed at the scheduled instant; strikes while the client waits for the lock: once
+    /// its current (or next) acquire has been outstanding for [`WAITING_STRIKES_AFTER`]
+    /// of its own time, when the lock service has queued it behind the holder. The
+    /// workload reaches it, not the lock client, so it strikes inside any client's wait,
+    /// a real library's (an external adapter's) included, where `mid-acquire` cannot.
+    Waiting,
 }
+
+/// How long an acquire must have been outstanding before a fault armed at
+/// [`FaultPoint::Waiting`] strikes: long past an uncontended acquire's round trips, so
+/// the client is queued behind the holder, not still asking.
+pub const WAITING_STRIKES_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl FaultPoint {
     /// Name used in scenarios and events.
@@ -45,6 +56,7 @@ impl FaultPoint {
             FaultPoint::BeforeWrite => "before-write",
             FaultPoint::AfterAcquire => "after-acquire",
             FaultPoint::MidAcquire => "mid-acquire",
+            FaultPoint::Waiting => "waiting",
         }
     }
 }
@@ -151,7 +163,7 @@ impl Fault {
     pub const KINDS: &'static [(&'static str, &'static str)] = &[
         (
             "pause",
-            "stop-the-world freeze of nodes (duration_ms; at = anywhere | after-acquire | before-write | mid-acquire)",
+            "stop-the-world freeze of nodes (duration_ms; at = anywhere | after-acquire | before-write | mid-acquire | waiting)",
         ),
         (
             "partition",

@@ -7,7 +7,7 @@
 
 use super::clock::Clock;
 use super::disk::Disk;
-use super::fault::FaultPoint;
+use super::fault::{FaultPoint, WAITING_STRIKES_AFTER};
 use super::kernel::Kernel;
 use super::live_net::LiveNet;
 use super::pause::{PauseSwitch, YieldNow};
@@ -54,6 +54,8 @@ pub struct NodeState {
     pub disk: RefCell<Disk>,
     rng: RefCell<ChaCha8Rng>,
     armed: RefCell<Vec<(FaultPoint, ArmedFault)>>,
+    /// Wakes a waiting acquire when a fault is armed at [`FaultPoint::Waiting`].
+    waiting_armed: tokio::sync::Notify,
     requests: RefCell<Vec<NodeRequest>>,
     crashed: Cell<bool>,
     starts: Cell<u32>,
@@ -75,6 +77,7 @@ impl NodeState {
             disk: RefCell::new(Disk::new()),
             rng: RefCell::new(node_rng(seed, name)),
             armed: RefCell::new(Vec::new()),
+            waiting_armed: tokio::sync::Notify::new(),
             requests: RefCell::new(Vec::new()),
             crashed: Cell::new(false),
             starts: Cell::new(0),
@@ -110,6 +113,16 @@ impl NodeState {
     /// Arm `fault` to strike when the node next reaches `point`.
     pub fn arm(&self, point: FaultPoint, fault: ArmedFault) {
         self.armed.borrow_mut().push((point, fault));
+        // Only this point is waited on; other arms wake nothing, so runs without it
+        // poll exactly as before.
+        if point == FaultPoint::Waiting {
+            self.waiting_armed.notify_waiters();
+        }
+    }
+
+    /// Whether a fault is armed at `point`.
+    fn is_armed(&self, point: FaultPoint) -> bool {
+        self.armed.borrow().iter().any(|(p, _)| *p == point)
     }
 
     /// Take the requests node code made since the last call.
@@ -447,6 +460,34 @@ impl NodeCtx {
     /// Shorthand: record an event of this process with type `kind` and op `f`.
     pub fn event(&self, kind: EventType, f: &str) -> Event {
         Event::new(self.state.name.clone(), kind, f)
+    }
+
+    /// Run `acquire`, an acquire the workload waits on: a fault armed at
+    /// [`FaultPoint::Waiting`] strikes once it has been outstanding for
+    /// [`WAITING_STRIKES_AFTER`], freezing it with the rest of the node.
+    pub async fn waiting<F: Future>(&self, acquire: F) -> F::Output {
+        let started = self.mono_ns();
+        tokio::pin!(acquire);
+        loop {
+            tokio::select! {
+                // Biased: the acquire is polled first, as when it ran alone.
+                biased;
+                out = &mut acquire => return out,
+                () = self.strike_when_waiting(started) => {}
+            }
+        }
+    }
+
+    /// Strike the fault armed at [`FaultPoint::Waiting`] once the acquire that began at
+    /// `started` (local ns) has waited long enough; pending while none is armed.
+    async fn strike_when_waiting(&self, started: i64) {
+        while !self.state.is_armed(FaultPoint::Waiting) {
+            self.state.waiting_armed.notified().await;
+        }
+        let waited = Duration::from_nanos((self.mono_ns() - started).max(0) as u64);
+        self.sleep(WAITING_STRIKES_AFTER.saturating_sub(waited))
+            .await;
+        self.fault_point(FaultPoint::Waiting).await;
     }
 
     /// A fault point: if a fault is armed for `point`, it strikes here. A pause freezes

@@ -153,3 +153,53 @@ fn partition_cuts_requests_until_heal() {
         && e.kind == EventType::Fail
         && e.reason.as_deref().is_some_and(|r| r.contains("connect"))));
 }
+
+/// `at = "waiting"` strikes inside an acquire that has waited 200 ms, whichever client
+/// code runs it: armed while client-0 holds, it waits for client-0's next acquire, and an
+/// acquire answered sooner does not meet it.
+#[test]
+fn a_pause_at_waiting_strikes_only_inside_an_acquire_that_has_waited_200_ms() {
+    let s = scenario(
+        "[lock]\nttl_ms = 2000\n[workload]\nclients = 2\nacquire_timeout_ms = 8000\nwork_ms = [300, 600]\n\
+         [[faults.at]]\nat_ms = 1000\nkind = \"pause\"\nnodes = [\"client-0\"]\nduration_ms = 700\nat = \"waiting\"\n",
+    );
+    for seed in 0..8 {
+        let h = run(&s, seed).history;
+        let pause = h
+            .iter()
+            .find(|e| e.f == "pause")
+            .unwrap_or_else(|| panic!("seed {seed}: the pause never struck"));
+        assert!(
+            pause.time_ns >= 1_000_000_000,
+            "seed {seed}: struck before it was armed"
+        );
+        // The acquire client-0 had outstanding when the pause struck.
+        let mine = |e: &&Event| e.process == "client-0" && e.f == "acquire";
+        let invoke = h
+            .iter()
+            .filter(mine)
+            .rfind(|e| e.time_ns <= pause.time_ns)
+            .unwrap_or_else(|| panic!("seed {seed}: no acquire before the pause"));
+        assert_eq!(
+            invoke.kind,
+            EventType::Invoke,
+            "seed {seed}: struck outside an acquire"
+        );
+        assert!(
+            pause.time_ns - invoke.time_ns >= 200_000_000,
+            "seed {seed}: struck {} ms into the acquire",
+            (pause.time_ns - invoke.time_ns) / 1_000_000
+        );
+        // Its answer comes after the pause: it was frozen with the node.
+        let answer = h
+            .iter()
+            .filter(mine)
+            .find(|e| e.time_ns > invoke.time_ns && e.kind != EventType::Invoke);
+        if let Some(a) = answer {
+            assert!(
+                a.time_ns >= pause.time_ns + 700_000_000,
+                "seed {seed}: answered while frozen"
+            );
+        }
+    }
+}
