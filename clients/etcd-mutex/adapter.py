@@ -158,7 +158,10 @@ class Adapter:
             holder.proc.wait()
             reason = holder.reason()
             if "lock lost on init" in reason:
-                return {"reply": "refused", "reason": reason}
+                # Its key was gone when etcdctl looked, but it may have been the lowest (the
+                # lock's owner, to etcd) until its lease ran out: it may have taken effect,
+                # as locksim's client says of the same case. Its session died with its lease.
+                return {"reply": "unknown", "reason": reason}
             # Its session's lease (and perhaps its key) lives on for a TTL.
             self.pending.append(holder)
             return {"reply": "unknown", "reason": reason}

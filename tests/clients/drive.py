@@ -10,7 +10,7 @@ with nothing to undo and an unknown `op` get replies; every stdout line is proto
 Two more checks stop an adapter's process group with SIGSTOP, as locksim's pauses do:
 `lost` (the holder frozen past its session or lease sends a `lost` notice on waking, and
 a waiter got the lock meanwhile) and `waiter` (row 16's shape: a queued waiter frozen
-past its session while the holder releases is refused on waking, or granted for real).
+past its session while the holder releases gives up on waking, or is granted for real).
 
     python3 tests/clients/drive.py --adapter clients/redis-py/run --algorithm redis \\
         --lock '{"ttl_ms": 1000}'
@@ -340,7 +340,7 @@ def lost(start, freeze_s):
 
 
 def waiter(start, freeze_s):
-    """a queued waiter frozen past its session while the holder releases: refused, or granted for real."""
+    """a queued waiter frozen past its session while the holder releases: unknown (lock lost on init), or granted for real."""
     a, b, c = start("client-0"), start("client-1"), start("client-2")
     held = acquire(a, timeout_ms=10000)
     check_granted(held, None, "a's acquire")
