@@ -4,6 +4,7 @@
 //! (`--merge`) into exactly the files one machine would have written.
 
 use super::EXIT_BAD_INPUT;
+use crate::locks::Family;
 use crate::report::{
     build, compute, merge, read_partials, write_reports, ComputeSpec, Partial, ReportError,
 };
@@ -27,10 +28,10 @@ pub enum ReportJob {
     Merge(Vec<PathBuf>),
 }
 
-/// Do `job`, writing into `out`; `bar`: draw progress bars. Exit 0 when written, 2 on
-/// bad input.
-pub fn report_command(job: ReportJob, out: &Path, bar: bool) -> u8 {
-    match report(job, out, bar) {
+/// Do `job`, writing into `out`, the rows' algorithms among `families`; `bar`: draw
+/// progress bars. Exit 0 when written, 2 on bad input.
+pub fn report_command(job: ReportJob, out: &Path, families: &[Family], bar: bool) -> u8 {
+    match report(job, out, families, bar) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("locksim: {e}");
@@ -39,7 +40,7 @@ pub fn report_command(job: ReportJob, out: &Path, bar: bool) -> u8 {
     }
 }
 
-fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
+fn report(job: ReportJob, out: &Path, families: &[Family], bar: bool) -> Result<(), ReportError> {
     std::fs::create_dir_all(out).map_err(|e| ReportError::Create(out.to_path_buf(), e))?;
     let start = Instant::now();
     let partial = match job {
@@ -67,6 +68,7 @@ fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
                 shard: shard.unwrap_or((1, 1)),
                 jobs,
                 out,
+                families,
             };
             let p = run_shard(&spec, bar)?;
             if shard.is_some() {
@@ -76,7 +78,7 @@ fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
         }
     };
     let progress = Progress::new(bar, "timelines");
-    let g = build(&partial, out, &|done, total| {
+    let g = build(&partial, out, families, &|done, total| {
         progress.show(done as u64, total as u64, "")
     })?;
     progress.finish();
