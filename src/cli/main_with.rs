@@ -140,7 +140,7 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
             jobs,
             shard,
             merge,
-        } => report(seeds, &out, matrix, jobs, shard.as_deref(), merge, families),
+        } => report(seeds, &out, matrix, jobs, shard.as_deref(), merge, binary),
         Command::Shrink {
             scenario,
             seed,
@@ -260,7 +260,7 @@ fn report(
     jobs: Option<u16>,
     shard: Option<&str>,
     merge: Vec<PathBuf>,
-    families: &[Family],
+    binary: Binary<'_>,
 ) -> u8 {
     let jobs = jobs_or_cores(jobs);
     let bar = std::io::stderr().is_terminal();
@@ -281,7 +281,7 @@ fn report(
             jobs,
         }
     };
-    super::report_command(job, out, families, bar)
+    super::report_command(job, out, binary, bar)
 }
 
 /// `--jobs`, else one per core.

@@ -146,3 +146,36 @@ fn the_binary_lists_its_family_and_names_it_among_the_known_ones() {
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("`toy` is this binary's own family"), "{err}");
 }
+
+#[test]
+fn report_and_merge_work_on_the_binarys_own_family() {
+    let dir = empty_dir("report");
+    let matrix = "seeds = 2\nduration_ms = 3000\nfencing = [false, true]\n\
+                  [workload]\nclients = 3\n\
+                  [[row]]\nname = \"toy\"\nalgorithm = \"toy\"\nlock = { ttl_ms = 500 }\n\
+                  [[column]]\nname = \"pause\"\n\
+                  faults = { pause = { nodes = \"clients\", duration_ms = [600, 2000], at = \"before-write\" } }\n";
+    std::fs::write(dir.join("m.toml"), matrix).unwrap();
+    let (code, out, err) = run_in(&dir, &["report", "--matrix", "m.toml", "--out", "out"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let md = std::fs::read_to_string(dir.join("out/guarantees.md")).unwrap();
+    assert!(
+        md.contains("`my_locksim report --matrix m.toml --seeds 2`"),
+        "{md}"
+    );
+    assert!(dir.join("out/cells/toy--pause--fenced.toml").exists());
+
+    // Two shards of a sweep, merged as one run.
+    for k in ["1/2", "2/2"] {
+        let file = format!("shard-{}.jsonl", &k[..1]);
+        let args = [
+            "run", TOY, "--seeds", "0..4", "--shard", k, "--json", &file, "--quiet",
+        ];
+        let (code, out, err) = run_in(&dir, &args);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (code, out, err) = run_in(&dir, &["merge", "shard-1.jsonl", "shard-2.jsonl"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("4 seeds from 2 shards"), "{out}");
+    assert!(out.contains("replay: my_locksim replay "), "{out}");
+}
