@@ -155,7 +155,7 @@ pub struct LiveOptions<'a> {
     pub duration: &'a str,
     /// The seed of its faults.
     pub seed: u64,
-    /// `real` or `model` (see [`LiveServers::parse`]).
+    /// `real` or `model` (see `LiveServers::parse`).
     pub servers: &'a str,
     /// Where to write the history (JSONL), if anywhere.
     pub history: Option<&'a Path>,
