@@ -24,13 +24,14 @@ use std::process::ExitCode;
 ///
 /// What runs real processes is for locksim's families only: `live` on a scenario of
 /// yours says the family has no real counterpart, and `serve` that it serves locksim's
-/// models; both exit 2.
+/// models; both exit 2. The commands a binary prints for you to run next (`replay: ...`,
+/// `reproduce with: ...`) name it as it was run.
 ///
 /// # Example
 ///
 /// A binary of a crate that depends on locksim, with a family `Toy` written as
 /// [`crate::plugin`] shows (`examples/my_locksim.rs` in a locksim checkout is this
-/// binary for the toy family of `examples/toy_family.rs`):
+/// binary for the toy family of `examples/toy/mod.rs`):
 ///
 /// ```no_run
 /// use locksim::plugin::*;
