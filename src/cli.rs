@@ -1,12 +1,22 @@
-//! The `locksim` subcommands, one file each: sweep tables and JSON lines (`run`), the
-//! summary of a sweep run in shards (`merge`), explained counterexamples in true and local time (`replay`), linearizability of a
-//! history file (`check`), the catalogue (`list`), harness speed (`bench`) and a model
-//! server for real clients (`serve`). Each returns its exit code.
+//! The `locksim` command line, as a library: [`main_with`] runs it for locksim's
+//! families and your own, so that a binary of your own (a `main` of one line) gets
+//! `run`, `replay`, `shrink`, `report`, `merge`, `list` and `check` for the families you
+//! wrote with [`crate::plugin`].
+//!
+//! The subcommands are one file each: sweep tables and JSON lines (`run`), the summary of
+//! a sweep run in shards (`merge`), explained counterexamples in true and local time
+//! (`replay`), linearizability of a history file (`check`), the catalogue (`list`),
+//! harness speed (`bench`) and a model server for real clients (`serve`). Each returns
+//! its exit code.
 
+mod args;
 mod bench;
+mod binary;
 mod check;
+mod families;
 mod list;
 mod live;
+mod main_with;
 mod merge;
 mod merge_error;
 mod replay;
@@ -16,24 +26,43 @@ mod seed_args;
 mod serve;
 mod shrink;
 
-pub use bench::bench_command;
-pub use check::check_command;
-pub use list::list_command;
-pub use live::{live_command, parse_duration_ms, LiveOptions};
-pub use merge::merge_command;
-pub use replay::replay_command;
-pub use report::{report_command, ReportJob};
-pub use run::run_command;
-pub use seed_args::{parse_seeds, parse_shard, SeedArgError};
-pub use serve::{serve_command, ServedEvents};
-pub use shrink::shrink_command;
+#[doc(hidden)]
+pub use binary::Binary;
+pub use main_with::main_with;
 
 /// Exit code for bad input.
 pub const EXIT_BAD_INPUT: u8 = 2;
 
+// The subcommands one by one: what `main_with` runs, public for the binaries built before
+// it and not part of the interface (their arguments change with the command line).
+#[doc(hidden)]
+pub use bench::bench_command;
+#[doc(hidden)]
+pub use check::check_command;
+#[doc(hidden)]
+pub use list::list_command;
+#[doc(hidden)]
+pub use live::{live_command, parse_duration_ms, LiveOptions};
+#[doc(hidden)]
+pub use merge::merge_command;
+#[doc(hidden)]
+pub use replay::replay_command;
+#[doc(hidden)]
+pub use report::{report_command, ReportJob};
+#[doc(hidden)]
+pub use run::run_command;
+#[doc(hidden)]
+pub use seed_args::{parse_seeds, parse_shard, SeedArgError};
+#[doc(hidden)]
+pub use serve::{serve_command, ServedEvents};
+#[doc(hidden)]
+pub use shrink::shrink_command;
+
 /// A client process of a live run (the binary's hidden `live-node` entry).
+#[doc(hidden)]
 pub use crate::live::live_node_main;
 /// A model server process of a live run (the binary's hidden `serve-node` entry).
+#[doc(hidden)]
 pub use crate::live::serve_node_main;
 pub(crate) use crate::report::ms;
 

@@ -27,13 +27,15 @@
 //!   expectations, minimal failing fault schedules;
 //! - [`check`], [`linearizability`], [`history`]: the checks, the linearizability checker
 //!   and its models, events and their JSONL and Jepsen EDN forms;
+//! - [`cli`]: the `locksim` command line for your own families too
+//!   ([`cli::main_with`]: a binary of your own with `run`, `replay`, `shrink`, ...);
 //! - the crate root: [`run`], [`run_with_schedule`], [`check_run`] and the types they take
 //!   and return.
 //!
 //! Everything else is `pub(crate)`: the families' servers and clients, the harness, the
 //! transport, live mode and the report are reached through the list above, so they can
-//! change without breaking a user's code. (`cli` is the binary's and `testing` is what
-//! locksim's own integration tests reach; both are hidden.)
+//! change without breaking a user's code. (`testing` is what locksim's own integration
+//! tests reach; it is hidden.)
 //!
 //! # Layers
 //!
@@ -69,8 +71,6 @@
 #![warn(unreachable_pub)]
 
 pub mod check;
-// The `locksim` binary's; not part of the library's interface.
-#[doc(hidden)]
 pub mod cli;
 pub(crate) mod consensus;
 pub(crate) mod deploy;

@@ -322,7 +322,13 @@ pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
 impl Scenario {
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        Scenario::parse(path, &Scenario::read_text(path)?)
+        Scenario::load_with(path, ALGORITHMS)
+    }
+
+    /// [`Scenario::load`] with another list of algorithm families (e.g. locksim's own
+    /// followed by a user's).
+    pub fn load_with(path: &Path, families: &[Family]) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(path, &Scenario::read_text(path)?, families)
     }
 
     /// A scenario file's text: a regular file of at most [`MAX_SCENARIO_BYTES`], UTF-8.
@@ -348,8 +354,17 @@ impl Scenario {
     /// [`Scenario::load`] for `locksim live`, the one runner that takes an external
     /// client (`[workload.client]`, its program's path resolved from the file's folder).
     pub fn load_live(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_live_with(path, ALGORITHMS)
+    }
+
+    /// [`Scenario::load_live`] with another list of algorithm families: a user's family
+    /// is then named as one without a real counterpart, not as an unknown one.
+    pub(crate) fn load_live_with(
+        path: &Path,
+        families: &[Family],
+    ) -> Result<Scenario, ScenarioError> {
         let text = Scenario::read_text(path)?;
-        Scenario::parse_in(path, &text, ALGORITHMS, Runner::Live)
+        Scenario::parse_in(path, &text, families, Runner::Live)
     }
 
     /// [`Scenario::parse`] with another list of algorithm families (e.g. a test's own).

@@ -3,16 +3,16 @@
 //! listing cannot drift from what exists.
 
 use crate::check::{QUALITY, STANDARD};
-use crate::locks::ALGORITHMS;
+use crate::locks::Family;
 use crate::scenario::Scenario;
 use crate::sim::Fault;
 use std::path::Path;
 
-/// Print algorithms, parameters, fault kinds, checks and the scenarios in `sims` (the
-/// catalogue's folder, `./sims` when run in a checkout).
-pub fn list_command(sims: &Path) -> u8 {
+/// Print the algorithms of `families`, their parameters, fault kinds, checks and the
+/// scenarios in `sims` (the catalogue's folder, `./sims` when run in a checkout).
+pub fn list_command(sims: &Path, families: &[Family]) -> u8 {
     println!("algorithms ([lock] keys with defaults; checks defined):");
-    for family in ALGORITHMS {
+    for family in families {
         println!("\n  {:<17} {}", family.name, family.about);
         for p in (family.params)() {
             let default = if p.default.is_empty() {
@@ -53,13 +53,13 @@ pub fn list_command(sims: &Path) -> u8 {
     for (name, meaning) in crate::metrics::METRICS {
         println!("  {name:<21} {meaning}");
     }
-    list_scenarios(sims);
+    list_scenarios(sims, families);
     0
 }
 
 /// The scenarios in `sims`, each with its description, or where they were looked for and
 /// how to look elsewhere.
-fn list_scenarios(sims: &Path) {
+fn list_scenarios(sims: &Path, families: &[Family]) {
     let shown = std::path::absolute(sims).unwrap_or_else(|_| sims.to_path_buf());
     println!(
         "\nscenarios in {} (list another folder with --sims DIR):",
@@ -86,7 +86,7 @@ fn list_scenarios(sims: &Path) {
         println!("  (no .toml scenario files there)");
     }
     for f in files {
-        match Scenario::load(&f) {
+        match Scenario::load_with(&f, families) {
             Ok(s) => println!("  {:<40} {}", f.display(), s.description),
             Err(e) => println!("  {:<40} INVALID: {}", f.display(), e.error),
         }

@@ -5,6 +5,7 @@
 use super::EXIT_BAD_INPUT;
 use crate::check::Verdict;
 use crate::live::LiveServers;
+use crate::locks::Family;
 use crate::scenario::{ClientProgram, Expect, Scenario};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -91,8 +92,8 @@ fn proxied_summary(
 
 /// The scenario at `path` for a live run, its external client replaced by `client`
 /// (`"CMD ARGS"`) if given; `None` after printing why it cannot run.
-fn load_with_client(path: &Path, client: Option<&str>) -> Option<Scenario> {
-    let mut scenario = match Scenario::load_live(path) {
+fn load_with_client(path: &Path, client: Option<&str>, families: &[Family]) -> Option<Scenario> {
+    let mut scenario = match Scenario::load_live_with(path, families) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("locksim: {e}");
@@ -136,6 +137,17 @@ fn announce(
     Ok(())
 }
 
+/// A flag SIGINT and SIGTERM set: a first signal stops the run (and kills the servers); a
+/// second one exits.
+fn stop_on_signals() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
+        let _ = signal_hook::flag::register(signal, stop.clone());
+    }
+    stop
+}
+
 /// What `locksim live` was asked for, beside the scenario file.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveOptions<'a> {
@@ -143,12 +155,15 @@ pub struct LiveOptions<'a> {
     pub duration: &'a str,
     /// The seed of its faults.
     pub seed: u64,
-    /// `real` or `model` (see [`LiveServers::parse`]).
+    /// `real` or `model` (see `LiveServers::parse`).
     pub servers: &'a str,
     /// Where to write the history (JSONL), if anywhere.
     pub history: Option<&'a Path>,
     /// An external client, `"CMD ARGS"`, replacing the scenario's.
     pub client: Option<&'a str>,
+    /// The algorithms a scenario may name (locksim's own, and a user's, which have no
+    /// real counterpart: named so, not as unknown).
+    pub families: &'a [Family],
 }
 
 /// Run `path` live as `options` say. Exit 0 when every check met the scenario's
@@ -161,6 +176,7 @@ pub fn live_command(path: &Path, options: LiveOptions<'_>) -> u8 {
         servers,
         history,
         client,
+        families,
     } = options;
     let duration_ms = match parse_duration_ms(duration) {
         Ok(ms) => ms,
@@ -177,18 +193,13 @@ pub fn live_command(path: &Path, options: LiveOptions<'_>) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let Some(mut scenario) = load_with_client(path, client) else {
+    let Some(mut scenario) = load_with_client(path, client, families) else {
         return EXIT_BAD_INPUT;
     };
     // The scenario's timeline runs for the live duration (explicit faults past it never
     // happen; random ones are drawn within it).
     scenario.duration_ms = duration_ms;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A first signal stops the run (and kills the servers); a second one exits.
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone());
-        let _ = signal_hook::flag::register(signal, stop.clone());
-    }
+    let stop = stop_on_signals();
     if let Err(e) = announce(&scenario, seed, servers) {
         eprintln!("locksim: {}: {e}", path.display());
         return EXIT_BAD_INPUT;

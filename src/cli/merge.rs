@@ -16,8 +16,9 @@ use std::path::Path;
 /// Merge the `run --json` outputs in `files` into one summary; print it as `run` does
 /// (and as a JSON line to `json`, `-` for stdout). Exit code: 0 when every expectation
 /// is met, 1 when not, 2 on bad input (an unreadable or malformed file, or files that are
-/// not every shard of one sweep, once each, complete).
-pub fn merge_command(files: &[&Path], json: Option<&str>) -> u8 {
+/// not every shard of one sweep, once each, complete). `program`: the binary's name, for
+/// the replay hint.
+pub fn merge_command(files: &[&Path], json: Option<&str>, program: &str) -> u8 {
     let mut shards = Vec::with_capacity(files.len());
     for file in files {
         match read_shard(file) {
@@ -51,6 +52,7 @@ pub fn merge_command(files: &[&Path], json: Option<&str>) -> u8 {
         &examples(&shards),
         &format!("from {}", plural(shards.len() as u64, "shard")),
         false,
+        program,
     );
     // As `run`: human text to stderr when the JSON goes to stdout.
     if json == Some("-") {

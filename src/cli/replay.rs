@@ -2,21 +2,23 @@
 //! in true time beside the recording node's monotonic and wall clocks.
 
 use super::{ms, EXIT_BAD_INPUT};
+use crate::locks::Family;
 use crate::report::{error_replies, explain};
 use crate::scenario::Scenario;
 use std::path::Path;
 
-/// Re-run `seed` of the scenario at `path` and print its story; exit 1 if any check is
-/// violated, 0 if none, 2 on bad input.
+/// Re-run `seed` of the scenario at `path` (its algorithm one of `families`) and print
+/// its story; exit 1 if any check is violated, 0 if none, 2 on bad input.
 pub fn replay_command(
     path: &Path,
+    families: &[Family],
     seed: u64,
     history_out: Option<&Path>,
     edn_out: Option<&Path>,
     svg_out: Option<&Path>,
     trace: bool,
 ) -> u8 {
-    let scenario = match Scenario::load(path) {
+    let scenario = match Scenario::load_with(path, families) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("locksim: {e}");

@@ -3,6 +3,7 @@
 //! run one shard of it (`--shard K/N`, writing `partial-K-of-N.json`); or merge shards
 //! (`--merge`) into exactly the files one machine would have written.
 
+use super::Binary;
 use super::EXIT_BAD_INPUT;
 use crate::report::{
     build, compute, merge, read_partials, write_reports, ComputeSpec, Partial, ReportError,
@@ -27,10 +28,11 @@ pub enum ReportJob {
     Merge(Vec<PathBuf>),
 }
 
-/// Do `job`, writing into `out`; `bar`: draw progress bars. Exit 0 when written, 2 on
+/// Do `job`, writing into `out`, the rows' algorithms among the binary's families (the
+/// commands shown name the binary); `bar`: draw progress bars. Exit 0 when written, 2 on
 /// bad input.
-pub fn report_command(job: ReportJob, out: &Path, bar: bool) -> u8 {
-    match report(job, out, bar) {
+pub fn report_command(job: ReportJob, out: &Path, binary: Binary<'_>, bar: bool) -> u8 {
+    match report(job, out, binary, bar) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("locksim: {e}");
@@ -39,7 +41,7 @@ pub fn report_command(job: ReportJob, out: &Path, bar: bool) -> u8 {
     }
 }
 
-fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
+fn report(job: ReportJob, out: &Path, binary: Binary<'_>, bar: bool) -> Result<(), ReportError> {
     std::fs::create_dir_all(out).map_err(|e| ReportError::Create(out.to_path_buf(), e))?;
     let start = Instant::now();
     let partial = match job {
@@ -67,6 +69,7 @@ fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
                 shard: shard.unwrap_or((1, 1)),
                 jobs,
                 out,
+                families: binary.families,
             };
             let p = run_shard(&spec, bar)?;
             if shard.is_some() {
@@ -76,9 +79,13 @@ fn report(job: ReportJob, out: &Path, bar: bool) -> Result<(), ReportError> {
         }
     };
     let progress = Progress::new(bar, "timelines");
-    let g = build(&partial, out, &|done, total| {
-        progress.show(done as u64, total as u64, "")
-    })?;
+    let g = build(
+        &partial,
+        out,
+        binary.families,
+        binary.name,
+        &|done, total| progress.show(done as u64, total as u64, ""),
+    )?;
     progress.finish();
     write_reports(&g, out)?;
     println!(

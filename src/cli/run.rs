@@ -2,6 +2,7 @@
 //! as soon as it and every earlier seed are done; Ctrl-C or SIGTERM stops the sweep and
 //! prints the summary of the seeds that finished (exit 130 / 143).
 
+use super::Binary;
 use super::EXIT_BAD_INPUT;
 use crate::check::{standard_first, Verdict};
 use crate::plural::plural;
@@ -23,18 +24,20 @@ pub(crate) const EXIT_SIGTERM: u8 = 143;
 /// Without a terminal, a progress line this often (wall time), unless `--quiet`.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
-/// Run a scenario over `seeds` on `jobs` threads; print a table (and JSON lines); return
-/// the exit code. `bar`: draw a progress bar (stderr is a terminal); otherwise, unless
-/// `quiet`, a progress line every ten seconds.
+/// Run a scenario (its algorithm one of the binary's families) over `seeds` on `jobs`
+/// threads; print a table (and JSON lines); return the exit code. `bar`: draw a progress
+/// bar (stderr is a terminal); otherwise, unless `quiet`, a progress line every ten
+/// seconds.
 pub fn run_command(
     path: &Path,
+    binary: Binary<'_>,
     seeds: SeedSet,
     jobs: usize,
     json: Option<&str>,
     quiet: bool,
     bar: bool,
 ) -> u8 {
-    let scenario = match Scenario::load(path) {
+    let scenario = match Scenario::load_with(path, binary.families) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("locksim: {e}");
@@ -128,7 +131,8 @@ pub fn run_command(
         errors: tally.errors().to_vec(),
     };
     let threads = plural(jobs.min(total.max(1) as usize) as u64, "thread");
-    let text = report(&summary, &examples, &format!("on {threads}"), quiet);
+    let ran_on = format!("on {threads}");
+    let text = report(&summary, &examples, &ran_on, quiet, binary.name);
     if human_to_stdout {
         print!("{text}");
     } else {
@@ -295,8 +299,15 @@ pub(super) struct Examples {
 }
 
 /// The human summary: one line per check, harness errors, the first violation and how to
-/// replay it, the cost line (see [`crate::metrics`]), and the speed. `ran_on` ends the first line (`on 2 threads`).
-pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet: bool) -> String {
+/// replay it (with the binary called `program`), the cost line (see [`crate::metrics`]),
+/// and the speed. `ran_on` ends the first line (`on 2 threads`).
+pub(super) fn report(
+    summary: &Summary,
+    examples: &Examples,
+    ran_on: &str,
+    quiet: bool,
+    program: &str,
+) -> String {
     let mut text = String::new();
     let n = summary.seeds;
     if !quiet {
@@ -311,7 +322,8 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
     for (seed, error) in &examples.errors {
         text.push_str(&format!("harness error on seed {seed}: {error}\n"));
     }
-    text.push_str(&first_violation(summary, examples.first_violation.as_ref()));
+    let first = examples.first_violation.as_ref();
+    text.push_str(&first_violation(summary, first, program));
     if let Some(d) = &summary.acquire_errors {
         // Beside the violation it explains (a liveness failure, typically) when it is
         // that seed's; on its own line otherwise.
@@ -349,14 +361,14 @@ pub(super) fn report(summary: &Summary, examples: &Examples, ran_on: &str, quiet
     text
 }
 
-/// The first violating seed, how to replay it and its first counterexample; or that no
-/// seed violated anything.
-fn first_violation(summary: &Summary, first: Option<&FirstViolation>) -> String {
+/// The first violating seed, how to replay it (with the binary called `program`) and its
+/// first counterexample; or that no seed violated anything.
+fn first_violation(summary: &Summary, first: Option<&FirstViolation>, program: &str) -> String {
     let Some(o) = first else {
         return format!("no violation in {}\n", plural(summary.seeds, "seed"));
     };
     let mut text = format!(
-        "first violating seed: {} ({})\n  replay: locksim replay {} --seed {}\n",
+        "first violating seed: {} ({})\n  replay: {program} replay {} --seed {}\n",
         o.seed,
         o.checks.join(", "),
         summary.scenario_file,

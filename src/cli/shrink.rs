@@ -1,17 +1,20 @@
 //! `locksim shrink`: cut a violating seed's fault schedule down to the faults that matter
 //! and write it as a scenario that reproduces the violation.
 
+use super::Binary;
 use super::EXIT_BAD_INPUT;
 use crate::plural::plural;
 use crate::scenario::Scenario;
 use crate::shrink::{fault_time_ms, scenario_text, shrink, ShrinkOptions};
 use std::path::{Path, PathBuf};
 
-/// Shrink `seed` of the scenario at `path`; write the result to `out` (default: next to
-/// the scenario, `<stem>-shrunk-seed-N.toml`). Exit 0 when written, 1 when the seed
-/// violates nothing (or not the named check), 2 on bad input.
+/// Shrink `seed` of the scenario at `path` (its algorithm one of the binary's); write the
+/// result to `out` (default: next to the scenario, `<stem>-shrunk-seed-N.toml`). Exit 0
+/// when written, 1 when the seed violates nothing (or not the named check), 2 on bad
+/// input.
 pub fn shrink_command(
     path: &Path,
+    binary: Binary<'_>,
     seed: u64,
     opts: &ShrinkOptions,
     out: Option<&Path>,
@@ -19,8 +22,9 @@ pub fn shrink_command(
 ) -> u8 {
     // One capped read, as `run` reads a scenario: the text is also the shrunk scenario's
     // starting point.
-    let loaded = Scenario::read_text(path)
-        .and_then(|text| Scenario::parse(path, &text).map(|scenario| (text, scenario)));
+    let loaded = Scenario::read_text(path).and_then(|text| {
+        Scenario::parse_with(path, &text, binary.families).map(|scenario| (text, scenario))
+    });
     let (text, scenario) = match loaded {
         Ok(s) => s,
         Err(e) => {
@@ -105,8 +109,9 @@ pub fn shrink_command(
         println!("    {line}");
     }
     println!(
-        "  wrote {}; reproduce with: locksim run {} --seed {seed}",
+        "  wrote {}; reproduce with: {} run {} --seed {seed}",
         out.display(),
+        binary.name,
         out.display()
     );
     0

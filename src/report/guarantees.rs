@@ -11,6 +11,7 @@ use super::matrix::Matrix;
 use super::partial::{CellCounts, Partial};
 use super::timeline::timeline_svg;
 use crate::check::CheckKind;
+use crate::locks::Family;
 use crate::metrics::{Latencies, MetricsTotals, TrafficCost};
 use crate::scenario::Scenario;
 use crate::sweep::run_seed;
@@ -186,10 +187,14 @@ pub(crate) struct ColumnInfo {
 
 /// Build the results of a complete partial (shard 1 of 1), writing the cells' scenario
 /// files under `out/cells/` and re-running each violated check's first seed for its
-/// timeline. `on_timeline(done, total)` reports.
+/// timeline. The rows' algorithms are among `families`; `program` is the binary the
+/// commands shown name (`locksim`, or a user's binary that knows their families).
+/// `on_timeline(done, total)` reports.
 pub(crate) fn build(
     p: &Partial,
     out: &Path,
+    families: &[Family],
+    program: &str,
     on_timeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Guarantees, ReportError> {
     let m = p.matrix()?;
@@ -200,11 +205,11 @@ pub(crate) fn build(
             matrix: stems.len(),
         });
     }
-    let scenarios = m.write_cells(out)?;
+    let scenarios = m.write_cells(out, families)?;
     let out_text = out.display().to_string();
     let out_text = out_text.trim_end_matches('/');
     let replay = |stem: &str, seed: u64| {
-        format!("locksim replay {out_text}/cells/{stem}.toml --seed {seed}")
+        format!("{program} replay {out_text}/cells/{stem}.toml --seed {seed}")
     };
     let mut cells = Vec::new();
     let mut wanted = Vec::new();
@@ -218,7 +223,7 @@ pub(crate) fn build(
         locksim: p.locksim.clone(),
         timelines_by: Some(super::source_stamp()).filter(|s| *s != p.locksim),
         command: format!(
-            "locksim report --matrix {} --seeds {}",
+            "{program} report --matrix {} --seeds {}",
             p.matrix_file, p.seeds
         ),
         seeds: p.seeds,

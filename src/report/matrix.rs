@@ -26,6 +26,7 @@
 //! ```
 
 use super::error::ReportError;
+use crate::locks::Family;
 use crate::scenario::Scenario;
 use serde::Deserialize;
 use std::path::Path;
@@ -179,9 +180,13 @@ impl Matrix {
         v
     }
 
-    /// Write every cell's scenario to `<out>/cells/<stem>.toml` and load it back: the
-    /// cells in order, as (stem, scenario).
-    pub(crate) fn write_cells(&self, out: &Path) -> Result<Vec<(String, Scenario)>, ReportError> {
+    /// Write every cell's scenario to `<out>/cells/<stem>.toml` and load it back (its
+    /// algorithm one of `families`): the cells in order, as (stem, scenario).
+    pub(crate) fn write_cells(
+        &self,
+        out: &Path,
+        families: &[Family],
+    ) -> Result<Vec<(String, Scenario)>, ReportError> {
         let dir = out.join("cells");
         std::fs::create_dir_all(&dir).map_err(|e| ReportError::Create(dir.clone(), e))?;
         self.cells()
@@ -191,8 +196,8 @@ impl Matrix {
                 let file = dir.join(format!("{stem}.toml"));
                 let text = self.scenario_text(cell);
                 std::fs::write(&file, &text).map_err(|e| ReportError::Write(file.clone(), e))?;
-                let scenario =
-                    Scenario::parse(&file, &text).map_err(|e| ReportError::Cell(Box::new(e)))?;
+                let scenario = Scenario::parse_with(&file, &text, families)
+                    .map_err(|e| ReportError::Cell(Box::new(e)))?;
                 Ok((stem, scenario))
             })
             .collect()

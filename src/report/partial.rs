@@ -7,6 +7,7 @@
 use super::error::{Difference, ReportError};
 use super::matrix::Matrix;
 use crate::check::Verdict;
+use crate::locks::Family;
 use crate::metrics::MetricsTotals;
 use crate::scenario::Scenario;
 use crate::sweep::{sweep, SeedOutcome, SeedSet};
@@ -162,6 +163,8 @@ pub(crate) struct ComputeSpec<'a> {
     pub jobs: usize,
     /// Where the cells' scenario files go (`<out>/cells/`).
     pub out: &'a Path,
+    /// The algorithms the rows may name.
+    pub families: &'a [Family],
 }
 
 /// Run shard `spec.shard` of every cell of the matrix in `spec.matrix_file`.
@@ -175,7 +178,7 @@ pub(crate) fn compute(
     let m = Matrix::parse(&text, spec.matrix_file)?;
     let (k, n) = spec.shard;
     let seeds: Vec<u64> = SeedSet::range(0, spec.seeds).shard(k, n).iter().collect();
-    let scenarios = m.write_cells(spec.out)?;
+    let scenarios = m.write_cells(spec.out, spec.families)?;
     let total = scenarios.len() as u64 * seeds.len() as u64;
     let mut cells = Vec::new();
     for (i, (stem, scenario)) in scenarios.iter().enumerate() {

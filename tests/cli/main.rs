@@ -1,6 +1,6 @@
 //! The `locksim` binary's integration tests, in one binary: its commands and exit codes,
-//! hostile inputs, `check` on published and broken histories, the HTML report and
-//! `serve` to real clients. Each module is one concern; `cargo test --release --test cli
+//! hostile inputs, `check` on published and broken histories, the HTML report, `serve`
+//! to real clients, and a user's own binary built on `main_with`. Each module is one concern; `cargo test --release --test cli
 //! report` runs one of them. Live mode has a binary of its own (`tests/live.rs`): its
 //! verdicts hang on real timing, so it shares the machine only with other live runs.
 
@@ -14,3 +14,4 @@ mod jepsen_data;
 mod report;
 mod serve;
 mod serve_events;
+mod user_binary;
