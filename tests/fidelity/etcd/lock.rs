@@ -147,7 +147,15 @@ pub(super) async fn lock_service(side: &mut Side) {
         call.abort();
         let _ = call.await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The delete follows the cancel: wait for it (up to 2 s) before the compared read.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        let left = side.kv.range(prefix("svc/")).await;
+        if left.is_ok_and(|r| r.get_ref().count == 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     side.range("lock: svc/ after d gave up", prefix("svc/"))
         .await;
     side.unlock("lock: unlock a again", &key(a)).await;
