@@ -1,6 +1,6 @@
-//! Compiles etcd's v3 API (`proto/etcd/*.proto`, written for locksim) into prost messages
-//! and tonic clients and servers in OUT_DIR. protox parses the .proto files in Rust, so
-//! building needs no system `protoc`.
+//! Compiles etcd's v3 API and its Lock service (`proto/etcd/*.proto`, written for
+//! locksim) into prost messages and tonic clients and servers in OUT_DIR. protox parses
+//! the .proto files in Rust, so building needs no system `protoc`.
 
 use std::io;
 use std::process::Command;
@@ -39,7 +39,11 @@ fn source_stamp() {
 
 fn main() -> io::Result<()> {
     source_stamp();
-    let protos = ["proto/etcd/kv.proto", "proto/etcd/rpc.proto"];
+    let protos = [
+        "proto/etcd/kv.proto",
+        "proto/etcd/rpc.proto",
+        "proto/etcd/v3lock.proto",
+    ];
     for p in protos {
         println!("cargo:rerun-if-changed={p}");
     }

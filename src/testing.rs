@@ -24,7 +24,7 @@ pub mod zk {
 
 /// etcd: its v3 protobuf messages (tests/fidelity/etcd.rs).
 pub mod etcd {
-    pub use crate::locks::raft::etcdpb::{etcdserverpb, mvccpb};
+    pub use crate::locks::raft::etcdpb::{etcdserverpb, mvccpb, v3lockpb};
 }
 
 pub use crate::net::{Deadlines, GrpcChannel};

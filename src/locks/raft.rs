@@ -25,6 +25,7 @@ pub(crate) mod etcdpb;
 pub(crate) mod invariants;
 pub(crate) mod kv;
 pub(crate) mod lease;
+mod lock_service;
 pub(crate) mod mutex;
 pub(crate) mod node;
 pub(crate) mod params;

@@ -38,13 +38,14 @@
 //! whole transcript.
 //!
 //! Each section (KV, txns, leases, watches, compaction, the Mutex recipe, unknown
-//! methods, extras, binary keys, lease expiry) is a test of its own:
+//! methods, extras, binary keys, lease expiry, the Lock service) is a test of its own:
 //! `the_model_answers_as_etcd_does::kv`, ... They share one etcd member and one model,
 //! and run once each, in this order, on both at once (each section starts from the
 //! revisions, keys and leases the earlier ones left, as one transcript did).
 
 mod kv;
 mod leases;
+mod lock;
 
 use crate::support::in_order::{panic_message, InOrder};
 use crate::support::kept::keep_until_exit;
@@ -617,6 +618,7 @@ const SECTIONS: &[&str] = &[
     "extras",
     "binary_keys",
     "lease_expiry",
+    "lock_service",
 ];
 
 /// Runs the section `SECTIONS[index]` on `side`.
@@ -632,6 +634,7 @@ async fn run_section(side: &mut Side, index: usize) {
         "extras" => leases::extras(side).await,
         "binary_keys" => leases::binary(side).await,
         "lease_expiry" => leases::expiry(side).await,
+        "lock_service" => lock::lock_service(side).await,
         other => unreachable!("no section {other}"),
     }
 }
@@ -855,6 +858,11 @@ mod the_model_answers_as_etcd_does {
     #[test]
     fn lease_expiry() {
         check("lease_expiry");
+    }
+
+    #[test]
+    fn lock_service() {
+        check("lock_service");
     }
 
     /// The sections together compare at least 300 replies and responses.

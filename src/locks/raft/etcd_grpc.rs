@@ -1,5 +1,5 @@
 //! A Raft node's client port: etcd's v3 gRPC services (KV, Watch, Lease, Cluster,
-//! Maintenance). Each RPC is checked and converted by [`super::etcd_api`] here, then handed
+//! Maintenance, and the Lock service, [`super::lock_service`]). Each RPC is checked and converted by [`super::etcd_api`] here, then handed
 //! to the node as a [`Call`]: tonic's services must be `Send`, the node's state is not, so
 //! the node serves its calls in its own pausable tasks ([`super::node`]).
 //!
@@ -11,6 +11,7 @@ use super::etcd_api::{self as api, ApiError, HeaderIds, MAX_LEASE_TTL_S};
 use super::etcdpb::etcdserverpb as pb;
 use super::etcdpb::etcdserverpb::watch_server;
 use super::etcdpb::etcdserverpb::{cluster_server, kv_server, lease_server, maintenance_server};
+use super::etcdpb::v3lockpb::lock_server;
 use super::kv::{bytes_of, LeaseId, RangeRequest, RangeResponse, Request, Response, Revoker};
 use crate::net::GrpcRouter;
 use std::pin::Pin;
@@ -87,6 +88,16 @@ pub(crate) enum Call {
     ),
     /// A `Watch` stream.
     Watch(Streaming<pb::WatchRequest>, Replies<pb::WatchResponse>),
+    /// Answer once `key` is deleted at revision `from` or later, as a watch on `key` from
+    /// `from` would report it (the Lock service's wait for the keys ahead).
+    WaitDelete {
+        /// The key.
+        key: String,
+        /// The first revision to look at.
+        from: u64,
+        /// Answered once the delete is applied here.
+        reply: Reply<()>,
+    },
     /// A lessor call another node forwarded here: served, never forwarded again (a
     /// follower that believes in a leader that believes in it would bounce it forever).
     Forwarded(Box<Call>),
@@ -128,11 +139,20 @@ impl EtcdService {
             .serving(watch_server::WatchServer::new(self.clone()))
             .serving(lease_server::LeaseServer::new(self.clone()))
             .serving(cluster_server::ClusterServer::new(self.clone()))
-            .serving(maintenance_server::MaintenanceServer::new(self))
+            .serving(maintenance_server::MaintenanceServer::new(self.clone()))
+            .serving(lock_server::LockServer::new(self))
+    }
+
+    /// Where the calls go.
+    pub(super) fn calls(&self) -> &mpsc::UnboundedSender<Call> {
+        &self.calls
     }
 
     /// Hand a call to the node and wait for its answer.
-    async fn ask<T>(&self, call: impl FnOnce(Reply<T>) -> Call) -> Result<(T, HeaderIds), Status> {
+    pub(super) async fn ask<T>(
+        &self,
+        call: impl FnOnce(Reply<T>) -> Call,
+    ) -> Result<(T, HeaderIds), Status> {
         let (tx, rx) = oneshot::channel();
         self.calls.send(call(tx)).map_err(|_| stopped())?;
         match rx.await {
@@ -142,11 +162,12 @@ impl EtcdService {
         }
     }
 
-    async fn propose(&self, req: Request) -> Result<(Response, HeaderIds), Status> {
+    pub(super) async fn propose(&self, req: Request) -> Result<(Response, HeaderIds), Status> {
         self.ask(|r| Call::Propose(req, r)).await
     }
 
-    fn ttl_ms(&self, ttl_s: i64) -> u64 {
+    /// `ttl_s` seconds of the cluster's, in ms.
+    pub(super) fn ttl_ms(&self, ttl_s: i64) -> u64 {
         (ttl_s.max(0) as u64).saturating_mul(self.second_ms)
     }
 
@@ -174,7 +195,8 @@ fn stopped() -> Status {
     Status::unavailable("locksim: the node stopped")
 }
 
-fn unexpected(r: Response) -> Status {
+/// A node's answer of the wrong kind (a bug).
+pub(super) fn unexpected(r: Response) -> Status {
     Status::internal(format!("locksim: unexpected answer {r:?}"))
 }
 

@@ -1,6 +1,7 @@
 //! etcd 3.4's v3 gRPC API, generated at build time from `proto/etcd/` (locksim's own
 //! .proto text for the subset it serves): prost messages, tonic clients
-//! (`kv_client::KvClient`, …) and servers (`kv_server::KvServer`, …).
+//! (`kv_client::KvClient`, …, `lock_client::LockClient`) and servers
+//! (`kv_server::KvServer`, …).
 //!
 //! The generated code has no `connect`/`serve` of its own (tonic is built without its
 //! `transport`): clients run over [`crate::net::GrpcChannel`] and servers behind
@@ -18,4 +19,10 @@ pub mod mvccpb {
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod etcdserverpb {
     include!(concat!(env!("OUT_DIR"), "/etcdserverpb.rs"));
+}
+
+/// etcd's Lock service (`v3lockpb`): `Lock` and `Unlock`, served by [`super::lock_service`].
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod v3lockpb {
+    include!(concat!(env!("OUT_DIR"), "/v3lockpb.rs"));
 }

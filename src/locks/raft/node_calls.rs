@@ -1,6 +1,6 @@
 //! How a node serves the calls of its gRPC front ([`super::super::etcd_grpc`]): unary
 //! calls answer once; a `LeaseKeepAlive` stream renews lease after lease; a `Watch` stream
-//! is served by [`super::watch`].
+//! and the Lock service's `WaitDelete` are served by [`super::watch`].
 
 use super::super::etcd_api::{ApiError, HeaderIds};
 use super::super::etcd_grpc::{Call, LeaseTtl, MemberInfo, Replies, Reply, StatusInfo};
@@ -81,6 +81,21 @@ impl Node {
                 self.keep_alive_stream(requests, replies, forward).await
             }
             Call::Watch(requests, replies) => super::watch::serve(self, requests, replies).await,
+            Call::WaitDelete {
+                key,
+                from,
+                mut reply,
+            } => {
+                // A waiter that gave up stops the wait (its key is deleted anyway).
+                let answer = tokio::select! {
+                    biased;
+                    () = reply.closed() => None,
+                    answer = super::watch::wait_delete(&self, &key, from) => Some(answer),
+                };
+                if let Some(answer) = answer {
+                    self.answer(reply, answer);
+                }
+            }
             // Marked once, at the gRPC edge.
             Call::Forwarded(call) => Box::pin(self.serve(*call, false)).await,
         }

@@ -13,8 +13,9 @@
 //!   revision.
 
 use super::super::etcd_api::kv_pb;
+use super::super::etcd_api::ApiError;
 use super::super::etcdpb::{etcdserverpb as pb, mvccpb};
-use super::super::kv::{text_of, Event, EventKind, KeySpec};
+use super::super::kv::{text_of, Event, EventKind, KeySpec, ServiceError};
 use super::Node;
 use std::collections::BTreeMap;
 use tonic::Streaming;
@@ -92,6 +93,30 @@ pub(super) async fn serve(node: Node, mut requests: Streaming<pb::WatchRequest>,
             },
             _ = applied => {}
         }
+    }
+}
+
+/// Returns once `key` is deleted at revision `from` or later, as a watch on `key` from
+/// `from` reports its first delete event; a `from` already compacted fails as that
+/// watch would (`ErrCompacted`).
+pub(super) async fn wait_delete(node: &Node, key: &str, from: u64) -> Result<(), ApiError> {
+    let mut next = from;
+    loop {
+        // Registered before the look: an apply after it still wakes us.
+        let applied = node.applied.notified();
+        {
+            let s = node.server.borrow();
+            let store = s.service.store();
+            if next != 0 && next < store.compacted() {
+                return Err(ApiError::Service(ServiceError::Compacted));
+            }
+            let deleted = |e: &Event| e.kind == EventKind::Delete && e.kv.key == key;
+            if store.events_since(next).iter().any(deleted) {
+                return Ok(());
+            }
+            next = next.max(store.revision() + 1);
+        }
+        applied.await;
     }
 }
 
