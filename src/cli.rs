@@ -13,6 +13,7 @@ mod args;
 mod bench;
 mod binary;
 mod check;
+mod escaped_tasks;
 mod families;
 mod list;
 mod live;

@@ -10,6 +10,11 @@ use crate::sim::{self, FaultPlan, Host, Network, RunResult, Schedule, World};
 use crate::workload;
 use std::rc::Rc;
 
+mod determinism;
+pub use determinism::{
+    assert_deterministic, check_determinism, DiffEvent, HistoryDiff, Nondeterminism,
+};
+
 /// The world of one run of `scenario` with `faults`.
 pub(crate) fn world(scenario: &Scenario, faults: FaultPlan) -> World {
     let mut hosts = Vec::new();

@@ -384,6 +384,7 @@ async fn drive(
             error,
             schedule,
             traffic: None,
+            escaped_tasks: Default::default(),
         },
         skipped,
         unchecked: cluster.unchecked(),

@@ -169,3 +169,9 @@ pub use crate::check::{
 pub use crate::scenario::{Expect, Network, Scenario, ScenarioBuilder, ScenarioError, Workload};
 pub use crate::sim::{Fault, RunResult};
 pub use crate::{check_run, run, run_with_schedule};
+
+// The determinism guards: a seed run twice, and whether this build seeds tokio.
+pub use crate::deploy::{
+    assert_deterministic, check_determinism, DiffEvent, HistoryDiff, Nondeterminism,
+};
+pub use crate::sim::{check_tokio_seeded, UnseededTokio, TOKIO_UNSTABLE_CONFIG};

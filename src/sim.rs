@@ -13,6 +13,7 @@
 mod applier;
 mod clock;
 mod disk;
+mod escaped_tasks;
 mod fault;
 mod join;
 mod kernel;
@@ -20,6 +21,7 @@ mod live_net;
 mod node;
 mod pause;
 pub(crate) mod random_faults;
+mod tokio_seed;
 mod world;
 
 pub use clock::EPOCH_NS;
@@ -35,6 +37,8 @@ pub use live_net::LiveNet;
 pub(crate) use node::{ArmedFault, NodeRequest};
 pub use node::{Elapsed, NodeCtx, NodeState};
 pub(crate) use random_faults::RandomFaults;
+pub(crate) use tokio_seed::warn_once_if_unseeded;
+pub use tokio_seed::{check_tokio_seeded, UnseededTokio, TOKIO_UNSTABLE_CONFIG};
 pub use world::RunResult;
 pub(crate) use world::{run, FaultPlan, Host, HostMain, Network, Progress, World, TICK};
 // The fault applier live runs share with simulated ones.

@@ -126,6 +126,10 @@ pub struct SeedOutcome {
     /// failed or was stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<RunMetrics>,
+    /// Nodes that started tasks outside their node context, and the most alive at once
+    /// ([`RunResult::escaped_tasks`]); omitted when none did.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub escaped_tasks: BTreeMap<String, usize>,
 }
 
 impl SeedOutcome {
@@ -187,6 +191,7 @@ pub fn run_seed_with(
                 error: result.error.clone(),
                 acquire_errors: history::acquire_errors(&result.history),
                 metrics,
+                escaped_tasks: result.escaped_tasks.clone(),
             };
             (Some(result), outcome)
         }
@@ -205,6 +210,7 @@ pub fn run_seed_with(
                 error: Some(format!("harness panic: {msg}")),
                 acquire_errors: None,
                 metrics: None,
+                escaped_tasks: BTreeMap::new(),
             };
             (None, outcome)
         }
@@ -791,6 +797,7 @@ mod tests {
             error: None,
             acquire_errors: None,
             metrics: None,
+            escaped_tasks: BTreeMap::new(),
         };
         assert!(!o.any_violation() && o.violated("fair"));
         let mut t = Tally::new(&scenario, SeedSet::range(0, 10));

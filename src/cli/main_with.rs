@@ -65,12 +65,34 @@ pub fn main_with(families: &[Family]) -> ExitCode {
         }
     };
     let cli = Cli::parse();
+    if simulates(&cli.command) {
+        if let Err(e) = crate::sim::check_tokio_seeded() {
+            eprintln!("locksim: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
     let name = Binary::name_of_program(&families);
     let binary = Binary {
         name: &name,
         families: &families,
     };
     ExitCode::from(dispatch(cli.command, binary))
+}
+
+/// Whether `command` runs simulations. Those are refused (exit 2) in a build without
+/// `--cfg tokio_unstable` (`crate::sim::check_tokio_seeded`): a seed of a family that
+/// `select!`s unbiased would not replay, and replay and shrink rest on that. A refusal
+/// cannot hit locksim's own builds: its `.cargo/config.toml` sets the flag for every
+/// `cargo` command in the checkout (tests and doc tests included).
+fn simulates(command: &Command) -> bool {
+    match command {
+        Command::Report { merge, .. } => merge.is_empty(),
+        Command::Run { .. }
+        | Command::Replay { .. }
+        | Command::Shrink { .. }
+        | Command::Bench { .. } => true,
+        _ => false,
+    }
 }
 
 /// Run one subcommand; its exit code.

@@ -34,6 +34,9 @@ pub fn replay_command(
             .init();
     }
     let (result, outcome) = crate::sweep::run_seed(&scenario, seed);
+    let mut escaped = super::escaped_tasks::EscapedTasks::default();
+    escaped.add(&outcome);
+    escaped.warn();
     let Some(result) = result else {
         eprintln!(
             "locksim: seed {seed}: {}",

@@ -2,6 +2,7 @@
 //! as soon as it and every earlier seed are done; Ctrl-C or SIGTERM stops the sweep and
 //! prints the summary of the seeds that finished (exit 130 / 143).
 
+use super::escaped_tasks::EscapedTasks;
 use super::Binary;
 use super::EXIT_BAD_INPUT;
 use crate::check::{standard_first, Verdict};
@@ -55,24 +56,7 @@ pub fn run_command(
     let stop = AtomicBool::new(false);
 
     let total = seeds.count();
-    let bar = bar.then(|| {
-        let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} seeds [{bar:30}] {rate} eta {eta} {msg}",
-            )
-            .expect("valid template")
-            // indicatif's {per_sec} prints four decimals; a rate this coarse needs one.
-            .with_key(
-                "rate",
-                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = write!(w, "{:.1} seeds/s", state.per_sec());
-                },
-            )
-            .progress_chars("=> "),
-        );
-        bar
-    });
+    let bar = bar.then(|| progress_bar(total));
     let mut tally = Tally::new(&scenario, seeds);
     let mut json_error = None;
     let start = Instant::now();
@@ -98,7 +82,9 @@ pub fn run_command(
             );
         }
     };
+    let mut escaped = EscapedTasks::default();
     let mut sink = |o: SeedOutcome| {
+        escaped.add(&o);
         if o.any_violation() {
             violating.set(violating.get() + 1);
         }
@@ -138,6 +124,8 @@ pub fn run_command(
     } else {
         eprint!("{text}");
     }
+    // A warning, not a verdict: the histories and checks stand as they are.
+    escaped.warn();
     if sigterm.load(Ordering::Relaxed) {
         EXIT_SIGTERM
     } else if sigint.load(Ordering::Relaxed) {
@@ -147,6 +135,26 @@ pub fn run_command(
     } else {
         1
     }
+}
+
+/// The progress bar of a run of `total` seeds.
+fn progress_bar(total: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {pos}/{len} seeds [{bar:30}] {rate} eta {eta} {msg}",
+        )
+        .expect("valid template")
+        // indicatif's {per_sec} prints four decimals; a rate this coarse needs one.
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1} seeds/s", state.per_sec());
+            },
+        )
+        .progress_chars("=> "),
+    );
+    bar
 }
 
 /// Catch SIGINT and SIGTERM: the first sets its flag (`run` then stops and prints the

@@ -7,6 +7,7 @@
 
 use super::clock::Clock;
 use super::disk::Disk;
+use super::escaped_tasks::EscapedTasks;
 use super::fault::{FaultPoint, WAITING_STRIKES_AFTER};
 use super::kernel::Kernel;
 use super::live_net::LiveNet;
@@ -65,6 +66,8 @@ pub struct NodeState {
     /// The current freeze is the node's own work ([`NodeCtx::busy_for`]): its resume is
     /// not a fault healing, so it is not recorded.
     quiet_resume: Cell<bool>,
+    /// The most tasks seen alive at once outside the node context (`tokio::spawn`).
+    pub(crate) escaped: EscapedTasks,
 }
 
 impl NodeState {
@@ -83,6 +86,7 @@ impl NodeState {
             starts: Cell::new(0),
             disk_stalled_until: Cell::new(0),
             quiet_resume: Cell::new(false),
+            escaped: EscapedTasks::default(),
         }
     }
 
@@ -307,7 +311,7 @@ impl NodeCtx {
         F: Future + 'static,
         F::Output: 'static,
     {
-        tokio::task::spawn_local(self.state.pause.wrap(fut))
+        tokio::task::spawn_local(self.state.escaped.watch(self.state.pause.wrap(fut)))
     }
 
     /// A uniform draw from `[lo, hi]` with the node's seeded RNG.

@@ -130,10 +130,16 @@ pub struct RunResult {
     /// What the hosts sent each other (a simulated run only: a live run's bytes cross
     /// real sockets, uncounted).
     pub traffic: Option<Traffic>,
+    /// Nodes whose code (a library's, typically) started tasks with `tokio::spawn`,
+    /// outside the node context, and the most seen alive at once. A pause does not
+    /// freeze such a task; spawn through [`NodeCtx::spawn`] (or an executor that does).
+    /// Empty when none escaped, and in a live run.
+    pub escaped_tasks: BTreeMap<String, usize>,
 }
 
 /// Run `world` with `seed`.
 pub(crate) fn run(world: World, seed: u64) -> RunResult {
+    super::warn_once_if_unseeded();
     let recorder = Recorder::new();
     let net = &world.network;
     let mut sim = turmoil::Builder::new()
@@ -158,7 +164,7 @@ pub(crate) fn run(world: World, seed: u64) -> RunResult {
         let (rec, main, kernel) = (recorder.clone(), host.main, kernel.clone());
         sim.host(host.name.as_str(), move || {
             let ctx = NodeCtx::new(state.clone(), rec.clone()).with_kernel(kernel.clone());
-            let run = main(ctx);
+            let run = state.escaped.watch(main(ctx));
             state.pause.wrap(async move {
                 run.await;
                 Ok(())
@@ -210,6 +216,12 @@ pub(crate) fn run(world: World, seed: u64) -> RunResult {
         }
     }
     let target = nemesis.target();
+    let escaped_tasks = target
+        .nodes
+        .iter()
+        .filter(|(_, s)| s.escaped.most() > 0)
+        .map(|(n, s)| (n.clone(), s.escaped.most()))
+        .collect();
     RunResult {
         seed,
         history: recorder.take(),
@@ -217,6 +229,7 @@ pub(crate) fn run(world: World, seed: u64) -> RunResult {
         error,
         schedule,
         traffic: Some(target.kernel.traffic()),
+        escaped_tasks,
     }
 }
 

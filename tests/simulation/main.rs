@@ -6,6 +6,7 @@
 mod db;
 mod determinism;
 mod disk_stall;
+mod guards;
 mod harness;
 mod lock_scripts;
 mod mutations;
