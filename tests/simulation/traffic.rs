@@ -72,7 +72,14 @@ impl<S: Subscriber> Layer<S> for TurmoilSends {
 fn counted_and_logged(s: &Scenario, seed: u64) -> (Traffic, Traffic) {
     let logged = Arc::new(Mutex::new(Traffic::default()));
     let subscriber = tracing_subscriber::registry().with(TurmoilSends(logged.clone()));
-    let result = tracing::subscriber::with_default(subscriber, || run(s, seed));
+    let result = tracing::subscriber::with_default(subscriber, || {
+        // Tests on other threads run simulations with no subscriber: one that first hits
+        // turmoil's send event while this subscriber is being set up can leave it cached
+        // as "never" (tracing's callsite interest is global), and then nothing is logged
+        // here. Rebuilding the cache with this subscriber live closes that race.
+        tracing::callsite::rebuild_interest_cache();
+        run(s, seed)
+    });
     let logged = *logged.lock().expect("one thread");
     (result.traffic.expect("a simulated run counts"), logged)
 }
