@@ -99,7 +99,7 @@ pub struct Workload {
     #[serde(default)]
     pub reentrant: bool,
     /// `[workload.client]`: an external lock client program in place of the family's
-    /// own client, in live mode only (`docs/external-clients.md`) [none].
+    /// own client, in live mode only (`docs/external-clients.md`); none by default.
     #[serde(default)]
     pub client: Option<ClientProgram>,
 }

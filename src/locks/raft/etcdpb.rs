@@ -21,7 +21,8 @@ pub mod etcdserverpb {
     include!(concat!(env!("OUT_DIR"), "/etcdserverpb.rs"));
 }
 
-/// etcd's Lock service (`v3lockpb`): `Lock` and `Unlock`, served by [`super::lock_service`].
+/// etcd's Lock service (`v3lockpb`): `Lock` and `Unlock`, served by the raft model
+/// (`locks/raft/lock_service.rs`).
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v3lockpb {
     include!(concat!(env!("OUT_DIR"), "/v3lockpb.rs"));
