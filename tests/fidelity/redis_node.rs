@@ -331,8 +331,9 @@ fn blocking_pops(h: &mut Harness) {
     assert_eq!(h.same(c, &["LLEN", "z"]), Got::Reply(Value::int(1)));
 }
 
-#[test]
-fn blocking_pops_wait_like_redis_server() {
+/// Run `cases` against a fresh redis-server and a served model side by side; the
+/// number of replies compared (every one equal, or `cases` panicked).
+fn against_redis_server(cases: impl FnOnce(&mut Harness)) -> usize {
     let real = real_redis::start_server(&[]);
     let model = served::serve(ServeFamily::Redis, 1, 100);
     let mut h = Harness {
@@ -341,24 +342,23 @@ fn blocking_pops_wait_like_redis_server() {
         pairs: Vec::new(),
         compared: 0,
     };
-    blocking_pops(&mut h);
+    cases(&mut h);
     eprintln!("{} replies compared, all equal", h.compared);
+    h.compared
+}
+
+#[test]
+fn blocking_pops_wait_like_redis_server() {
+    against_redis_server(blocking_pops);
 }
 
 #[test]
 fn the_node_answers_like_redis_server() {
-    let real = real_redis::start_server(&[]);
-    let model = served::serve(ServeFamily::Redis, 1, 100);
-    let mut h = Harness {
-        real_port: real.port,
-        model_port: model.port(),
-        pairs: Vec::new(),
-        compared: 0,
-    };
-    node_commands(&mut h);
-    killable_script(&mut h);
-    script_in_a_transaction(&mut h);
-    unkillable_script(&mut h);
-    eprintln!("{} replies compared, all equal", h.compared);
-    assert!(h.compared >= 45, "steps went missing");
+    let compared = against_redis_server(|h| {
+        node_commands(h);
+        killable_script(h);
+        script_in_a_transaction(h);
+        unkillable_script(h);
+    });
+    assert!(compared >= 45, "steps went missing");
 }
