@@ -416,7 +416,7 @@ fn row_17_live_real_etcd_pause_violates_mutex_and_the_revision_fences() {
         "{out}"
     );
     assert!(
-        out.contains("raft-0→raft-1"),
+        raft_links_were_proxied(&out),
         "Raft's links were not proxied: {out}"
     );
     assert!(events
@@ -702,7 +702,7 @@ fn row_17_with_model_servers_checks_raft_s_own_invariants_live() {
         assert!(out.contains(&format!("{check:<21}holds")), "{out}");
     }
     assert!(
-        out.contains("raft-0→raft-1"),
+        raft_links_were_proxied(&out),
         "Raft's links were not proxied: {out}"
     );
 }
@@ -750,4 +750,15 @@ fn servers_flag_rejects_bad_values_and_families_without_a_served_model() {
             && err.contains("not \"db\""),
         "{err}"
     );
+}
+
+/// Whether the run's summary lists a proxied link between two Raft servers. Which pairs
+/// talk depends on which server real timing elects, so any such link will do (a leader
+/// at raft-2 never links raft-0 to raft-1).
+fn raft_links_were_proxied(out: &str) -> bool {
+    let between = out
+        .lines()
+        .find_map(|line| line.split("between servers: ").nth(1))
+        .unwrap_or_default();
+    between.contains("raft-") && between.contains('→')
 }
