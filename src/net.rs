@@ -15,6 +15,9 @@
 //! etcd's v3 gRPC API runs over HTTP/2 on the same streams, on each node's own executor
 //! ([`grpc`]).
 //!
+//! Crates that require `Send` (redis-rs, tonic, etcd-client) run on a node through
+//! [`SendTcp`], [`SendExecutor`] and [`SendGrpcChannel`]: [`ThreadPinned`] wrappers.
+//!
 //! Replicated families talk server to server through a [`Mesh`] of per-peer outboxes
 //! with batched, acknowledged sends ([`peer`]).
 
@@ -26,8 +29,10 @@ mod live;
 mod meter;
 pub(crate) mod peer;
 mod remote;
+mod send;
 mod server;
 pub(crate) mod tcp;
+mod thread_pinned;
 
 pub use conn::{Conn, Decoder};
 pub use connector::{Connector, SimTcp};
@@ -35,11 +40,14 @@ pub(crate) use frame::FrameTooLarge;
 pub use frame::{encode_frame, Frames, MAX_FRAME};
 pub(crate) use grpc::{serve_grpc_connection, ChannelError, GrpcRouter};
 pub use grpc::{Deadlines, GrpcChannel};
+pub(crate) use live::listen;
+pub use live::NetStream;
 pub use live::Tcp;
-pub(crate) use live::{listen, NetStream};
 // The address book lives with the node context; callers of live mode find it here too.
 pub(crate) use crate::sim::{monotonic_ns, LiveNet};
 pub(crate) use peer::{serve_peers, Mesh};
 pub use remote::{CallError, Remote};
+pub use send::{SendCall, SendExecutor, SendGrpcChannel, SendStream, SendTcp};
 pub use server::serve;
 pub(crate) use tcp::SimStream;
+pub use thread_pinned::ThreadPinned;

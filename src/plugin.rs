@@ -14,6 +14,12 @@
 //!   protocol plugs in as a [`Decoder`]; [`Frames`] and [`encode_frame`] are a
 //!   length-prefixed framing for protocols with none. Clients are generic over a
 //!   [`Connector`] ([`SimTcp`] in a simulation, [`Tcp`] against real servers).
+//! - **Client crates.** A crate that requires `Send` (redis-rs, tonic's clients,
+//!   etcd-client) runs on a node through [`SendTcp`] (a connector with `Send` streams),
+//!   [`SendExecutor`] (hyper's and tonic's executor: its tasks pause with the node) and
+//!   [`SendGrpcChannel`] (a custom channel): [`ThreadPinned`] wrappers, since a simulation
+//!   runs on one thread. `examples/redis_rs_lock.rs` and `examples/etcd_client_lock.rs`
+//!   are locks written on redis-rs and etcd-client, run under the catalogue's faults.
 //! - **The lock.** [`LockClient::acquire`] waits as [`Wait`] says and returns a
 //!   [`Grant`] (its fencing token, its lease end); a [`LockError`] says whether a failed
 //!   call may have taken effect (`Indeterminate`) or surely did not (`Failed`).
@@ -157,6 +163,25 @@ pub use crate::sim::{join_all, Disk, Elapsed, FaultPoint, NodeCtx};
 pub use crate::net::{
     encode_frame, serve, CallError, Conn, Connector, Decoder, Frames, Remote, SimTcp, Tcp,
     MAX_FRAME,
+};
+
+/// locksim's own server models, for a family that runs its own client against them:
+/// delegate [`Algorithm::servers`], [`Algorithm::server_main`] and the rest to the model's
+/// `[lock]` table and return your client from [`Algorithm::client`]
+/// (`examples/redis_rs_lock.rs`).
+pub mod models {
+    /// `algorithm = "raft"`'s `[lock]` table: `raft-0..` serving etcd's v3 gRPC API
+    /// (KV, Watch, Lease, Lock) on port 2379, and the keys of locksim's etcd client.
+    pub use crate::locks::raft::RaftParams as Raft;
+    /// `algorithm = "redis"`'s `[lock]` table: one Redis server, `redis-0` on port 6379,
+    /// and the keys of locksim's Redis lock client (`ttl_ms`, `token`, …).
+    pub use crate::locks::redis::Single as Redis;
+}
+
+// Client crates that require `Send` (redis-rs, tonic clients, etcd-client).
+pub use crate::net::{
+    Deadlines, GrpcChannel, NetStream, SendCall, SendExecutor, SendGrpcChannel, SendStream,
+    SendTcp, ThreadPinned,
 };
 
 // Checks of its own (`Algorithm::checks`) and the standard ones by value.

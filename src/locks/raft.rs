@@ -37,7 +37,7 @@ pub(crate) mod wire;
 mod run_tests;
 
 pub(crate) use mutex::EtcdMutex;
-pub(crate) use params::RaftParams;
+pub use params::RaftParams;
 
 use crate::check::{Check, STANDARD};
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};

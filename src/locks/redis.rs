@@ -46,7 +46,7 @@ pub(crate) const MASTER_NAME: &str = "mymaster";
 /// `algorithm = "redis"`: one Redis node, `redis-0`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(transparent)]
-pub(crate) struct Single(pub RedisParams);
+pub struct Single(pub(crate) RedisParams);
 
 /// `algorithm = "redis-replicated"`: `redis-0` starts as the primary, `redis-1..` as its
 /// asynchronous replicas, and `sentinel-N` monitor them and fail over. The same client

@@ -53,89 +53,89 @@ pub(crate) enum OnSessionLost {
 /// The `[lock]` table of `algorithm = "raft"`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RaftParams {
+pub struct RaftParams {
     /// Number of Raft servers `raft-0 .. raft-N-1` (Raft ids 1..=N) [3].
     #[serde(default = "default_nodes")]
-    pub nodes: u32,
+    pub(crate) nodes: u32,
     /// Lease TTL requested by lock clients, ms [1000]. Must be at least
     /// ⌈1.5 × election timeout⌉ (etcd's minimum lease TTL; etcd raises a shorter
     /// TTL silently, here the scenario is rejected).
     #[serde(default = "default_ttl")]
-    pub ttl_ms: u64,
+    pub(crate) ttl_ms: u64,
     /// Length of one Raft tick on the node's local monotonic clock, ms [10].
     #[serde(default = "default_tick")]
-    pub tick_ms: u64,
+    pub(crate) tick_ms: u64,
     /// Election timeout in ticks [10]; each node draws its randomized timeout from
     /// `[election_tick, 2 × election_tick)` with its own seeded RNG.
     #[serde(default = "default_election_tick")]
-    pub election_tick: u64,
+    pub(crate) election_tick: u64,
     /// Heartbeat interval in ticks [2]; must be below `election_tick`.
     #[serde(default = "default_heartbeat_tick")]
-    pub heartbeat_tick: u64,
+    pub(crate) heartbeat_tick: u64,
     /// A leader steps down when it has not heard from a quorum for an election timeout
     /// [true]. Needed by `read = "lease"`.
     #[serde(default = "default_true")]
-    pub check_quorum: bool,
+    pub(crate) check_quorum: bool,
     /// Pre-vote round before an election, so a rejoining node does not depose a healthy
     /// leader [true].
     #[serde(default = "default_true")]
-    pub pre_vote: bool,
+    pub(crate) pre_vote: bool,
     /// How reads are answered [read-index].
     #[serde(default = "default_read")]
-    pub read: ReadMode,
+    pub(crate) read: ReadMode,
     /// Leadership check before revoking expired leases [ensure-leadership].
     #[serde(default = "default_lessor_check")]
-    pub lessor_check: LessorCheck,
+    pub(crate) lessor_check: LessorCheck,
     /// After waiting for the keys before its own to be deleted, the lock client checks that
     /// its own key still exists (etcd #11456's fix) [true].
     #[serde(default = "default_true")]
-    pub post_wait_check: bool,
+    pub(crate) post_wait_check: bool,
     /// Fencing token source [revision].
     #[serde(default = "default_token")]
-    pub token: RaftToken,
+    pub(crate) token: RaftToken,
     /// Raft log fsync policy [always].
     #[serde(default = "default_fsync")]
-    pub fsync: Fsync,
+    pub(crate) fsync: Fsync,
     /// A lock client's per-request deadline, local ms [2 × election timeout]; see
     /// [`RaftParams::request_timeout_ms`].
     #[serde(default)]
-    pub request_timeout_ms: Option<u64>,
+    pub(crate) request_timeout_ms: Option<u64>,
     /// What a holder does when its session ends [continue].
     #[serde(default = "default_on_session_lost")]
-    pub on_session_lost: OnSessionLost,
+    pub(crate) on_session_lost: OnSessionLost,
     /// The client's keepalive round, local ms (etcd's `sendKeepAliveLoop` waits
     /// `retryConnWait`, 500 ms, between rounds; a keepalive without an answer is sent
     /// again at the next round) [scaled, see [`RaftParams::etcd_scaled_ms`]].
     #[serde(default)]
-    pub keepalive_retry_ms: Option<u64>,
+    pub(crate) keepalive_retry_ms: Option<u64>,
     /// The client's `deadlineLoop` period (etcd: 1 s): how often it ends a session whose
     /// deadline passed without a keepalive answer [scaled].
     #[serde(default)]
-    pub deadline_check_ms: Option<u64>,
+    pub(crate) deadline_check_ms: Option<u64>,
     /// The lessor's `runLoop` period (etcd: 500 ms): how often the leader looks for
     /// expired leases [scaled].
     #[serde(default)]
-    pub lessor_check_ms: Option<u64>,
+    pub(crate) lessor_check_ms: Option<u64>,
     /// How long an expired lease waits before its revoke is proposed again (etcd's
     /// `ExpiredLeasesRetryInterval`, which the server sets to its request timeout,
     /// 5 s + 2 × election timeout) [scaled].
     #[serde(default)]
-    pub revoke_retry_ms: Option<u64>,
+    pub(crate) revoke_retry_ms: Option<u64>,
     /// Chubby's lock-delay, ms of the leader's lessor clock [0: off]: a lock freed by a
     /// lease revoke (its holder's session failed) gets no new owner for this long; a
     /// release frees it at once. See [`super::kv::lock_delay`].
     #[serde(default)]
-    pub lock_delay_ms: u64,
+    pub(crate) lock_delay_ms: u64,
     /// A follower forwards the lessor calls (`LeaseKeepAlive`, `LeaseTimeToLive`,
     /// `LeaseLeases`) to its leader, as etcd does, instead of answering `NotLeader` with
     /// a hint for the client to follow [false: locksim's client follows the hint, one hop
     /// less; `locksim serve` forwards, for real clients that do not].
     #[serde(default)]
-    pub forward_lease_calls: bool,
+    pub(crate) forward_lease_calls: bool,
     /// Against real etcd (live mode, [`RaftParams::for_real`]): etcd's timers and lease
     /// seconds are real ones, not scaled to the cluster's pace. Not a `[lock]` key.
     #[serde(skip)]
-    pub real_etcd: bool,
+    pub(crate) real_etcd: bool,
 }
 
 fn default_nodes() -> u32 {
