@@ -51,13 +51,13 @@ pub(crate) fn world(scenario: &Scenario, faults: FaultPlan) -> World {
 
 /// Run `scenario` with `seed`: its explicit faults plus random ones drawn from the seed.
 pub fn run(scenario: &Scenario, seed: u64) -> RunResult {
-    sim::run(world(scenario, scenario.fault_plan()), seed)
+    sim::on_fresh_thread(|| sim::run(world(scenario, scenario.fault_plan()), seed))
 }
 
 /// Run `scenario` with `seed` but exactly the faults in `schedule` (none drawn): a run's
 /// [`RunResult::schedule`] replays it; a shrinker runs cut-down schedules.
 pub fn run_with_schedule(scenario: &Scenario, seed: u64, schedule: Schedule) -> RunResult {
-    sim::run(world(scenario, FaultPlan::Fixed(schedule)), seed)
+    sim::on_fresh_thread(|| sim::run(world(scenario, FaultPlan::Fixed(schedule)), seed))
 }
 
 /// Run the scenario's checks (its algorithm's) on one seed's result.

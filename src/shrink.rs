@@ -122,6 +122,10 @@ pub struct Shrunk {
     pub candidates: usize,
     /// Whether the budget ran out before no smaller candidate was left.
     pub budget_spent: bool,
+    /// The original run's [`RunResult::escaped_tasks`](crate::RunResult::escaped_tasks):
+    /// nodes whose tasks a pause did not freeze, which can make a shrunk schedule
+    /// misleading.
+    pub escaped_tasks: std::collections::BTreeMap<String, usize>,
 }
 
 /// Total time faults last, ms (pauses, partitions and crashes with a restart).
@@ -364,6 +368,7 @@ pub fn shrink(
         schedule,
         candidates: search.runs,
         budget_spent: search.runs >= search.budget,
+        escaped_tasks: run.escaped_tasks,
     })
 }
 

@@ -160,16 +160,18 @@ pub fn run_seed_with(
     seed: u64,
     progress: Option<crate::sim::Progress>,
 ) -> (Option<RunResult>, SeedOutcome) {
-    let stopped = std::rc::Rc::new(std::cell::Cell::new(false));
+    let stopped = Arc::new(AtomicBool::new(false));
     let progress = progress.map(|go_on| noting_stop(go_on, stopped.clone()));
     let run = || {
-        let mut world = crate::deploy::world(scenario, scenario.fault_plan());
-        world.progress = progress;
-        crate::sim::run(world, seed)
+        crate::sim::on_fresh_thread(|| {
+            let mut world = crate::deploy::world(scenario, scenario.fault_plan());
+            world.progress = progress;
+            crate::sim::run(world, seed)
+        })
     };
     match catch_unwind(AssertUnwindSafe(run)) {
         Ok(result) => {
-            let (checks, metrics) = if stopped.get() {
+            let (checks, metrics) = if stopped.load(Ordering::Relaxed) {
                 (Vec::new(), None)
             } else {
                 let metrics = run_metrics(
@@ -218,13 +220,12 @@ pub fn run_seed_with(
 }
 
 /// `go_on`, also setting `stopped` when it says stop.
-fn noting_stop(
-    go_on: crate::sim::Progress,
-    stopped: std::rc::Rc<std::cell::Cell<bool>>,
-) -> crate::sim::Progress {
+fn noting_stop(go_on: crate::sim::Progress, stopped: Arc<AtomicBool>) -> crate::sim::Progress {
     Box::new(move |ms| {
         let go = go_on(ms);
-        stopped.set(stopped.get() || !go);
+        if !go {
+            stopped.store(true, Ordering::Relaxed);
+        }
         go
     })
 }

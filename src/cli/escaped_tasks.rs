@@ -1,4 +1,4 @@
-//! The warning `run` and `replay` print when node code started tasks outside its node
+//! The warning `run`, `replay` and `shrink` print when node code started tasks outside its node
 //! context (`tokio::spawn`): a pause does not freeze them. It changes no verdict.
 
 use crate::sweep::SeedOutcome;
@@ -12,10 +12,15 @@ pub(super) struct EscapedTasks(BTreeMap<String, (usize, u64)>);
 impl EscapedTasks {
     /// Count one seed's escaped tasks.
     pub(super) fn add(&mut self, o: &SeedOutcome) {
-        for (node, &n) in &o.escaped_tasks {
-            let e = self.0.entry(node.clone()).or_insert((0, o.seed));
+        self.add_run(o.seed, &o.escaped_tasks);
+    }
+
+    /// Count one run's escaped tasks (node → the most alive at once).
+    pub(super) fn add_run(&mut self, seed: u64, escaped: &BTreeMap<String, usize>) {
+        for (node, &n) in escaped {
+            let e = self.0.entry(node.clone()).or_insert((0, seed));
             e.0 = e.0.max(n);
-            e.1 = e.1.min(o.seed);
+            e.1 = e.1.min(seed);
         }
     }
 

@@ -70,6 +70,9 @@ pub fn shrink_command(
             return 1;
         }
     };
+    let mut escaped = super::escaped_tasks::EscapedTasks::default();
+    escaped.add_run(seed, &shrunk.escaped_tasks);
+    escaped.warn();
     // By default into the current folder, never into the catalogue's `sims/`.
     let out: PathBuf = out.map(Path::to_path_buf).unwrap_or_else(|| {
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();

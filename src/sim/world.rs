@@ -94,7 +94,7 @@ impl FaultPlan {
 /// Told the simulated milliseconds done, every [`PROGRESS_EVERY_MS`] of simulated time;
 /// returns whether to go on (false: stop the run, e.g. on Ctrl-C). It observes only:
 /// nothing it does reaches the simulation.
-pub(crate) type Progress = Box<dyn Fn(u64) -> bool>;
+pub(crate) type Progress = Box<dyn Fn(u64) -> bool + Send>;
 
 /// How often (simulated ms) a run reports its progress.
 pub(crate) const PROGRESS_EVERY_MS: u64 = 100;
