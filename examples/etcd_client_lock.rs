@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example etcd_client_lock -- run examples/etcd_client/row-17.toml --seeds 0..50
 //! cargo run --release --example etcd_client_lock -- run examples/etcd_client/row-17-unfenced.toml --seeds 0..50
+//! cargo run --release --example etcd_client_lock -- run examples/etcd_client/baseline.toml --seeds 0..20
 //! cargo run --release --example etcd_client_lock -- replay examples/etcd_client/row-17.toml --seed 0 --svg row-17.svg
 //! cargo test --release --example etcd_client_lock
 //! ```
@@ -44,7 +45,9 @@
 //!    keepalive task freezes too, the lease expires, client-1 is granted the lock.
 //!    `row-17.toml` writes with the token (mutex violated, the storage rejects the
 //!    stale write: `fencing` and `counter` hold); `row-17-unfenced.toml` writes without
-//!    it (the stale write lands: `counter` violated).
+//!    it (the stale write lands: `counter` violated). `baseline.toml` is the control:
+//!    sims/raft-baseline.toml's faults of every kind on every node, where the token,
+//!    the counter and the lock service's history hold.
 //! 7. **Testing it** (`cargo test`, below): a few seeds of each scenario meet its
 //!    `[expect]`, a seed run twice gives the same history bytes
 //!    ([`assert_deterministic`], which also fails on a task that escaped the node), and
@@ -122,6 +125,14 @@ fn row_17_breaks_mutex_and_the_token_fences_the_stale_write() {
 #[test]
 fn row_17_unfenced_loses_an_update() {
     let unmet = unmet(&scenario("examples/etcd_client/row-17-unfenced.toml"), 0..4);
+    assert!(unmet.is_empty(), "{unmet:#?}");
+}
+
+/// The control: under every kind of fault, with the model's safety options on, the
+/// token and the lock service's history hold (mutex may break).
+#[test]
+fn the_baseline_holds_under_every_fault() {
+    let unmet = unmet(&scenario("examples/etcd_client/baseline.toml"), 0..2);
     assert!(unmet.is_empty(), "{unmet:#?}");
 }
 

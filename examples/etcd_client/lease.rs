@@ -5,12 +5,16 @@
 //!    arrival + the TTL granted, on the node's local monotonic clock.
 //! 2. The keepalive task, spawned with [`NodeCtx::spawn`] so that a pause of the node
 //!    freezes it with the lock holder (catalogue row 17 is exactly that):
-//!    `lease_keep_alive(id)` opens etcd's bidirectional keepalive stream and sends the
-//!    first renew; each answer with a TTL moves the validity to *answer + TTL* (etcd
-//!    clientv3's `ka.deadline`), and the next renew (`keeper.keep_alive()`) goes a third
-//!    of the TTL later, as clientv3 sends it. An answer with TTL 0 means the lease is
-//!    gone (revoked after it expired): the validity is cut to now and the task ends.
-//!    A failed or unanswered renew moves on to the next server on a new stream.
+//!    `lease_keep_alive(id)` opens etcd's bidirectional keepalive stream, sends the
+//!    first renew and reads its answer itself (its error `lease not found` for a lease
+//!    the server does not know; otherwise the lease is renewed for its TTL). Each renew
+//!    answered moves the validity to *answer + TTL* (etcd clientv3's `ka.deadline`);
+//!    the next renew (`keeper.keep_alive()`, read back with `stream.message()`) goes a
+//!    third of the TTL later, as clientv3 sends it. An answer with TTL 0 means the
+//!    lease is gone (revoked after it expired): the validity is cut to now and the
+//!    task ends. A failed or unanswered renew moves on to the next server, on a new
+//!    stream (at once after a `not leader` refusal: the model's followers refuse
+//!    renews unless `forward_lease_calls = true`).
 //! 3. [`KeptLease::revoke`]: stop the task and `lease_revoke(id)`.
 
 use super::endpoints::{Endpoints, Failure, Retry};
@@ -59,7 +63,7 @@ impl KeptLease {
             })
             .await?;
         let ttl = how.second * granted.ttl().max(0) as u32;
-        let valid_until = Rc::new(Cell::new(ctx.mono_ns() + ttl.as_nanos() as i64));
+        let valid_until = Rc::new(Cell::new(ctx.mono_ns() + nanos(ttl)));
         let id = granted.id();
         let task = keep_alive(ctx.clone(), id, ttl, valid_until.clone(), how);
         Ok(KeptLease {
@@ -101,17 +105,25 @@ async fn keep_alive(
     let mut endpoints = Endpoints::new(&ctx, &how.nodes, how.first, how.request_timeout).await;
     // The first renew goes at once (clientv3's first `nextKeepAlive` is the grant's
     // time); then a third of the TTL after each answer; after a failure, a little sooner.
-    let every = ttl / 3;
     let retry = (ttl / 10).max(Duration::from_millis(1));
     loop {
-        match renew_on_a_stream(&ctx, &mut endpoints, id, &valid_until, how.second, every).await {
+        match renew_on_a_stream(&ctx, &mut endpoints, id, &valid_until, how.second, ttl).await {
             Renewals::LeaseGone => {
                 valid_until.set(valid_until.get().min(ctx.mono_ns()));
                 return;
             }
-            Renewals::Failed(why) => {
-                tracing::debug!(lease = id, why, "keepalive failed: next server");
-                endpoints.next();
+            // A follower's refusal: the next server at once (anything else waits: a
+            // crashed server refuses connections at once, and a loop that never sleeps
+            // would stop simulated time).
+            Renewals::Failed(Failure::NotApplied(why)) if why.contains("not leader") => {
+                tracing::debug!(lease = id, why, "keepalive refused: next server");
+            }
+            Renewals::Failed(f) => {
+                tracing::debug!(
+                    lease = id,
+                    why = f.reason(),
+                    "keepalive failed: next server"
+                );
                 ctx.sleep(retry).await;
             }
         }
@@ -122,52 +134,60 @@ async fn keep_alive(
 enum Renewals {
     /// An answer with TTL 0: the lease is gone.
     LeaseGone,
-    /// The stream failed, or a renew got no answer in time.
-    Failed(String),
+    /// The stream failed, or a renew got no answer in time (the preferred server is
+    /// the next one now).
+    Failed(Failure),
 }
 
 /// Renew on one keepalive stream (etcd-client's `LeaseKeeper` and
-/// `LeaseKeepAliveStream`) at the preferred server, every `every` after an answer,
-/// until it fails or says the lease is gone.
+/// `LeaseKeepAliveStream`) at the preferred server, a third of the `granted` TTL after
+/// each answer, until it fails or says the lease is gone.
 async fn renew_on_a_stream(
     ctx: &NodeCtx,
     endpoints: &mut Endpoints,
     id: i64,
     valid_until: &Cell<i64>,
     second: Duration,
-    every: Duration,
+    granted: Duration,
 ) -> Renewals {
+    let every = granted / 3;
     let limit = endpoints.request_timeout();
-    // Opening the stream sends the first renew.
-    let opened = endpoints
-        .once(
-            ctx,
-            limit,
-            |mut c| async move { c.lease_keep_alive(id).await },
-        )
-        .await;
-    let (mut keeper, mut answers) = match opened {
+    // Opening the stream sends the first renew and reads its answer itself: a lease
+    // the server does not know is etcd-client's `LeaseKeepAliveError("lease not
+    // found")`; else the lease was renewed (for its granted TTL, which etcd-client
+    // does not show).
+    let open = |mut c: etcd_client::Client| async move { c.lease_keep_alive(id).await };
+    let (mut keeper, mut answers) = match endpoints.once(ctx, limit, open).await {
         Ok(stream) => stream,
-        Err(f) => return Renewals::Failed(f.reason().to_string()),
-    };
-    loop {
-        let answer = match ctx.timeout(limit, answers.message()).await {
-            Ok(Ok(Some(answer))) => answer,
-            Ok(Ok(None)) => return Renewals::Failed("the keepalive stream ended".into()),
-            Ok(Err(e)) => return Renewals::Failed(Failure::of(&e).reason().to_string()),
-            Err(Elapsed) => {
-                endpoints.reset().await;
-                return Renewals::Failed(format!("no keepalive answer within {limit:?}"));
-            }
-        };
-        if answer.ttl() <= 0 {
-            return Renewals::LeaseGone;
+        Err(Failure::NotApplied(why)) if why.contains("lease not found") => {
+            return Renewals::LeaseGone
         }
-        let ttl = second * answer.ttl() as u32;
-        valid_until.set(ctx.mono_ns() + ttl.as_nanos() as i64);
+        Err(f) => return Renewals::Failed(f),
+    };
+    valid_until.set(ctx.mono_ns() + nanos(granted));
+    let failure = loop {
         ctx.sleep(every).await;
         if let Err(e) = keeper.keep_alive().await {
-            return Renewals::Failed(e.to_string());
+            break Failure::of(&e);
         }
-    }
+        match ctx.timeout(limit, answers.message()).await {
+            Ok(Ok(Some(answer))) if answer.ttl() <= 0 => return Renewals::LeaseGone,
+            Ok(Ok(Some(answer))) => {
+                let ttl = second * answer.ttl() as u32;
+                valid_until.set(ctx.mono_ns() + nanos(ttl));
+            }
+            Ok(Ok(None)) => break Failure::MaybeApplied("the keepalive stream ended".into()),
+            Ok(Err(e)) => break Failure::of(&e),
+            Err(Elapsed) => {
+                endpoints.reset().await;
+                break Failure::MaybeApplied(format!("no keepalive answer within {limit:?}"));
+            }
+        }
+    };
+    endpoints.next();
+    Renewals::Failed(failure)
+}
+
+fn nanos(d: Duration) -> i64 {
+    d.as_nanos() as i64
 }

@@ -16,10 +16,12 @@
 //!    the acquire fails.
 //!
 //! **Release**: `unlock(key)`, then `lease_revoke(id)`. etcd's `Unlock` answers only a
-//! header, so whether it deleted the key is learned around it: a `get` before (a key
-//! already gone was taken by the lease's expiry: nothing to release) and
-//! `lease_time_to_live` after (a live lease means no expiry took the key: the unlock
-//! did). Whatever these cannot tell is reported as indeterminate, never guessed.
+//! header, so whether it released the lock is learned around it: a `get` of the lock's
+//! keys before (our key gone: the lease's expiry took it, nothing to release; our key
+//! the oldest: it owns the lock) and `lease_time_to_live` after (a live lease means no
+//! expiry took the key: the unlock did). Whatever these cannot tell (a key that was
+//! still waiting, a lease that may have expired around the unlock) is reported as
+//! indeterminate, never guessed.
 //!
 //! **Outcomes**: `Failed` when nothing of the attempt can exist (refused, or never
 //! sent); `Indeterminate` once a request that may have written went unanswered. After
@@ -169,12 +171,21 @@ impl EtcdClientMutex {
         let endpoints = self.endpoints(ctx).await;
         // Past a lease's worth of trying, the key is gone with the lease anyway.
         let deadline = ctx.mono_ns() + nanos(endpoints.request_timeout().max(lease_ttl));
-        let get = |mut c: etcd_client::Client| {
-            let key = key.clone();
-            async move { c.get(key, None).await }
+        // The lock's keys, oldest first: the first one owns the lock.
+        let prefix = match key.rsplit_once('/') {
+            Some((lock, _)) => format!("{lock}/"),
+            None => key.clone(),
         };
-        let before = endpoints.call(ctx, Retry::Read, deadline, get).await;
-        let there = before.ok().map(|r| !r.kvs().is_empty());
+        let queue = |mut c: etcd_client::Client| {
+            let prefix = prefix.clone();
+            let oldest_first = etcd_client::GetOptions::new().with_prefix().with_sort(
+                etcd_client::SortTarget::Create,
+                etcd_client::SortOrder::Ascend,
+            );
+            async move { c.get(prefix, Some(oldest_first)).await }
+        };
+        let before = endpoints.call(ctx, Retry::Read, deadline, queue).await;
+        let there = before.ok().map(|r| position(r.kvs(), &key));
         let unlock = |mut c: etcd_client::Client| {
             let key = key.clone();
             async move { c.unlock(key).await }
@@ -182,7 +193,7 @@ impl EtcdClientMutex {
         let unlocked = endpoints.call(ctx, Retry::Write, deadline, unlock).await;
         let ttl = |mut c: etcd_client::Client| async move { c.lease_time_to_live(id, None).await };
         let alive = match (&unlocked, there) {
-            (Ok(_), Some(true)) => endpoints
+            (Ok(_), Some(Place::Owner)) => endpoints
                 .call(ctx, Retry::Read, deadline, ttl)
                 .await
                 .ok()
@@ -192,8 +203,13 @@ impl EtcdClientMutex {
         let revoked = lease.revoke(ctx, endpoints).await;
         match (unlocked, there, alive) {
             // The key was gone before we unlocked: its lease expired, nothing to release.
-            (_, Some(false), _) => Ok(false),
-            (Ok(_), Some(true), Some(true)) => Ok(true),
+            (_, Some(Place::Gone), _) => Ok(false),
+            (Ok(_), Some(Place::Owner), Some(true)) => Ok(true),
+            // A waiter's key (an abandoned attempt) may have become the owner's
+            // between the read and the unlock.
+            (Ok(_), Some(Place::Waiting), _) => Err(LockError::Indeterminate(
+                "unlocked a key that was waiting for the lock when read".into(),
+            )),
             (Ok(_), ..) => Err(LockError::Indeterminate(
                 "unlocked, but the lease may have expired around the unlock".into(),
             )),
@@ -208,6 +224,29 @@ impl EtcdClientMutex {
                 f.reason()
             ))),
         }
+    }
+}
+
+/// Where a key stood in its lock's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The oldest key: it owns the lock.
+    Owner,
+    /// Behind another key.
+    Waiting,
+    /// Not there.
+    Gone,
+}
+
+/// Where `key` is among the lock's keys `oldest_first`.
+fn position(oldest_first: &[etcd_client::KeyValue], key: &str) -> Place {
+    match oldest_first
+        .iter()
+        .position(|kv| kv.key() == key.as_bytes())
+    {
+        Some(0) => Place::Owner,
+        Some(_) => Place::Waiting,
+        None => Place::Gone,
     }
 }
 
