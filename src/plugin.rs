@@ -180,8 +180,8 @@ pub mod models {
 
 // Client crates that require `Send` (redis-rs, tonic clients, etcd-client).
 pub use crate::net::{
-    Deadlines, GrpcChannel, NetStream, SendCall, SendExecutor, SendGrpcChannel, SendStream,
-    SendTcp, ThreadPinned,
+    ChannelError, Deadlines, GrpcChannel, NetStream, SendCall, SendExecutor, SendGrpcChannel,
+    SendStream, SendTcp, ThreadPinned,
 };
 
 // Checks of its own (`Algorithm::checks`) and the standard ones by value.

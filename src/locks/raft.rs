@@ -82,7 +82,7 @@ impl Algorithm for RaftParams {
 
     /// The model's members, each on its client and peer ports; their Raft logs are on
     /// their disks. They run with the parameters the clients take against etcd
-    /// ([`RaftParams::for_real`]): lease TTLs in whole real seconds.
+    /// (`RaftParams::for_real`): lease TTLs in whole real seconds.
     fn served_model(&self) -> Option<ServedModel> {
         let mut model = served_cluster(
             "locksim's etcd model",
@@ -127,7 +127,7 @@ impl Algorithm for RaftParams {
     }
 
     /// The standard checks, `lock-linearizable` reading each revoke's `expire` once (see
-    /// [`invariants`]), then `raft-election-safety`, `raft-log` and `raft-apply`.
+    /// `invariants`), then `raft-election-safety`, `raft-log` and `raft-apply`.
     fn checks(&self) -> Vec<&'static Check> {
         let mut v: Vec<&'static Check> = STANDARD
             .iter()

@@ -445,8 +445,10 @@ impl GrpcChannel {
 
 /// Why a [`GrpcChannel`] call got no response, and whether its request may have reached
 /// the server (a caller must not assume a write that may have arrived did not happen).
+/// tonic hands it on as the source of the call's `Status`:
+/// `status.source().and_then(|e| e.downcast_ref::<ChannelError>())`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ChannelError {
+pub struct ChannelError {
     sent: bool,
     what: String,
 }
@@ -469,8 +471,9 @@ impl ChannelError {
         }
     }
 
-    /// Whether the request may have reached the server.
-    pub(crate) fn sent(&self) -> bool {
+    /// Whether the request may have reached the server (`false`: the connection could
+    /// not be opened, so nothing was sent).
+    pub fn sent(&self) -> bool {
         self.sent
     }
 }

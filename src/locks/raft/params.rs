@@ -232,16 +232,18 @@ impl RaftParams {
     }
 
     /// How long one second of etcd's wire API lasts here, ms: lease TTLs travel in whole
-    /// seconds, each [`Self::etcd_scaled_ms`]`(1000)` long (1000 ms at etcd's default
-    /// 100 ms heartbeat, 100 ms in the simulations' ten-times-faster clusters).
-    pub(crate) fn second_ms(&self) -> u64 {
+    /// seconds, each one election timeout long (`election_tick × tick_ms`: 1000 ms at
+    /// etcd's default 100 ms heartbeat, 100 ms in the simulations' ten-times-faster
+    /// clusters; against real etcd a real second). A client of the model grants a lease
+    /// of `ttl_ms / second_ms()` seconds and reads a keepalive's TTL × `second_ms()`.
+    pub fn second_ms(&self) -> u64 {
         self.etcd_scaled_ms(1000)
     }
 
     /// A client's per-request deadline, local ms: `request_timeout_ms`, or two election
     /// timeouts (a request to a dead leader gives up in time to find the next one within
     /// a lease).
-    pub(crate) fn request_timeout_ms(&self) -> u64 {
+    pub fn request_timeout_ms(&self) -> u64 {
         self.request_timeout_ms
             .unwrap_or(2 * self.election_timeout_ms())
     }
