@@ -115,3 +115,76 @@ impl Service<http::Request<tonic::body::Body>> for SendGrpcChannel {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Recorder;
+    use crate::sim::NodeState;
+    use std::cell::Cell;
+    use std::rc::Rc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn assert_send_sync<T: Send + Sync>(_: &T) {}
+
+    /// A task started through the hyper executor freezes with its node's pause (the
+    /// reason it spawns through the node); a `Send` stream carries bytes to an echo
+    /// server.
+    #[test]
+    fn the_executor_s_tasks_freeze_with_a_pause_and_the_send_stream_carries_bytes() {
+        let mut sim = turmoil::Builder::new().build();
+        sim.host("echo-0", || async {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 7000)).await?;
+            let (mut s, _) = listener.accept().await?;
+            let mut buf = [0u8; 5];
+            s.read_exact(&mut buf).await?;
+            s.write_all(&buf).await?;
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+        sim.client("client-0", async {
+            let state = Rc::new(NodeState::new("client-0", 1));
+            let ctx = NodeCtx::new(state.clone(), Recorder::new());
+            // A ticking task, as hyper's connection drivers are long-lived: started by
+            // the executor, it must freeze while the node is paused.
+            let ticks = Rc::new(Cell::new(0u32));
+            let exec = SendExecutor::new(&ctx);
+            assert_send_sync(&exec);
+            let (count, tick_ctx) = (ticks.clone(), ctx.clone());
+            hyper::rt::Executor::execute(&exec, async move {
+                loop {
+                    count.set(count.get() + 1);
+                    tick_ctx.sleep(Duration::from_millis(1)).await;
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(ticks.get() > 0, "the executor's task did not run");
+            state.pause.pause();
+            let frozen_at = ticks.get();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(
+                ticks.get(),
+                frozen_at,
+                "a pause did not freeze the executor's task"
+            );
+            state.pause.resume();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(
+                ticks.get() > frozen_at,
+                "the executor's task did not resume"
+            );
+
+            let mut stream = SendTcp
+                .connect(&ctx, "echo-0", 7000, Duration::from_secs(1))
+                .await
+                .expect("connected in time")?;
+            assert_send_sync(&stream);
+            stream.write_all(b"hello").await?;
+            let mut back = [0u8; 5];
+            stream.read_exact(&mut back).await?;
+            assert_eq!(&back, b"hello");
+            Ok(())
+        });
+        sim.run().unwrap();
+    }
+}
