@@ -9,23 +9,34 @@
 /// 2 MiB, which Lua scripts and deep futures can outgrow).
 const RUN_STACK: usize = 8 << 20;
 
-/// Run `f` on a new thread, with the caller's tracing dispatcher (a test's subscriber
-/// still sees the run); a panic in `f` is resumed on the caller's thread.
+/// Run `f` on a new thread, with the caller's tracing dispatcher if it has one (a test's
+/// scoped subscriber still sees the run); a panic in `f` is resumed on the caller's
+/// thread.
 pub(crate) fn on_fresh_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+    let scoped = scoped_dispatch();
     let name = std::thread::current().name().unwrap_or("run").to_string();
     std::thread::scope(|scope| {
         let thread = std::thread::Builder::new()
             .name(name)
             .stack_size(RUN_STACK)
-            .spawn_scoped(scope, move || {
-                tracing::dispatcher::with_default(&dispatch, f)
+            .spawn_scoped(scope, move || match scoped {
+                Some(dispatch) => tracing::dispatcher::with_default(&dispatch, f),
+                None => f(),
             })
             .unwrap_or_else(|e| panic!("cannot start a run's thread: {e}"));
         match thread.join() {
             Ok(out) => out,
             Err(panic) => std::panic::resume_unwind(panic),
         }
+    })
+}
+
+/// The caller's dispatcher, unless there is none. Setting a scoped dispatcher when none
+/// is needed is not free: while any is set, every tracing callsite (turmoil has one on
+/// each segment) looks up the thread's dispatcher.
+fn scoped_dispatch() -> Option<tracing::Dispatch> {
+    tracing::dispatcher::get_default(|d| {
+        (!d.is::<tracing::subscriber::NoSubscriber>()).then(|| d.clone())
     })
 }
 
