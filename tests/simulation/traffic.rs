@@ -68,8 +68,24 @@ impl<S: Subscriber> Layer<S> for TurmoilSends {
     }
 }
 
-/// (what locksim counted, what turmoil logged) for one run.
+/// (what locksim counted, what turmoil logged) for one run. Tracing's callsite interest
+/// is global: a simulation on another test thread, with no subscriber, can still cache
+/// turmoil's send event as "never" while this run is live, and then nothing is logged.
+/// The run is deterministic, so it is run again (at most three times) until turmoil's
+/// log is seen.
 fn counted_and_logged(s: &Scenario, seed: u64) -> (Traffic, Traffic) {
+    let mut out = counted_and_logged_once(s, seed);
+    for _ in 0..2 {
+        if out.1.segments > 0 {
+            break;
+        }
+        out = counted_and_logged_once(s, seed);
+    }
+    out
+}
+
+/// One run of [`counted_and_logged`].
+fn counted_and_logged_once(s: &Scenario, seed: u64) -> (Traffic, Traffic) {
     let logged = Arc::new(Mutex::new(Traffic::default()));
     let subscriber = tracing_subscriber::registry().with(TurmoilSends(logged.clone()));
     let result = tracing::subscriber::with_default(subscriber, || {
