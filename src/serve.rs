@@ -1,6 +1,7 @@
 //! `locksim serve`: a family's model server on 127.0.0.1 in real time, until stopped, so
 //! that any real client can reach it (`zkCli.sh`, kazoo, Curator for `zk`; `etcdctl` and
-//! etcd's clients for `raft`; `redis-cli`, redis-py for `redis`). The same
+//! etcd's clients for `raft`; `redis-cli`, redis-py for `redis`; `mariadb`, PyMySQL for
+//! `db`). The same
 //! server code as in simulation runs on a live [`NodeCtx`]: real loopback TCP, the
 //! machine's monotonic clock, no faults.
 
@@ -26,6 +27,8 @@ pub enum ServeFamily {
     Raft,
     /// The Redis model (`algorithm = "redis"`): one primary, no persistence.
     Redis,
+    /// The database model (`algorithm = "db"`): MySQL's protocol, one server.
+    Db,
 }
 
 impl ServeFamily {
@@ -35,6 +38,7 @@ impl ServeFamily {
             "zk" => Ok(ServeFamily::Zk),
             "raft" => Ok(ServeFamily::Raft),
             "redis" => Ok(ServeFamily::Redis),
+            "db" => Ok(ServeFamily::Db),
             other => Err(ServeError::UnknownFamily(other.to_string())),
         }
     }
@@ -45,6 +49,7 @@ impl ServeFamily {
             ServeFamily::Zk => 2181,
             ServeFamily::Raft => 2379,
             ServeFamily::Redis => 6379,
+            ServeFamily::Db => 3306,
         }
     }
 
@@ -53,7 +58,7 @@ impl ServeFamily {
     pub fn default_tick_ms(self) -> u64 {
         match self {
             ServeFamily::Zk => 2000,
-            ServeFamily::Raft | ServeFamily::Redis => 100,
+            ServeFamily::Raft | ServeFamily::Redis | ServeFamily::Db => 100,
         }
     }
 
@@ -62,7 +67,7 @@ impl ServeFamily {
         match self {
             ServeFamily::Zk => Some(crate::locks::zk::proto::PEER_PORT),
             ServeFamily::Raft => Some(crate::locks::raft::wire::PEER_PORT),
-            ServeFamily::Redis => None,
+            ServeFamily::Redis | ServeFamily::Db => None,
         }
     }
 }
@@ -77,6 +82,8 @@ pub enum ServeError {
     ClusterSize(u32),
     /// The Redis model with this many servers (it is served as one).
     RedisSize(u32),
+    /// The database model with this many servers (it is served as one).
+    DbSize(u32),
     /// A tick outside 1 to 60000 ms.
     Tick(u64),
     /// The async runtime could not start.
@@ -104,7 +111,7 @@ impl fmt::Display for ServeError {
         match self {
             ServeError::UnknownFamily(name) => write!(
                 f,
-                "serve: `{name}` cannot be served; families: zk, raft, redis"
+                "serve: `{name}` cannot be served; families: zk, raft, redis, db"
             ),
             ServeError::ClusterSize(n) => write!(
                 f,
@@ -113,6 +120,10 @@ impl fmt::Display for ServeError {
             ServeError::RedisSize(n) => write!(
                 f,
                 "serve: --nodes {n}: the Redis model is served as one primary (--nodes 1)"
+            ),
+            ServeError::DbSize(n) => write!(
+                f,
+                "serve: --nodes {n}: the database model is served as one server (--nodes 1)"
             ),
             ServeError::Tick(ms) => write!(f, "serve: --tick-ms {ms}: expected 1 to 60000"),
             ServeError::Runtime(e) => write!(f, "serve: cannot start the runtime: {e}"),
@@ -171,6 +182,7 @@ pub fn serve(
             return Err(ServeError::ClusterSize(config.nodes))
         }
         ServeFamily::Redis if config.nodes != 1 => return Err(ServeError::RedisSize(config.nodes)),
+        ServeFamily::Db if config.nodes != 1 => return Err(ServeError::DbSize(config.nodes)),
         _ => {}
     }
     if !(1..=60_000).contains(&config.tick_ms) {
@@ -225,6 +237,10 @@ pub fn serve(
                     ServeFamily::Redis => Box::pin(crate::locks::redis::node::serve_node(
                         ctx,
                         crate::locks::redis::Persistence::None,
+                    )),
+                    ServeFamily::Db => Box::pin(crate::locks::db::node::db_main(
+                        ctx,
+                        crate::locks::db::DbParams::mariadb_defaults(),
                     )),
                 },
             ));
@@ -295,6 +311,7 @@ fn node_name(family: ServeFamily, i: u32) -> String {
         ServeFamily::Zk => format!("zk-{i}"),
         ServeFamily::Raft => format!("raft-{i}"),
         ServeFamily::Redis => format!("redis-{i}"),
+        ServeFamily::Db => format!("db-{i}"),
     }
 }
 

@@ -214,11 +214,11 @@ pub(super) enum Command {
     },
     /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
     /// clients (zkCli.sh, kazoo, Curator for zk; etcdctl, python-etcd3 for raft;
-    /// redis-cli, redis-py for redis). Exit 0 when stopped, 2 on bad input
+    /// redis-cli, redis-py for redis; mariadb, PyMySQL for db). Exit 0 when stopped, 2 on bad input
     Serve {
-        /// The family: zk, raft or redis.
+        /// The family: zk, raft, redis or db.
         family: String,
-        /// Loopback port of the (first) server [2181 for zk, 2379 for raft, 6379 for redis].
+        /// Loopback port of the (first) server [2181 for zk, 2379 for raft, 6379 for redis, 3306 for db].
         #[arg(long)]
         port: Option<u16>,
         /// Servers: 1, or 3 or 5 (a zk ensemble or raft cluster on consecutive ports).

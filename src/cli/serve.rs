@@ -95,6 +95,18 @@ pub fn serve_command(
                 );
                 println!("  try: redis-cli -p {} SET lock me NX PX 30000", ports[0]);
             }
+            ServeFamily::Db => {
+                println!(
+                    "serving the database model (MySQL's protocol, database `locksim` with \
+                     table `method_lock`, innodb_lock_wait_timeout 50 s, wait_timeout 8 h, any \
+                     user and password) on {}; Ctrl-C stops it",
+                    list[0]
+                );
+                println!(
+                    "  try: mariadb -h 127.0.0.1 -P {} -u me locksim -e \"SELECT GET_LOCK('L', 10)\"",
+                    ports[0]
+                );
+            }
         }
         println!("  ids from seed {seed} (--seed {seed} hands out the same ones)");
     };

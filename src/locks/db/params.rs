@@ -132,6 +132,29 @@ fn default_drift_factor() -> f64 {
     0.01
 }
 
+impl DbParams {
+    /// MariaDB's own server defaults (`innodb_lock_wait_timeout` 50 s, `wait_timeout`
+    /// 8 hours, a flush at every commit): what `locksim serve db` runs with, so a real
+    /// client meets the timeouts it would meet on a stock server. Simulations use the
+    /// `[lock]` table's shorter defaults.
+    pub(crate) fn mariadb_defaults() -> DbParams {
+        DbParams {
+            scheme: default_scheme(),
+            cleaner_timeout_ms: None,
+            cleaner_interval_ms: default_cleaner_interval(),
+            release: default_release(),
+            lock_wait_timeout_ms: 50_000,
+            wait_timeout_ms: 28_800_000,
+            fsync: Fsync::Always,
+            token: None,
+            ttl_ms: None,
+            request_timeout_ms: default_request_timeout(),
+            retry_delay_ms: default_retry_delay(),
+            drift_factor: default_drift_factor(),
+        }
+    }
+}
+
 /// The optimistic scheme's lease and takeover age when `ttl_ms` is not given.
 const OPTIMISTIC_TTL_MS: u64 = 1000;
 
