@@ -27,6 +27,14 @@ pub mod etcd {
     pub use crate::locks::raft::etcdpb::{etcdserverpb, mvccpb, v3lockpb};
 }
 
+/// MySQL's wire: locksim's client and the replies it reads (tests/fidelity/mariadb_wire.rs).
+pub mod mysql {
+    pub use crate::net::mysql::{
+        Column, ColumnType, MysqlClient, QueryResult, ServerError, WireError,
+        SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+    };
+}
+
 pub use crate::net::{Deadlines, GrpcChannel};
 pub use crate::real::find_binary;
 pub use crate::serve::{serve, ServeConfig, ServeFamily};

@@ -3,7 +3,7 @@
 
 /// A column of a result set: its name as the server reports it and its type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Column {
+pub struct Column {
     /// The column's name (the select list's alias or expression text).
     pub name: String,
     /// The column's type.
@@ -12,7 +12,7 @@ pub(crate) struct Column {
 
 /// The column types locksim's server reports (MySQL's `MYSQL_TYPE_*` codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ColumnType {
+pub enum ColumnType {
     /// `MYSQL_TYPE_LONGLONG` (8): BIGINT, and integer expressions such as `GET_LOCK()`.
     LongLong,
     /// `MYSQL_TYPE_VAR_STRING` (253): VARCHAR and string expressions.
@@ -29,7 +29,7 @@ pub(crate) enum ColumnType {
 
 impl ColumnType {
     /// The protocol's type code.
-    pub(crate) fn code(self) -> u8 {
+    pub fn code(self) -> u8 {
         match self {
             ColumnType::LongLong => 8,
             ColumnType::VarString => 253,
@@ -41,7 +41,7 @@ impl ColumnType {
     }
 
     /// The type of a protocol code.
-    pub(crate) fn of_code(code: u8) -> ColumnType {
+    pub fn of_code(code: u8) -> ColumnType {
         match code {
             8 => ColumnType::LongLong,
             253 => ColumnType::VarString,
@@ -55,7 +55,7 @@ impl ColumnType {
 
 /// An ERR packet: MySQL's error number, SQLSTATE and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServerError {
+pub struct ServerError {
     /// The error number, e.g. 1062 (`ER_DUP_ENTRY`).
     pub code: u16,
     /// The five-character SQLSTATE, e.g. `23000`.
@@ -66,7 +66,7 @@ pub(crate) struct ServerError {
 
 /// The answer to one statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum QueryResult {
+pub enum QueryResult {
     /// An OK packet.
     Ok {
         /// Rows changed (MySQL's default: changed, not matched).
@@ -90,6 +90,6 @@ pub(crate) enum QueryResult {
 }
 
 /// `SERVER_STATUS_IN_TRANS`: a transaction is open.
-pub(crate) const SERVER_STATUS_IN_TRANS: u16 = 0x0001;
+pub const SERVER_STATUS_IN_TRANS: u16 = 0x0001;
 /// `SERVER_STATUS_AUTOCOMMIT`: the session autocommits.
-pub(crate) const SERVER_STATUS_AUTOCOMMIT: u16 = 0x0002;
+pub const SERVER_STATUS_AUTOCOMMIT: u16 = 0x0002;
