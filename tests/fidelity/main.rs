@@ -1,6 +1,6 @@
 //! Differential fidelity, in one binary: the same requests go to locksim's models and to
 //! the real servers they model (redis-server, etcd, ZooKeeper), and the replies are
-//! compared. Each family's sections are tests of their own that share one real server
+//! compared. `mariadb_wire` checks locksim's MySQL client against a real MariaDB. Each family's sections are tests of their own that share one real server
 //! (started by the first test that needs it, stopped when the process ends), so one
 //! section that differs shows beside the others that pass. `cargo test --release --test
 //! fidelity zk::` runs one family. Real client libraries run against a model and the real
@@ -10,6 +10,7 @@
 mod support;
 
 mod etcd;
+mod mariadb_wire;
 mod python_redis_lock;
 mod redis;
 mod redis_node;

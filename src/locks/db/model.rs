@@ -34,22 +34,43 @@
 //!   its transaction rolled back and its row locks released;
 //! - `AUTO_INCREMENT` and sequence values are never rolled back.
 //!
+//! - a locking statement whose `WHERE` no index narrows (`owner`, `version`,
+//!   `updated_at` have none) locks the whole table: every row, and inserts wait (InnoDB's
+//!   next-key locks on a full scan); an equality on `name` (UNIQUE) or `id` (PRIMARY
+//!   KEY) locks one row;
+//! - a wait that would close a cycle of waits fails at once with 1213
+//!   `ER_LOCK_DEADLOCK`, and the requester's transaction rolls back (InnoDB's victim when
+//!   the transactions weigh the same);
+//! - named locks (`GET_LOCK`) are the session's, re-entrant, kept through COMMIT and
+//!   ROLLBACK, queued FIFO in the same lock table, released when the session ends;
+//! - with `autocommit` off, a statement on the table opens a transaction.
+//!
 //! Simplifications: one table; exclusive locks only (an `INSERT` of a duplicate waits
 //! for an exclusive lock where InnoDB takes a shared one, which conflicts the same way
-//! with the exclusive holders here); no gap or next-key locks (a locking read of a
-//! missing row locks nothing); no deadlock detector (every client locks one row, and the
-//! lock wait timeout ends any wait).
+//! with the exclusive holders here); no gap locks through an index (a locking read of a
+//! missing row locks nothing); a table-locking scan waits for each row lock before it
+//! takes any, where InnoDB locks row by row as it scans.
 //!
 //! Lock ends the lock service itself decides are announced as [`Effects::expired`] (the
 //! node records them as `expire` events for `lock-linearizable`): rows the cleaner's
 //! `DELETE … WHERE updated_at < NOW() - INTERVAL` removes, optimistic takeovers of a
-//! stale row, and row locks of a transaction the server rolls back because its session
-//! ended. Each is announced when it commits.
+//! stale row, row locks of a transaction the server rolls back because its session
+//! ended, and named locks of an ended session. Each is announced when it commits.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+mod locking;
+mod named_locks;
+mod projection;
+mod scan;
 mod statement;
+use crate::net::mysql::QueryResult;
+pub(crate) use locking::LockKey;
+pub(crate) use projection::{
+    sqlstate as projection_sqlstate, timestamp_text, Out, OutColumn, Projection,
+};
+pub(crate) use scan::{CmpOp, Field, Filter, Operand};
 pub(crate) use statement::Statement;
 
 /// A session (connection) id, as `CONNECTION_ID()`.
@@ -61,6 +82,8 @@ pub(crate) const ER_DUP_ENTRY: u16 = 1062;
 pub(crate) const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
 /// `ER_PARSE_ERROR`: a request the server cannot read.
 pub(crate) const ER_PARSE_ERROR: u16 = 1064;
+/// `ER_LOCK_DEADLOCK`.
+pub(crate) const ER_LOCK_DEADLOCK: u16 = 1213;
 /// `CR_COMMANDS_OUT_OF_SYNC`: a statement sent while the previous one is still running.
 pub(crate) const CR_COMMANDS_OUT_OF_SYNC: u16 = 2014;
 
@@ -141,6 +164,16 @@ pub(crate) enum Reply {
     },
     /// A scalar (`NEXTVAL`).
     Value(u64),
+    /// The rows a filtered `SELECT` found, each with its `NEXTVAL` when asked for.
+    Rows {
+        /// The rows, in primary-key order.
+        rows: Vec<Row>,
+        /// One sequence value per row (empty: none asked for).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        nextvals: Vec<u64>,
+    },
+    /// An integer or NULL (the named-lock functions).
+    Scalar(Option<i64>),
     /// An error.
     Error(DbError),
 }
@@ -216,6 +249,9 @@ pub(crate) struct Config {
 pub(crate) struct Effects {
     /// Replies to *other* sessions whose waiting statement finished (granted or timed out).
     pub replies: Vec<(ConnId, Reply)>,
+    /// The same for statements that came as SQL text ([`Db::execute_projected`]): their
+    /// replies projected as the statement asked.
+    pub results: Vec<(ConnId, QueryResult)>,
     /// Redo records to append (and flush, per policy) before any reply is sent.
     pub redo: Vec<Redo>,
     /// Lock names whose hold the server ended (record `expire`).
@@ -231,14 +267,34 @@ struct RowLock {
 
 struct Waiting {
     stmt: Statement,
-    on: String,
+    /// How the reply is shown, for a statement that came as SQL text.
+    projection: Option<Projection>,
+    on: LockKey,
     deadline_ns: i64,
+}
+
+/// A session's settings, as `SET` changes them and `SELECT @@…` reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SessionVars {
+    /// `@@autocommit`.
+    pub autocommit: bool,
+    /// `@@innodb_lock_wait_timeout`, ns.
+    pub lock_wait_timeout_ns: i64,
+    /// `@@wait_timeout`, ns.
+    pub wait_timeout_ns: i64,
+    /// `LAST_INSERT_ID()`.
+    pub last_insert_id: u64,
 }
 
 #[derive(Default)]
 struct Session {
     in_txn: bool,
-    locks: BTreeSet<String>,
+    /// Row and table locks of the transaction (named locks are not transactional).
+    locks: BTreeSet<LockKey>,
+    /// `GET_LOCK` names held, with their re-entry counts.
+    named: BTreeMap<String, u32>,
+    /// Settings; `None` before a session starts (never: set at connect).
+    vars: Option<SessionVars>,
     /// Before-images, oldest first.
     undo: Vec<(String, Option<Row>)>,
     /// Lock ends to announce when this transaction commits.
@@ -249,7 +305,7 @@ struct Session {
 
 enum Step {
     Done(Reply),
-    Wait(String),
+    Wait(LockKey),
 }
 
 /// The database server.
@@ -258,11 +314,11 @@ pub(crate) struct Db {
     rows: BTreeMap<String, Row>,
     auto_increment: u64,
     sequences: BTreeMap<String, u64>,
-    locks: BTreeMap<String, RowLock>,
+    locks: BTreeMap<LockKey, RowLock>,
     sessions: BTreeMap<ConnId, Session>,
     next_conn: ConnId,
     /// Locks handed to a waiter whose statement has not been re-run yet.
-    grants: VecDeque<(ConnId, String)>,
+    grants: VecDeque<(ConnId, LockKey)>,
     fx: Effects,
 }
 
@@ -333,7 +389,7 @@ impl Db {
     #[cfg(test)]
     pub(crate) fn lock_holder(&self, name: &str) -> Option<(ConnId, Vec<ConnId>)> {
         self.locks
-            .get(name)
+            .get(&LockKey::Row(name.to_string()))
             .map(|l| (l.holder, l.waiters.iter().copied().collect()))
     }
 
@@ -345,15 +401,87 @@ impl Db {
             c,
             Session {
                 last_active_ns: now.mono_ns,
+                vars: Some(SessionVars {
+                    autocommit: true,
+                    lock_wait_timeout_ns: self.cfg.lock_wait_timeout_ns,
+                    wait_timeout_ns: self.cfg.wait_timeout_ns,
+                    last_insert_id: 0,
+                }),
                 ..Session::default()
             },
         );
         c
     }
 
+    /// Session `conn`'s settings (None: no such session).
+    pub(crate) fn vars(&self, conn: ConnId) -> Option<SessionVars> {
+        self.sessions.get(&conn).and_then(|s| s.vars)
+    }
+
+    /// Change session `conn`'s settings. Turning autocommit on commits an open
+    /// transaction, as MySQL does.
+    pub(crate) fn set_vars(&mut self, conn: ConnId, vars: SessionVars, now: Now) {
+        let Some(s) = self.sessions.get_mut(&conn) else {
+            return;
+        };
+        s.last_active_ns = now.mono_ns;
+        let was = s.vars.replace(vars);
+        if vars.autocommit && was.is_some_and(|v| !v.autocommit) && s.in_txn {
+            self.commit(conn);
+            self.sessions.get_mut(&conn).expect("live").in_txn = false;
+            self.pump(now);
+        }
+    }
+
+    /// A statement the SQL front-end answered itself: the session is active.
+    pub(crate) fn touch(&mut self, conn: ConnId, now: Now) {
+        if let Some(s) = self.sessions.get_mut(&conn) {
+            s.last_active_ns = now.mono_ns;
+        }
+    }
+
+    /// The `SERVER_STATUS_*` flags of session `conn`: in a transaction, autocommit.
+    pub(crate) fn status(&self, conn: ConnId) -> u16 {
+        use crate::net::mysql::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+        let Some(s) = self.sessions.get(&conn) else {
+            return 0;
+        };
+        let mut st = 0;
+        if s.in_txn {
+            st |= SERVER_STATUS_IN_TRANS;
+        }
+        if s.vars.is_some_and(|v| v.autocommit) {
+            st |= SERVER_STATUS_AUTOCOMMIT;
+        }
+        st
+    }
+
     /// Run a statement of session `conn`. `None`: it waits for a row lock, and its reply
     /// comes later in [`Effects::replies`].
     pub(crate) fn execute(&mut self, conn: ConnId, stmt: Statement, now: Now) -> Option<Reply> {
+        self.run(conn, stmt, None, now)
+    }
+
+    /// Run a statement that came as SQL text; its reply is shown as `projection` asks.
+    /// `None`: it waits for a lock, and its result comes later in [`Effects::results`].
+    pub(crate) fn execute_projected(
+        &mut self,
+        conn: ConnId,
+        stmt: Statement,
+        projection: Projection,
+        now: Now,
+    ) -> Option<QueryResult> {
+        let reply = self.run(conn, stmt, Some(projection.clone()), now)?;
+        Some(projection.project(&reply, self.status(conn)))
+    }
+
+    fn run(
+        &mut self,
+        conn: ConnId,
+        stmt: Statement,
+        projection: Option<Projection>,
+        now: Now,
+    ) -> Option<Reply> {
         let Some(s) = self.sessions.get_mut(&conn) else {
             return Some(Reply::error(
                 CR_COMMANDS_OUT_OF_SYNC,
@@ -369,14 +497,22 @@ impl Db {
             ));
         }
         s.last_active_ns = now.mono_ns;
+        // With autocommit off, a statement on the table opens a transaction that only
+        // COMMIT or ROLLBACK ends.
+        if s.vars.is_some_and(|v| !v.autocommit) && stmt.touches_table() {
+            s.in_txn = true;
+        }
+        let lock_wait_ns = s
+            .vars
+            .map_or(self.cfg.lock_wait_timeout_ns, |v| v.lock_wait_timeout_ns);
         let reply = match self.step(conn, &stmt, now) {
             Step::Done(reply) => {
                 self.finish(conn, &reply);
                 Some(reply)
             }
             Step::Wait(on) => {
-                self.wait(conn, stmt, on, now.mono_ns + self.cfg.lock_wait_timeout_ns);
-                None
+                let deadline = stmt.wait_deadline(now.mono_ns, lock_wait_ns);
+                self.wait(conn, stmt, projection, on, deadline)
             }
         };
         self.pump(now);
@@ -390,8 +526,9 @@ impl Db {
         self.pump(now);
     }
 
-    /// Time passes: statements waiting past `lock_wait_timeout` fail with 1205, and
-    /// sessions idle for `wait_timeout` are ended.
+    /// Time passes: statements waiting past `lock_wait_timeout` fail with 1205 (a
+    /// `GET_LOCK` past its own timeout returns 0), and sessions idle for `wait_timeout`
+    /// are ended.
     pub(crate) fn tick(&mut self, now: Now) {
         let timed_out: Vec<ConnId> = self
             .sessions
@@ -410,19 +547,17 @@ impl Db {
             if let Some(l) = self.locks.get_mut(&w.on) {
                 l.waiters.retain(|x| *x != c);
             }
-            let reply = Reply::error(
-                ER_LOCK_WAIT_TIMEOUT,
-                "ER_LOCK_WAIT_TIMEOUT",
-                "Lock wait timeout exceeded; try restarting transaction",
-            );
+            let reply = w.stmt.timed_out();
             self.finish(c, &reply);
-            self.fx.replies.push((c, reply));
+            self.reply_later(c, w.projection, reply);
         }
+        let default_wait = self.cfg.wait_timeout_ns;
         let idle: Vec<ConnId> = self
             .sessions
             .iter()
             .filter(|(_, s)| {
-                s.waiting.is_none() && now.mono_ns - s.last_active_ns >= self.cfg.wait_timeout_ns
+                let limit = s.vars.map_or(default_wait, |v| v.wait_timeout_ns);
+                s.waiting.is_none() && now.mono_ns - s.last_active_ns >= limit
             })
             .map(|(c, _)| *c)
             .collect();
@@ -438,6 +573,17 @@ impl Db {
         std::mem::take(&mut self.fx)
     }
 
+    /// The reply of a statement that had waited, to be sent by the node.
+    fn reply_later(&mut self, conn: ConnId, projection: Option<Projection>, reply: Reply) {
+        match projection {
+            Some(p) => {
+                let r = p.project(&reply, self.status(conn));
+                self.fx.results.push((conn, r));
+            }
+            None => self.fx.replies.push((conn, reply)),
+        }
+    }
+
     fn end_session(&mut self, conn: ConnId) {
         let Some(s) = self.sessions.get_mut(&conn) else {
             return;
@@ -451,26 +597,22 @@ impl Db {
         // locks an autocommit statement took are not.
         let announce = s.in_txn;
         self.rollback(conn, announce);
+        self.end_named_locks(conn);
         self.sessions.remove(&conn);
-    }
-
-    fn wait(&mut self, conn: ConnId, stmt: Statement, on: String, deadline_ns: i64) {
-        self.locks
-            .get_mut(&on)
-            .expect("waits only on a held lock")
-            .waiters
-            .push_back(conn);
-        let s = self.sessions.get_mut(&conn).expect("live session");
-        s.waiting = Some(Waiting {
-            stmt,
-            on,
-            deadline_ns,
-        });
     }
 
     /// After a statement finished: an autocommit statement commits (or, failed, rolls
     /// back) at once.
     fn finish(&mut self, conn: ConnId, reply: &Reply) {
+        if let Reply::Ok {
+            insert_id: Some(id),
+            ..
+        } = reply
+        {
+            if let Some(v) = self.sessions.get_mut(&conn).and_then(|s| s.vars.as_mut()) {
+                v.last_insert_id = *id;
+            }
+        }
         let in_txn = self.sessions.get(&conn).is_some_and(|s| s.in_txn);
         if !in_txn {
             if matches!(reply, Reply::Error(_)) {
@@ -483,23 +625,36 @@ impl Db {
 
     /// Re-run the statements of waiters that were handed a lock, until none is left.
     fn pump(&mut self, now: Now) {
-        while let Some((conn, name)) = self.grants.pop_front() {
+        while let Some((conn, key)) = self.grants.pop_front() {
             let Some(s) = self.sessions.get_mut(&conn) else {
                 // Its session ended meanwhile: the lock goes on down the line.
-                self.hand_on(name);
+                self.hand_on(key);
                 continue;
             };
-            s.locks.insert(name);
             let Some(w) = s.waiting.take() else {
+                s.locks.insert(key);
                 continue;
             };
             s.last_active_ns = now.mono_ns;
+            if let LockKey::Named(name) = &key {
+                // A named lock is the session's, not the transaction's.
+                *s.named.entry(name.clone()).or_default() += 1;
+                self.reply_later(conn, w.projection, Reply::Scalar(Some(1)));
+                continue;
+            }
+            s.locks.insert(key);
             match self.step(conn, &w.stmt, now) {
                 Step::Done(reply) => {
                     self.finish(conn, &reply);
-                    self.fx.replies.push((conn, reply));
+                    self.reply_later(conn, w.projection, reply);
                 }
-                Step::Wait(on) => self.wait(conn, w.stmt, on, w.deadline_ns),
+                Step::Wait(on) => {
+                    if let Some(reply) =
+                        self.wait(conn, w.stmt, w.projection.clone(), on, w.deadline_ns)
+                    {
+                        self.reply_later(conn, w.projection, reply);
+                    }
+                }
             }
         }
     }
@@ -530,7 +685,11 @@ impl Db {
         s.expired.clear();
         s.in_txn = false;
         if announce {
-            self.fx.expired.extend(s.locks.iter().cloned());
+            let rows = s.locks.iter().filter_map(|k| match k {
+                LockKey::Row(n) => Some(n.clone()),
+                _ => None,
+            });
+            self.fx.expired.extend(rows);
         }
         for (name, before) in undo.into_iter().rev() {
             match before {
@@ -543,42 +702,6 @@ impl Db {
             }
         }
         self.release_locks(conn);
-    }
-
-    /// Release every lock of `conn`, each to the first waiter in line (FIFO).
-    fn release_locks(&mut self, conn: ConnId) {
-        let s = self.sessions.get_mut(&conn).expect("live session");
-        for name in std::mem::take(&mut s.locks) {
-            self.hand_on(name);
-        }
-    }
-
-    /// Give the lock on `name` to the first waiter in line, or free it.
-    fn hand_on(&mut self, name: String) {
-        let l = self.locks.get_mut(&name).expect("held locks exist");
-        match l.waiters.pop_front() {
-            Some(next) => {
-                l.holder = next;
-                self.grants.push_back((next, name));
-            }
-            None => {
-                self.locks.remove(&name);
-            }
-        }
-    }
-
-    /// Whether another session holds the lock on `name`.
-    fn blocked(&self, conn: ConnId, name: &str) -> bool {
-        self.locks.get(name).is_some_and(|l| l.holder != conn)
-    }
-
-    fn take_lock(&mut self, conn: ConnId, name: &str) {
-        self.locks.entry(name.to_string()).or_insert(RowLock {
-            holder: conn,
-            waiters: VecDeque::new(),
-        });
-        let s = self.sessions.get_mut(&conn).expect("live session");
-        s.locks.insert(name.to_string());
     }
 
     /// Change row `name` (None: delete), keeping its before-image for rollback.
@@ -594,7 +717,8 @@ impl Db {
     /// The last committed version of `name` as `conn` sees it (a consistent read): a row
     /// another transaction changed and still holds reads as its before-image.
     fn committed_view(&self, conn: ConnId, name: &str) -> Option<Row> {
-        if let Some(l) = self.locks.get(name).filter(|l| l.holder != conn) {
+        let key = LockKey::Row(name.to_string());
+        if let Some(l) = self.locks.get(&key).filter(|l| l.holder != conn) {
             if let Some(s) = self.sessions.get(&l.holder) {
                 if let Some((_, before)) = s.undo.iter().find(|(n, _)| n == name) {
                     return before.clone();
@@ -626,6 +750,18 @@ impl Db {
             Statement::Delete { name, owner } => self.delete(conn, name, owner.as_deref()),
             Statement::DeleteOlder { ms } => self.delete_older(conn, *ms, now),
             Statement::NextVal { seq } => Step::Done(Reply::Value(self.next_value(seq))),
+            Statement::Query {
+                filter,
+                for_update,
+                nextval,
+            } => self.query(conn, filter, *for_update, nextval.as_deref(), now),
+            Statement::UpdateWhere { filter, set } => self.update_where(conn, filter, set, now),
+            Statement::DeleteWhere { filter } => self.delete_where(conn, filter, now),
+            Statement::GetLock { name, .. } => self.get_lock(conn, name),
+            Statement::ReleaseLock { name } => self.release_named(conn, name),
+            Statement::IsFreeLock { name } => self.is_free_lock(name),
+            Statement::IsUsedLock { name } => self.is_used_lock(name),
+            Statement::ReleaseAllLocks => self.release_all_named(conn),
         }
     }
 
@@ -649,8 +785,8 @@ impl Db {
 
     /// `INSERT`: a new row, locked, or `ER_DUP_ENTRY` when the name is taken.
     fn insert(&mut self, conn: ConnId, name: &str, owner: &str, now: Now) -> Step {
-        if self.blocked(conn, name) {
-            return Step::Wait(name.to_string());
+        if let Some(k) = self.row_blocker(conn, name) {
+            return Step::Wait(k);
         }
         if self.rows.contains_key(name) {
             return Step::Done(Reply::error(
@@ -659,7 +795,7 @@ impl Db {
                 format!("Duplicate entry '{name}' for key 'method_lock.name'"),
             ));
         }
-        self.take_lock(conn, name);
+        self.take_lock(conn, LockKey::Row(name.to_string()));
         self.auto_increment += 1;
         let id = self.auto_increment;
         // Written at allocation: a rolled-back insert's id is never handed out again.
@@ -688,12 +824,12 @@ impl Db {
         nextval: Option<&str>,
     ) -> Step {
         let row = if for_update {
-            if self.blocked(conn, name) {
-                return Step::Wait(name.to_string());
+            if let Some(k) = self.row_blocker(conn, name) {
+                return Step::Wait(k);
             }
             let row = self.rows.get(name).cloned();
             if row.is_some() {
-                self.take_lock(conn, name);
+                self.take_lock(conn, LockKey::Row(name.to_string()));
             }
             row
         } else {
@@ -709,13 +845,13 @@ impl Db {
     /// `UPDATE`: change the row when it matches `cond`; a takeover of a stale row ends
     /// its holder's hold.
     fn update(&mut self, conn: ConnId, name: &str, cond: &Cond, set: &Set, now: Now) -> Step {
-        if self.blocked(conn, name) {
-            return Step::Wait(name.to_string());
+        if let Some(k) = self.row_blocker(conn, name) {
+            return Step::Wait(k);
         }
         let Some(old) = self.rows.get(name).cloned() else {
             return Step::Done(Reply::ok(0));
         };
-        self.take_lock(conn, name);
+        self.take_lock(conn, LockKey::Row(name.to_string()));
         let stale = |ms: u64| old.updated_at_ms < now.wall_ms - ms as i64;
         let matches = cond.owner.as_ref().is_none_or(|o| *o == old.owner)
             && cond.version.is_none_or(|v| v == old.version)
@@ -750,14 +886,14 @@ impl Db {
 
     /// `DELETE`: the row, when it has `owner` (any owner when None).
     fn delete(&mut self, conn: ConnId, name: &str, owner: Option<&str>) -> Step {
-        if self.blocked(conn, name) {
-            return Step::Wait(name.to_string());
+        if let Some(k) = self.row_blocker(conn, name) {
+            return Step::Wait(k);
         }
         let Some(old) = self.rows.get(name) else {
             return Step::Done(Reply::ok(0));
         };
         let matches = owner.is_none_or(|o| o == old.owner);
-        self.take_lock(conn, name);
+        self.take_lock(conn, LockKey::Row(name.to_string()));
         if !matches {
             return Step::Done(Reply::ok(0));
         }
@@ -775,11 +911,11 @@ impl Db {
             .map(|r| r.name.to_string())
             .collect();
         // Wait for the first row another transaction holds, then start over.
-        if let Some(n) = old.iter().find(|n| self.blocked(conn, n)) {
-            return Step::Wait(n.clone());
+        if let Some(k) = old.iter().find_map(|n| self.row_blocker(conn, n)) {
+            return Step::Wait(k);
         }
         for n in &old {
-            self.take_lock(conn, n);
+            self.take_lock(conn, LockKey::Row(n.clone()));
             self.write(conn, n, None);
             let s = self.sessions.get_mut(&conn).expect("live session");
             s.expired.push(n.clone());

@@ -106,6 +106,7 @@ fn eof_payload(status: u16) -> Vec<u8> {
 /// them for such a column, closely enough for clients to convert the text.
 fn column_payload(column: &Column) -> Vec<u8> {
     let (charset, length, flags, decimals): (u8, u32, u16, u8) = match column.column_type {
+        ColumnType::Long => (CHARSET_BINARY, 11, BINARY_FLAG | NUM_FLAG, 0),
         ColumnType::LongLong => (CHARSET_BINARY, 20, BINARY_FLAG | NUM_FLAG, 0),
         ColumnType::VarString | ColumnType::Other(_) => (CHARSET_UTF8MB4, 1024, 0, 0x27),
         ColumnType::Timestamp => (CHARSET_BINARY, 19, BINARY_FLAG, 0),

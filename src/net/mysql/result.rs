@@ -13,7 +13,10 @@ pub struct Column {
 /// The column types locksim's server reports (MySQL's `MYSQL_TYPE_*` codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnType {
-    /// `MYSQL_TYPE_LONGLONG` (8): BIGINT, and integer expressions such as `GET_LOCK()`.
+    /// `MYSQL_TYPE_LONG` (3): INT, and what MariaDB reports for integer literals
+    /// (`SELECT 1`) and `GET_LOCK()`/`RELEASE_LOCK()`.
+    Long,
+    /// `MYSQL_TYPE_LONGLONG` (8): BIGINT, `COUNT(*)`.
     LongLong,
     /// `MYSQL_TYPE_VAR_STRING` (253): VARCHAR and string expressions.
     VarString,
@@ -31,6 +34,7 @@ impl ColumnType {
     /// The protocol's type code.
     pub fn code(self) -> u8 {
         match self {
+            ColumnType::Long => 3,
             ColumnType::LongLong => 8,
             ColumnType::VarString => 253,
             ColumnType::Timestamp => 7,
@@ -43,6 +47,7 @@ impl ColumnType {
     /// The type of a protocol code.
     pub fn of_code(code: u8) -> ColumnType {
         match code {
+            3 => ColumnType::Long,
             8 => ColumnType::LongLong,
             253 => ColumnType::VarString,
             7 => ColumnType::Timestamp,

@@ -201,10 +201,14 @@ fn sample_results() -> Vec<QueryResult> {
                     name: "name".into(),
                     column_type: ColumnType::VarString,
                 },
+                Column {
+                    name: "GET_LOCK('l', 0)".into(),
+                    column_type: ColumnType::Long,
+                },
             ],
             rows: vec![
-                vec![Some("1".into()), None],
-                vec![Some("2".into()), Some("x".repeat(300))],
+                vec![Some("1".into()), None, Some("1".into())],
+                vec![Some("2".into()), Some("x".repeat(300)), None],
             ],
         },
         QueryResult::Rows {

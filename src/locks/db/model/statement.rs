@@ -64,9 +64,95 @@ pub(crate) enum Statement {
         /// Sequence name.
         seq: String,
     },
+    /// `SELECT … FROM method_lock [WHERE …] [FOR UPDATE]`: every matching row.
+    Query {
+        /// The `WHERE` clause.
+        filter: Filter,
+        /// A locking read.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        for_update: bool,
+        /// `NEXTVAL(seq)` in the select list: one value per row returned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nextval: Option<String>,
+    },
+    /// `UPDATE method_lock SET … [WHERE …]`
+    UpdateWhere {
+        /// The `WHERE` clause.
+        filter: Filter,
+        /// What to set.
+        set: Set,
+    },
+    /// `DELETE FROM method_lock [WHERE …]`
+    DeleteWhere {
+        /// The `WHERE` clause.
+        filter: Filter,
+    },
+    /// `SELECT GET_LOCK(name, timeout)`.
+    GetLock {
+        /// Lock name.
+        name: String,
+        /// How long to wait, ns; negative: for ever.
+        timeout_ns: i64,
+    },
+    /// `SELECT RELEASE_LOCK(name)`.
+    ReleaseLock {
+        /// Lock name.
+        name: String,
+    },
+    /// `SELECT IS_FREE_LOCK(name)`.
+    IsFreeLock {
+        /// Lock name.
+        name: String,
+    },
+    /// `SELECT IS_USED_LOCK(name)`.
+    IsUsedLock {
+        /// Lock name.
+        name: String,
+    },
+    /// `SELECT RELEASE_ALL_LOCKS()`.
+    ReleaseAllLocks,
 }
 
 impl Statement {
+    /// Whether the statement reads or writes `method_lock` (with autocommit off, such a
+    /// statement opens a transaction).
+    pub(crate) fn touches_table(&self) -> bool {
+        matches!(
+            self,
+            Statement::Insert { .. }
+                | Statement::Select { .. }
+                | Statement::Update { .. }
+                | Statement::Delete { .. }
+                | Statement::DeleteOlder { .. }
+                | Statement::Query { .. }
+                | Statement::UpdateWhere { .. }
+                | Statement::DeleteWhere { .. }
+        )
+    }
+
+    /// When a wait that starts at `now_ns` ends: `GET_LOCK`'s own timeout, else the
+    /// session's lock wait timeout.
+    pub(crate) fn wait_deadline(&self, now_ns: i64, lock_wait_ns: i64) -> i64 {
+        match self {
+            Statement::GetLock { timeout_ns, .. } if *timeout_ns < 0 => i64::MAX,
+            Statement::GetLock { timeout_ns, .. } => now_ns.saturating_add(*timeout_ns),
+            _ => now_ns.saturating_add(lock_wait_ns),
+        }
+    }
+
+    /// The reply when the wait ended by its deadline: `GET_LOCK` returns 0, anything
+    /// else fails with 1205.
+    pub(crate) fn timed_out(&self) -> Reply {
+        match self {
+            Statement::GetLock { .. } => Reply::Scalar(Some(0)),
+            _ => Reply::error(
+                ER_LOCK_WAIT_TIMEOUT,
+                "ER_LOCK_WAIT_TIMEOUT",
+                "Lock wait timeout exceeded; try restarting transaction",
+            ),
+        }
+    }
+
     /// The statement as SQL, for traces and messages.
     pub(crate) fn sql(&self) -> String {
         let q = |s: &str| format!("'{}'", s.replace('\'', "''"));
@@ -129,6 +215,76 @@ impl Statement {
                 "DELETE FROM method_lock WHERE updated_at < NOW(3) - INTERVAL {ms} * 1000 MICROSECOND"
             ),
             Statement::NextVal { seq } => format!("SELECT NEXTVAL({seq})"),
+            Statement::Query {
+                filter,
+                for_update,
+                nextval,
+            } => format!(
+                "SELECT *{} FROM method_lock{}{}",
+                nextval
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(", NEXTVAL({s})")),
+                where_sql(filter),
+                if *for_update { " FOR UPDATE" } else { "" }
+            ),
+            Statement::UpdateWhere { filter, set } => {
+                let mut sets = Vec::new();
+                if let Some(o) = &set.owner {
+                    sets.push(format!("owner = {}", q(o)));
+                }
+                if set.bump_version {
+                    sets.push("version = version + 1".into());
+                }
+                if set.touch {
+                    sets.push("updated_at = NOW(3)".into());
+                }
+                format!("UPDATE method_lock SET {}{}", sets.join(", "), where_sql(filter))
+            }
+            Statement::DeleteWhere { filter } => {
+                format!("DELETE FROM method_lock{}", where_sql(filter))
+            }
+            Statement::GetLock { name, timeout_ns } => {
+                format!("SELECT GET_LOCK({}, {})", q(name), *timeout_ns as f64 / 1e9)
+            }
+            Statement::ReleaseLock { name } => format!("SELECT RELEASE_LOCK({})", q(name)),
+            Statement::IsFreeLock { name } => format!("SELECT IS_FREE_LOCK({})", q(name)),
+            Statement::IsUsedLock { name } => format!("SELECT IS_USED_LOCK({})", q(name)),
+            Statement::ReleaseAllLocks => "SELECT RELEASE_ALL_LOCKS()".into(),
         }
+    }
+}
+
+/// ` WHERE …` for a filter (empty for every row).
+fn where_sql(f: &Filter) -> String {
+    fn expr(f: &Filter) -> String {
+        match f {
+            Filter::All => "TRUE".into(),
+            Filter::And(parts) => parts.iter().map(expr).collect::<Vec<_>>().join(" AND "),
+            Filter::Or(parts) => format!(
+                "({})",
+                parts.iter().map(expr).collect::<Vec<_>>().join(" OR ")
+            ),
+            Filter::Cmp(field, op, value) => {
+                let op = match op {
+                    CmpOp::Eq => "=",
+                    CmpOp::Ne => "<>",
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                };
+                let value = match value {
+                    Operand::Str(s) => format!("'{}'", s.replace('\'', "''")),
+                    Operand::Int(n) => n.to_string(),
+                    Operand::Null => "NULL".into(),
+                    Operand::NowMinusUs(us) => format!("NOW(3) - INTERVAL {us} MICROSECOND"),
+                };
+                format!("{} {op} {value}", field.name())
+            }
+        }
+    }
+    match f {
+        Filter::All => String::new(),
+        f => format!(" WHERE {}", expr(f)),
     }
 }
