@@ -27,7 +27,6 @@ mod frame;
 pub(crate) mod grpc;
 mod live;
 mod meter;
-#[allow(dead_code, unused_imports)] // until the db family speaks it (issue 41, in progress)
 pub(crate) mod mysql;
 pub(crate) mod peer;
 mod remote;

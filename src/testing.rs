@@ -27,11 +27,12 @@ pub mod etcd {
     pub use crate::locks::raft::etcdpb::{etcdserverpb, mvccpb, v3lockpb};
 }
 
-/// MySQL's wire: locksim's client and the replies it reads (tests/fidelity/mariadb_wire.rs).
+/// MySQL's wire: locksim's client, the server side's state machine, and the replies
+/// (tests/fidelity/mariadb_wire.rs).
 pub mod mysql {
     pub use crate::net::mysql::{
-        Column, ColumnType, MysqlClient, QueryResult, ServerError, WireError,
-        SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+        Column, ColumnType, MysqlClient, QueryResult, ServerConn, ServerError, ServerEvent,
+        ServerHello, WireError, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
     };
 }
 

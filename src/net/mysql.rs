@@ -30,4 +30,4 @@ pub use error::WireError;
 pub use result::{
     Column, ColumnType, QueryResult, ServerError, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
-pub(crate) use server::{ServerConn, ServerEvent, ServerHello};
+pub use server::{ServerConn, ServerEvent, ServerHello};

@@ -1,10 +1,12 @@
 //! Differential fidelity, in one binary: the same requests go to locksim's models and to
 //! the real servers they model (redis-server, etcd, ZooKeeper), and the replies are
-//! compared. `mariadb_wire` checks locksim's MySQL client against a real MariaDB. Each family's sections are tests of their own that share one real server
-//! (started by the first test that needs it, stopped when the process ends), so one
-//! section that differs shows beside the others that pass. `cargo test --release --test
-//! fidelity zk::` runs one family. Real client libraries run against a model and the real
-//! server alike too (`python_redis_lock`: python-redis-lock's blocking waiters).
+//! compared (`mariadb_wire`: locksim's MySQL client against a real MariaDB, and the
+//! `mariadb` client against locksim's server side). Each family's sections are tests of
+//! their own that share one real server (started by the first test that needs it,
+//! stopped when the process ends), so one section that differs shows beside the others
+//! that pass. `cargo test --release --test fidelity zk::` runs one family. Real client
+//! libraries run against a model and the real server alike too (`python_redis_lock`:
+//! python-redis-lock's blocking waiters).
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -6,16 +6,22 @@
 //! difference is listed before the test fails: this is what locksim's own server will be
 //! compared with.
 //!
+//! The other way round, the `mariadb` command-line client (Debian's `mariadb-client`)
+//! logs in to locksim's server side ([`ServerConn`] on a loopback socket, answering
+//! canned replies): as itself (`mysql_native_password`) and asking for MySQL 8's
+//! `caching_sha2_password`, which the server switches to `mysql_native_password`.
+//!
 //! The server runs with `--skip-grant-tables`, so the password is not checked; the
 //! `mysql_native_password` answer itself is unit-tested against a vector computed by hand
 //! (`src/net/mysql/tests.rs`).
 
 use crate::support::real_mariadb;
 use locksim::testing::mysql::{
-    Column, ColumnType, MysqlClient, QueryResult, ServerError, WireError, SERVER_STATUS_AUTOCOMMIT,
-    SERVER_STATUS_IN_TRANS,
+    Column, ColumnType, MysqlClient, QueryResult, ServerConn, ServerError, ServerEvent,
+    ServerHello, WireError, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
-use tokio::net::TcpStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// `SERVER_STATUS_AUTOCOMMIT`, the status of a session outside a transaction.
 const AUTO: u16 = SERVER_STATUS_AUTOCOMMIT;
@@ -194,4 +200,89 @@ async fn locksim_client_speaks_to_mariadb() {
         "replies that differ from MariaDB's:\n{}",
         s.differences.join("\n")
     );
+}
+
+/// Serves one connection with a [`ServerConn`]: a login is let in, a query answered with
+/// one row `hello`, anything else with OK. Returns the events seen.
+async fn serve_canned(mut stream: TcpStream) -> Vec<ServerEvent> {
+    let mut conn = ServerConn::new(&ServerHello {
+        server_version: "10.11.19-MariaDB-locksim".into(),
+        connection_id: 1,
+        scramble: *b"locksim-scramble-20b",
+        status: AUTO,
+    });
+    let mut events = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let out = conn.take_output();
+        if stream.write_all(&out).await.is_err() || conn.is_closed() {
+            return events;
+        }
+        let n = match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return events,
+            Ok(n) => n,
+        };
+        conn.receive(&buf[..n]);
+        while let Some(event) = conn.next_event().expect("the client speaks the protocol") {
+            let reply = match &event {
+                ServerEvent::Query(_) => rows(&[("x", ColumnType::VarString)], &[&[Some("hello")]]),
+                _ => ok(0, 0, AUTO),
+            };
+            if event != ServerEvent::Quit {
+                conn.reply(&reply).expect("a reply is due");
+            }
+            events.push(event);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_mariadb_cli_logs_in_to_locksims_server_side() {
+    let cli = ["/usr/bin/mariadb", "/usr/local/bin/mariadb"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect(
+            "the mariadb client is not installed: run the tests with scripts/test, or \
+             `apt-get install -y mariadb-client`",
+        );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    for extra in [
+        &[][..],
+        &["--default-auth=caching_sha2_password", "-Dlocksim"][..],
+    ] {
+        let server = async {
+            let (stream, _) = listener.accept().await.unwrap();
+            serve_canned(stream).await
+        };
+        let client = tokio::process::Command::new(cli)
+            .args(["--no-defaults", "-h127.0.0.1", "-uroot", "-ppw", "-N", "-B"])
+            .arg(format!("-P{port}"))
+            .args(extra)
+            .args(["-e", "SELECT 'hello' AS x"])
+            .kill_on_drop(true)
+            .output();
+        let (events, out) = tokio::join!(server, client);
+        let out = out.expect("mariadb runs");
+        assert!(
+            out.status.success(),
+            "mariadb {extra:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+        let database = extra.contains(&"-Dlocksim").then(|| "locksim".to_string());
+        assert_eq!(
+            events.first(),
+            Some(&ServerEvent::Login {
+                user: "root".into(),
+                database,
+                found_rows: false,
+            }),
+            "{events:?}"
+        );
+        assert!(
+            events.contains(&ServerEvent::Query("SELECT 'hello' AS x".into())),
+            "{events:?}"
+        );
+    }
 }

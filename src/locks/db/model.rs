@@ -512,7 +512,14 @@ impl Db {
             }
             Step::Wait(on) => {
                 let deadline = stmt.wait_deadline(now.mono_ns, lock_wait_ns);
-                self.wait(conn, stmt, projection, on, deadline)
+                if deadline <= now.mono_ns {
+                    // `GET_LOCK(name, 0)`: a try, answered at once.
+                    let reply = stmt.timed_out();
+                    self.finish(conn, &reply);
+                    Some(reply)
+                } else {
+                    self.wait(conn, stmt, projection, on, deadline)
+                }
             }
         };
         self.pump(now);

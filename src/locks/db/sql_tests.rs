@@ -487,6 +487,12 @@ fn named_locks_are_reentrant_session_scoped_and_not_transactional() {
         Some("0".into()),
         "a timeout is 0, not an error"
     );
+    let try_now = q(&mut db, b, "SELECT GET_LOCK('x', 0)");
+    assert_eq!(
+        one(&try_now),
+        Some("0".into()),
+        "a zero timeout answers at once"
+    );
     let used = q(&mut db, b, "SELECT IS_USED_LOCK('x')");
     assert_eq!(one(&used), Some(a.to_string()));
     let free = "SELECT IS_FREE_LOCK('x')";

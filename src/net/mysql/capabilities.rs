@@ -45,6 +45,12 @@ pub(crate) const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_CONNECT_ATTRS
     | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
 
+/// What the server never offers: TLS, compression, several statements in one
+/// `COM_QUERY`, and OK packets in place of EOF.
+const NEVER_OFFERED: u32 =
+    CLIENT_SSL | CLIENT_COMPRESS | CLIENT_MULTI_STATEMENTS | CLIENT_DEPRECATE_EOF;
+const _: () = assert!(SERVER_CAPABILITIES & NEVER_OFFERED == 0);
+
 /// What locksim's client asks for (masked with what the server offers; plus
 /// `CLIENT_CONNECT_WITH_DB` when it names a database).
 pub(crate) const CLIENT_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD

@@ -20,7 +20,7 @@ use super::result::{QueryResult, ServerError};
 
 /// What the server says about itself in the handshake.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServerHello {
+pub struct ServerHello {
     /// The version string clients show (`10.11.19-MariaDB-locksim`).
     pub server_version: String,
     /// The connection's id (`CONNECTION_ID()`).
@@ -34,7 +34,7 @@ pub(crate) struct ServerHello {
 /// What a client asked for: each but [`ServerEvent::Quit`] awaits one
 /// [`ServerConn::reply`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ServerEvent {
+pub enum ServerEvent {
     /// The handshake is done: reply OK to let the client in, or an error to refuse it
     /// (say, 1049 for an unknown database).
     Login {
@@ -104,7 +104,7 @@ const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
 
 /// The server side of one connection.
 #[derive(Debug)]
-pub(crate) struct ServerConn {
+pub struct ServerConn {
     phase: Phase,
     decoder: PacketDecoder,
     output: Vec<u8>,
@@ -116,7 +116,7 @@ pub(crate) struct ServerConn {
 
 impl ServerConn {
     /// A new connection; its output holds the greeting already.
-    pub(crate) fn new(hello: &ServerHello) -> ServerConn {
+    pub fn new(hello: &ServerHello) -> ServerConn {
         let greeting = Greeting {
             server_version: hello.server_version.clone(),
             connection_id: hello.connection_id,
@@ -140,28 +140,28 @@ impl ServerConn {
     }
 
     /// Bytes read from the client.
-    pub(crate) fn receive(&mut self, bytes: &[u8]) {
+    pub fn receive(&mut self, bytes: &[u8]) {
         self.decoder.feed(bytes);
     }
 
     /// The session's `SERVER_STATUS_*` flags, for the EOF packets of result sets (an OK
     /// packet carries the flags its [`QueryResult::Ok`] holds).
-    pub(crate) fn set_status(&mut self, status: u16) {
+    pub fn set_status(&mut self, status: u16) {
         self.status = status;
     }
 
     /// The bytes to write to the client, taken.
-    pub(crate) fn take_output(&mut self) -> Vec<u8> {
+    pub fn take_output(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.output)
     }
 
     /// Whether an event awaits [`ServerConn::reply`].
-    pub(crate) fn awaits_reply(&self) -> bool {
+    pub fn awaits_reply(&self) -> bool {
         matches!(self.phase, Phase::LoginReply | Phase::CommandReply)
     }
 
     /// Whether the connection is over: the caller writes the output, then closes.
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         matches!(self.phase, Phase::Closed)
     }
 
@@ -169,7 +169,7 @@ impl ServerConn {
     /// awaits its reply: the client waits for it before sending more). A protocol error
     /// queues an ERR packet for the client, closes the connection, and is returned.
     /// Unknown commands are answered here (error 1047) and raise no event.
-    pub(crate) fn next_event(&mut self) -> Result<Option<ServerEvent>, WireError> {
+    pub fn next_event(&mut self) -> Result<Option<ServerEvent>, WireError> {
         loop {
             if self.awaits_reply() || self.is_closed() {
                 return Ok(None);
@@ -281,7 +281,7 @@ impl ServerConn {
     }
 
     /// Answer the event that awaits a reply. A refused login closes the connection.
-    pub(crate) fn reply(&mut self, result: &QueryResult) -> Result<(), WireError> {
+    pub fn reply(&mut self, result: &QueryResult) -> Result<(), WireError> {
         let next = match self.phase {
             Phase::LoginReply if matches!(result, QueryResult::Err(_)) => Phase::Closed,
             Phase::LoginReply | Phase::CommandReply => Phase::Commands,

@@ -450,6 +450,38 @@ proptest! {
     }
 
     #[test]
+    fn random_commands_after_a_login_never_panic_the_server(packets in prop::collection::vec((any::<u8>(), prop::collection::vec(any::<u8>(), 0..48)), 0..12)) {
+        let mut conn = ServerConn::new(&hello());
+        let login = HandshakeResponse {
+            capabilities: CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION,
+            max_packet: 1 << 24,
+            charset: 45,
+            user: "u".into(),
+            auth_response: vec![],
+            database: None,
+            auth_plugin: None,
+        };
+        let mut wire = Vec::new();
+        encode_packet(1, &login.encode(), &mut wire).unwrap();
+        conn.receive(&wire);
+        let logged_in = matches!(conn.next_event(), Ok(Some(ServerEvent::Login { .. })));
+        prop_assert!(logged_in);
+        conn.reply(&ok(0)).unwrap();
+        for (seq, payload) in packets {
+            let mut wire = Vec::new();
+            // Mostly well-ordered commands, sometimes out of order.
+            encode_packet(seq % 4 / 3, &payload, &mut wire).unwrap();
+            conn.receive(&wire);
+            while let Ok(Some(event)) = conn.next_event() {
+                if event != ServerEvent::Quit {
+                    prop_assert!(conn.reply(&sample_results()[2]).is_ok());
+                }
+            }
+            conn.take_output();
+        }
+    }
+
+    #[test]
     fn random_packets_never_panic_the_decoders(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
         let mut d = PacketDecoder::default();
         d.feed(&bytes);
