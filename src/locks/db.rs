@@ -39,14 +39,11 @@
 
 pub(crate) mod cleaner;
 mod client;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod model;
-// The node and client reach the model through typed statements until they move onto
-// MySQL's wire (issue 41); the SQL front-end and what only it uses wait for that.
 pub(crate) mod node;
 pub(crate) mod params;
+mod read_reply;
 mod session;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod sql;
 
 pub(crate) use client::DbLock;

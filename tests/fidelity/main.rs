@@ -11,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod db;
 mod etcd;
 mod mariadb_wire;
 mod python_redis_lock;

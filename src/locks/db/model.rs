@@ -80,8 +80,6 @@ pub(crate) type ConnId = u64;
 pub(crate) const ER_DUP_ENTRY: u16 = 1062;
 /// `ER_LOCK_WAIT_TIMEOUT`.
 pub(crate) const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
-/// `ER_PARSE_ERROR`: a request the server cannot read.
-pub(crate) const ER_PARSE_ERROR: u16 = 1064;
 /// `ER_LOCK_DEADLOCK`.
 pub(crate) const ER_LOCK_DEADLOCK: u16 = 1213;
 /// `CR_COMMANDS_OUT_OF_SYNC`: a statement sent while the previous one is still running.
@@ -457,7 +455,9 @@ impl Db {
     }
 
     /// Run a statement of session `conn`. `None`: it waits for a row lock, and its reply
-    /// comes later in [`Effects::replies`].
+    /// comes later in [`Effects::replies`]. The model's tests drive it so; the node runs
+    /// SQL text ([`crate::locks::db::sql::execute_sql`]).
+    #[cfg(test)]
     pub(crate) fn execute(&mut self, conn: ConnId, stmt: Statement, now: Now) -> Option<Reply> {
         self.run(conn, stmt, None, now)
     }
@@ -795,6 +795,12 @@ impl Db {
         if let Some(k) = self.row_blocker(conn, name) {
             return Step::Wait(k);
         }
+        // InnoDB allocates the id before it meets the duplicate (a failed INSERT uses one
+        // up, as MariaDB's does), and writes it at allocation: a rolled-back insert's id
+        // is never handed out again.
+        self.auto_increment += 1;
+        let id = self.auto_increment;
+        self.fx.redo.push(Redo::AutoInc(id));
         if self.rows.contains_key(name) {
             return Step::Done(Reply::error(
                 ER_DUP_ENTRY,
@@ -803,10 +809,6 @@ impl Db {
             ));
         }
         self.take_lock(conn, LockKey::Row(name.to_string()));
-        self.auto_increment += 1;
-        let id = self.auto_increment;
-        // Written at allocation: a rolled-back insert's id is never handed out again.
-        self.fx.redo.push(Redo::AutoInc(id));
         let row = Row {
             id,
             name: name.to_string(),

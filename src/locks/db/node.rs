@@ -1,7 +1,9 @@
 //! The database node `db-0`: the network edge around the pure [`Db`] model.
 //!
-//! - One task per connection reads framed JSON [`Statement`]s and answers each with a
-//!   JSON [`Reply`] (one statement at a time per connection, as MySQL's protocol has it).
+//! - One task per connection speaks MySQL's protocol ([`ServerConn`]): the handshake
+//!   (any user and password), then `COM_QUERY` statements run by the SQL front-end
+//!   ([`execute_sql`]), `COM_PING`, `COM_INIT_DB` and `COM_QUIT`, one command at a time
+//!   per connection, as the protocol has it.
 //!   A statement that waits for a row lock gets its reply later, from whichever task
 //!   released the lock or from the housekeeping task, through the connection's outbox.
 //! - A housekeeping task ticks the model every [`TICK_MS`] of the server's monotonic
@@ -22,16 +24,18 @@
 //!   ends is a release the lock service never announced, and `lock-linearizable` reports
 //!   it, as it does for the Redis node that restarts without persistence.
 
-use super::model::{Config, ConnId, Db, Now, Reply, Statement, ER_PARSE_ERROR};
+use super::model::{Config, ConnId, Db, Now};
 use super::params::{DbParams, Fsync};
+use super::sql::{execute_sql, SERVER_VERSION};
 use crate::history::{names, EventType};
-use crate::net::{encode_frame, Decoder, Frames};
+use crate::net::mysql::{QueryResult, ServerConn, ServerError, ServerEvent, ServerHello};
+use crate::net::NetStream;
 use crate::sim::NodeCtx;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// MySQL's TCP port.
@@ -40,13 +44,16 @@ pub(crate) const DB_PORT: u16 = 3306;
 /// The redo log file on the node's disk.
 pub(crate) const REDO_LOG: &str = "ib_redo";
 
+/// `ER_BAD_DB_ERROR`: a database other than `locksim`.
+const ER_BAD_DB_ERROR: u16 = 1049;
+
 /// Housekeeping period, server local ms: the resolution of both timeouts.
 pub(crate) const TICK_MS: u64 = 10;
 
 /// What a connection task is told by the rest of the node.
 enum Out {
     /// The reply to its waiting statement.
-    Reply(Reply),
+    Reply(QueryResult),
     /// The server ended the session: close the connection.
     Close,
 }
@@ -102,11 +109,16 @@ pub(crate) async fn db_main(ctx: NodeCtx, params: DbParams) {
             }
         });
     }
-    let listener = crate::net::tcp::listen(&ctx, DB_PORT)
-        .await
-        .expect("bind on a fresh simulated host cannot fail");
+    // turmoil's TCP in a simulation; real loopback under `locksim serve db`.
+    let listener = match crate::net::listen(&ctx, DB_PORT).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{}: cannot listen: {e}", ctx.name());
+            return;
+        }
+    };
     loop {
-        let Ok((stream, _peer)) = listener.accept().await else {
+        let Ok(stream) = listener.accept().await else {
             continue;
         };
         ctx.spawn(connection(ctx.clone(), node.clone(), stream));
@@ -135,7 +147,9 @@ fn apply(ctx: &NodeCtx, node: &Node) {
         );
     }
     let n = node.borrow();
-    for (conn, reply) in fx.replies {
+    // Every statement comes as SQL text, so waiting ones end in `results`.
+    debug_assert!(fx.replies.is_empty());
+    for (conn, reply) in fx.results {
         tracing::debug!(conn, "-> {reply:?} (after waiting)");
         if let Some(tx) = n.outboxes.get(&conn) {
             let _ = tx.send(Out::Reply(reply));
@@ -149,56 +163,78 @@ fn apply(ctx: &NodeCtx, node: &Node) {
     }
 }
 
-fn encode(reply: &Reply, out: &mut Vec<u8>) {
-    let bytes = serde_json::to_vec(reply).expect("replies serialise");
-    encode_frame(&bytes, out);
+/// The one database the server has.
+pub(crate) const DATABASE: &str = "locksim";
+
+/// A handshake scramble from the node's seeded RNG: printable, as MySQL's are, so a
+/// run replays byte for byte.
+fn scramble(ctx: &NodeCtx) -> [u8; 20] {
+    let mut s = [0u8; 20];
+    for b in &mut s {
+        *b = ctx.rand_range(33, 126) as u8;
+    }
+    s
 }
 
-/// Decode the buffered requests and run them; replies go to `out`. Stops after a
-/// statement that waits (its reply comes through the outbox).
-fn serve_buffered(
-    ctx: &NodeCtx,
-    node: &Node,
-    conn: ConnId,
-    buf: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) -> Result<(), ()> {
+/// The reply to a login or `COM_INIT_DB` naming `database`: only `locksim` exists.
+fn use_database(database: Option<&str>, status: u16) -> QueryResult {
+    match database {
+        None => ok(status),
+        Some(d) if d.eq_ignore_ascii_case(DATABASE) => ok(status),
+        Some(d) => QueryResult::Err(ServerError {
+            code: ER_BAD_DB_ERROR,
+            sqlstate: "42000".into(),
+            message: format!("Unknown database '{d}'"),
+        }),
+    }
+}
+
+fn ok(status: u16) -> QueryResult {
+    QueryResult::Ok {
+        affected_rows: 0,
+        last_insert_id: 0,
+        warnings: 0,
+        status,
+    }
+}
+
+/// Answer the events the bytes received so far complete, until one waits for a lock
+/// (its reply comes through the outbox) or none is left.
+fn serve_events(ctx: &NodeCtx, node: &Node, conn: ConnId, wire: &mut ServerConn) {
     loop {
-        let frame = match Frames.decode(buf) {
-            Ok(Some((frame, used))) => {
-                buf.drain(..used);
-                frame
-            }
-            Ok(None) => return Ok(()),
-            Err(_) => return Err(()),
+        let status = node.borrow().db.status(conn);
+        wire.set_status(status);
+        let event = match wire.next_event() {
+            Ok(Some(event)) => event,
+            // A protocol error has queued its ERR and closed the connection.
+            Ok(None) | Err(_) => return,
         };
-        let reply = match serde_json::from_slice::<Statement>(&frame) {
-            Ok(stmt) => {
-                tracing::debug!(conn, wall_ms = ctx.wall_ms(), "{}", stmt.sql());
-                let r = node.borrow_mut().db.execute(conn, stmt, now(ctx));
+        let reply = match event {
+            ServerEvent::Login { database, .. } => use_database(database.as_deref(), status),
+            ServerEvent::InitDb(d) => use_database(Some(&d), status),
+            ServerEvent::Ping => ok(status),
+            ServerEvent::Quit => return,
+            ServerEvent::Query(sql) => {
+                tracing::debug!(conn, wall_ms = ctx.wall_ms(), "{sql}");
+                let r = execute_sql(&mut node.borrow_mut().db, conn, &sql, now(ctx));
                 apply(ctx, node);
-                r
+                match r {
+                    Some(r) => r,
+                    None => {
+                        tracing::debug!(conn, "waits for a lock");
+                        return;
+                    }
+                }
             }
-            Err(e) => Some(Reply::error(
-                ER_PARSE_ERROR,
-                "ER_PARSE_ERROR",
-                format!("cannot read the statement: {e}"),
-            )),
         };
-        match reply {
-            Some(r) => {
-                tracing::debug!(conn, "-> {r:?}");
-                encode(&r, out);
-            }
-            None => {
-                tracing::debug!(conn, "waits for a row lock");
-                return Ok(());
-            }
+        tracing::debug!(conn, "-> {reply:?}");
+        if wire.reply(&reply).is_err() {
+            return;
         }
     }
 }
 
-async fn connection(ctx: NodeCtx, node: Node, mut stream: crate::net::SimStream) {
+async fn connection(ctx: NodeCtx, node: Node, mut stream: NetStream) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let conn = {
         let mut n = node.borrow_mut();
@@ -206,29 +242,80 @@ async fn connection(ctx: NodeCtx, node: Node, mut stream: crate::net::SimStream)
         n.outboxes.insert(c, tx);
         c
     };
-    let Ok(ka) = crate::net::tcp::Keepalive::of(&stream) else {
-        return;
+    let mut wire = ServerConn::new(&ServerHello {
+        server_version: SERVER_VERSION.to_string(),
+        connection_id: conn as u32,
+        scramble: scramble(&ctx),
+        status: node.borrow().db.status(conn),
+    });
+    // Keepalive probes in a simulation (turmoil's TCP has none); the kernel's on loopback.
+    let keepalive = match &stream {
+        NetStream::Sim(s) => match crate::net::tcp::Keepalive::of(s) {
+            Ok(ka) => Some(ka),
+            Err(_) => return,
+        },
+        NetStream::Live(_) => None,
     };
-    let mut buf = Vec::with_capacity(256);
+    let closed_by_server = serve_connection(
+        &ctx,
+        &node,
+        conn,
+        &mut wire,
+        &mut stream,
+        &mut rx,
+        keepalive.as_ref(),
+    )
+    .await;
+    let mut n = node.borrow_mut();
+    n.outboxes.remove(&conn);
+    if !closed_by_server {
+        tracing::debug!(conn, "connection closed by the client");
+        n.db.disconnect(conn, now(&ctx));
+        drop(n);
+        apply(&ctx, &node);
+    }
+}
+
+/// The connection's loop: the greeting, then commands and late replies, until either side
+/// ends it. `true` when the server ended the session (its rollback is done).
+async fn serve_connection(
+    ctx: &NodeCtx,
+    node: &Node,
+    conn: ConnId,
+    wire: &mut ServerConn,
+    stream: &mut NetStream,
+    rx: &mut mpsc::UnboundedReceiver<Out>,
+    keepalive: Option<&crate::net::tcp::Keepalive>,
+) -> bool {
     let mut chunk = [0u8; 4096];
-    let closed_by_server = loop {
-        let mut out = Vec::new();
+    loop {
+        let out = wire.take_output();
+        if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            return false;
+        }
+        if wire.is_closed() {
+            return false;
+        }
         tokio::select! {
             // Biased: deterministic, and a waiting statement's reply goes out before
             // anything else is read.
             biased;
             msg = rx.recv() => match msg {
-                Some(Out::Reply(r)) => encode(&r, &mut out),
-                Some(Out::Close) | None => break true,
-            },
-            read = crate::net::tcp::read_alive(&ctx, &ka, &mut stream, &mut chunk) => match read {
-                Ok(0) | Err(_) => break false,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    let fsyncs = ctx.disk().fsyncs();
-                    if serve_buffered(&ctx, &node, conn, &mut buf, &mut out).is_err() {
-                        break false;
+                Some(Out::Reply(r)) => {
+                    wire.set_status(node.borrow().db.status(conn));
+                    if wire.reply(&r).is_err() {
+                        return false;
                     }
+                    serve_events(ctx, node, conn, wire);
+                }
+                Some(Out::Close) | None => return true,
+            },
+            read = read(ctx, keepalive, stream, &mut chunk) => match read {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => {
+                    wire.receive(&chunk[..n]);
+                    let fsyncs = ctx.disk().fsyncs();
+                    serve_events(ctx, node, conn, wire);
                     // A commit is answered once its redo is on disk; the rest of the
                     // server goes on meanwhile (InnoDB releases the row locks first).
                     if ctx.disk().fsyncs() > fsyncs {
@@ -237,16 +324,18 @@ async fn connection(ctx: NodeCtx, node: Node, mut stream: crate::net::SimStream)
                 }
             },
         }
-        if !out.is_empty() && stream.write_all(&out).await.is_err() {
-            break false;
-        }
-    };
-    let mut n = node.borrow_mut();
-    n.outboxes.remove(&conn);
-    if !closed_by_server {
-        tracing::debug!(conn, "connection closed by the client");
-        n.db.disconnect(conn, now(&ctx));
-        drop(n);
-        apply(&ctx, &node);
+    }
+}
+
+/// Read what the client sent: with keepalive probes in a simulation.
+async fn read(
+    ctx: &NodeCtx,
+    keepalive: Option<&crate::net::tcp::Keepalive>,
+    stream: &mut NetStream,
+    chunk: &mut [u8],
+) -> std::io::Result<usize> {
+    match (keepalive, stream) {
+        (Some(ka), NetStream::Sim(s)) => crate::net::tcp::read_alive(ctx, ka, s, chunk).await,
+        (_, s) => s.read(chunk).await,
     }
 }

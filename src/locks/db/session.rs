@@ -11,15 +11,17 @@
 //! may have ended the session after `wait_timeout`.
 
 use super::model::{Reply, Statement};
-use super::node::DB_PORT;
-use crate::net::{encode_frame, CallError, Conn, Connector, Frames, SimStream, SimTcp};
+use super::node::{DATABASE, DB_PORT};
+use super::read_reply::read_reply;
+use crate::net::mysql::MysqlClient;
+use crate::net::{CallError, Connector, SimStream, SimTcp};
 use crate::sim::NodeCtx;
 use std::time::Duration;
 
 /// One database connection (reconnecting lazily when it is used again after a failure).
 pub(crate) struct Session {
     host: String,
-    conn: Option<Conn<SimStream, Frames>>,
+    conn: Option<MysqlClient<SimStream>>,
     /// Bumped at each new connection: a transaction belongs to one generation.
     generation: u64,
     /// Local monotonic time of the last reply, ns.
@@ -58,14 +60,8 @@ impl Session {
             let _ = self.send(ctx, &Statement::Ping, timeout).await;
         }
         if self.conn.is_none() {
-            match SimTcp.connect(ctx, &self.host, DB_PORT, timeout).await {
-                Ok(Ok(s)) => {
-                    self.conn = Some(Conn::new(s, Frames));
-                    self.generation += 1;
-                }
-                Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
-                Err(_) => return Err(CallError::Connect("timeout".into())),
-            }
+            self.conn = Some(self.connect(ctx, timeout).await?);
+            self.generation += 1;
         }
         self.send(ctx, stmt, timeout).await
     }
@@ -87,6 +83,26 @@ impl Session {
         self.send(ctx, stmt, timeout).await
     }
 
+    /// A new connection, logged in (the handshake counts against `timeout`).
+    async fn connect(
+        &self,
+        ctx: &NodeCtx,
+        timeout: Duration,
+    ) -> Result<MysqlClient<SimStream>, CallError> {
+        let stream = match SimTcp.connect(ctx, &self.host, DB_PORT, timeout).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
+            Err(_) => return Err(CallError::Connect("timeout".into())),
+        };
+        // Any user: the server is a test server and accepts every login.
+        let login = MysqlClient::connect(stream, "locksim", "", Some(DATABASE));
+        match ctx.timeout(timeout, login).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(CallError::Connect(format!("login: {e}"))),
+            Err(_) => Err(CallError::Connect("login: timeout".into())),
+        }
+    }
+
     async fn send(
         &mut self,
         ctx: &NodeCtx,
@@ -94,14 +110,8 @@ impl Session {
         timeout: Duration,
     ) -> Result<Reply, CallError> {
         let conn = self.conn.as_mut().expect("connected by the caller");
-        let mut req = Vec::new();
-        encode_frame(
-            &serde_json::to_vec(stmt).expect("statements serialise"),
-            &mut req,
-        );
-        let result = match ctx.timeout(timeout, conn.call(&req)).await {
-            Ok(Ok(bytes)) => serde_json::from_slice::<Reply>(&bytes)
-                .map_err(|e| CallError::Io(format!("unreadable reply: {e}"))),
+        let result = match ctx.timeout(timeout, conn.query(&stmt.sql())).await {
+            Ok(Ok(result)) => read_reply(stmt, result),
             Ok(Err(e)) => Err(CallError::Io(e.to_string())),
             Err(_) => Err(CallError::Timeout),
         };

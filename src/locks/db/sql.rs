@@ -29,7 +29,7 @@
 //! - `GET_LOCK`'s column is `MYSQL_TYPE_LONG` as MariaDB's; a `GET_LOCK` that would close
 //!   a cycle of waits fails with 1213 without rolling back the transaction (named locks
 //!   are not transactional).
-//! - `@@version` is `10.11.0-MariaDB-locksim`, `@@version_comment` `locksim`.
+//! - `@@version` is `10.11.19-MariaDB-locksim`, `@@version_comment` `locksim`.
 //! - One statement per query (no `CLIENT_MULTI_STATEMENTS`): a second one is 1064.
 
 use crate::locks::db::model::{ConnId, Db, Now, Projection, Statement};
@@ -45,6 +45,8 @@ mod names;
 mod select;
 mod table;
 mod variables;
+
+pub(crate) use variables::SERVER_VERSION;
 
 /// What a statement comes to.
 pub(crate) enum Plan {

@@ -185,7 +185,7 @@ fn expression_columns_are_named_as_written() {
                     "CONNECTION_ID( )",
                 ]
             );
-            assert_eq!(columns[0].column_type, ColumnType::Other(3));
+            assert_eq!(columns[0].column_type, ColumnType::Long);
             assert_eq!(rows[0][0].as_deref(), Some("1"));
             assert_eq!(rows[0][1].as_deref(), Some("1"));
             assert_eq!(rows[0][3].as_deref(), Some("x"));

@@ -38,7 +38,7 @@ pub(crate) enum Projection {
 }
 
 /// `MYSQL_TYPE_LONG`: what MariaDB reports for the named-lock functions.
-pub(crate) const TYPE_LONG: ColumnType = ColumnType::Other(3);
+pub(crate) const TYPE_LONG: ColumnType = ColumnType::Long;
 
 impl Out {
     fn column_type(&self) -> ColumnType {

@@ -205,12 +205,18 @@ fn literal(e: &Expr) -> Option<(Option<String>, ColumnType)> {
         return Some((Some(s), ColumnType::VarString));
     }
     if let Some(n) = expr::integer(e) {
-        return Some((Some(n.to_string()), ColumnType::LongLong));
+        // MariaDB types a literal that fits 32 bits as LONG, a longer one as LONGLONG.
+        let t = if i32::try_from(n).is_ok() {
+            ColumnType::Long
+        } else {
+            ColumnType::LongLong
+        };
+        return Some((Some(n.to_string()), t));
     }
     match e {
         Expr::Value(v) if matches!(v.value, Value::Null) => Some((None, ColumnType::Null)),
         Expr::Value(v) => match &v.value {
-            Value::Boolean(b) => Some((Some(u8::from(*b).to_string()), ColumnType::LongLong)),
+            Value::Boolean(b) => Some((Some(u8::from(*b).to_string()), ColumnType::Long)),
             _ => None,
         },
         _ => None,

@@ -11,7 +11,7 @@ use sqlparser::ast::{
 };
 
 /// The version locksim's server reports (`@@version`, `VERSION()`).
-pub(crate) const SERVER_VERSION: &str = "10.11.0-MariaDB-locksim";
+pub(crate) const SERVER_VERSION: &str = "10.11.19-MariaDB-locksim";
 
 /// `@@max_allowed_packet`: MariaDB's default.
 const MAX_ALLOWED_PACKET: u64 = 16 * 1024 * 1024;
