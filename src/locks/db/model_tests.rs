@@ -94,13 +94,14 @@ fn a_duplicate_name_is_error_1062_and_ids_are_never_reused() {
         )),
         1
     );
-    // AUTO_INCREMENT moves on: a deleted row's id is not handed out again.
+    // AUTO_INCREMENT moves on: the duplicate used up id 2 (as InnoDB's allocation before
+    // the insert does), and a deleted row's id is not handed out again.
     let again = db.execute(b, insert("L", "b"), at(4));
     assert_eq!(
         again,
         Some(Reply::Ok {
             affected: 1,
-            insert_id: Some(2)
+            insert_id: Some(3)
         })
     );
     assert_eq!(
