@@ -24,6 +24,7 @@
 
 use super::model::{Config, ConnId, Db, Now, Reply, Statement, ER_PARSE_ERROR};
 use super::params::{DbParams, Fsync};
+use super::replication::Link; // failover (issue 41)
 use crate::history::{names, EventType};
 use crate::net::{encode_frame, Decoder, Frames};
 use crate::sim::NodeCtx;
@@ -55,6 +56,8 @@ struct State {
     db: Db,
     outboxes: BTreeMap<ConnId, mpsc::UnboundedSender<Out>>,
     fsync: Fsync,
+    /// failover (issue 41): replication to or from the standby (replication.rs).
+    link: Link,
 }
 
 type Node = Rc<RefCell<State>>;
@@ -78,11 +81,22 @@ pub(crate) fn config(p: &DbParams) -> Config {
 pub(crate) async fn db_main(ctx: NodeCtx, params: DbParams) {
     let db = Db::recover(config(&params), ctx.disk().read(REDO_LOG));
     tracing::debug!(rows = db.rows().len(), "recovered");
+    let redo = ctx.disk().read(REDO_LOG).to_vec(); // failover (issue 41): positions
+    let link = Link::boot(&ctx, params.standby(), &redo); // failover (issue 41)
     let node: Node = Rc::new(RefCell::new(State {
         db,
         outboxes: BTreeMap::new(),
         fsync: params.fsync,
+        link: link.clone(),
     }));
+    // failover (issue 41): ship to the standby, or apply what the primary ships.
+    link.start(&ctx, {
+        let (ctx, node) = (ctx.clone(), node.clone());
+        move |records| {
+            node.borrow_mut().db.apply_replicated(records);
+            apply(&ctx, &node);
+        }
+    });
     {
         let (ctx2, node) = (ctx.clone(), node.clone());
         ctx.spawn(async move {
@@ -126,6 +140,8 @@ fn apply(ctx: &NodeCtx, node: &Node) {
         if fsync == Fsync::Always {
             disk.fsync(REDO_LOG);
         }
+        drop(disk);
+        node.borrow().link.log(ctx, &fx.redo); // failover (issue 41): the binlog
     }
     for name in &fx.expired {
         tracing::debug!(lock = %name, "hold ended by the server");
@@ -173,6 +189,10 @@ fn serve_buffered(
             Err(_) => return Err(()),
         };
         let reply = match serde_json::from_slice::<Statement>(&frame) {
+            // failover (issue 41): a read-only server refuses writes with 1290.
+            Ok(stmt) if node.borrow().link.refuse(&stmt).is_some() => {
+                node.borrow().link.refuse(&stmt)
+            }
             Ok(stmt) => {
                 tracing::debug!(conn, wall_ms = ctx.wall_ms(), "{}", stmt.sql());
                 let r = node.borrow_mut().db.execute(conn, stmt, now(ctx));
@@ -226,6 +246,7 @@ async fn connection(ctx: NodeCtx, node: Node, mut stream: crate::net::SimStream)
                 Ok(n) => {
                     buf.extend_from_slice(&chunk[..n]);
                     let fsyncs = ctx.disk().fsyncs();
+                    let logged = node.borrow().link.position(); // failover (issue 41)
                     if serve_buffered(&ctx, &node, conn, &mut buf, &mut out).is_err() {
                         break false;
                     }
@@ -234,6 +255,9 @@ async fn connection(ctx: NodeCtx, node: Node, mut stream: crate::net::SimStream)
                     if ctx.disk().fsyncs() > fsyncs {
                         ctx.wait_disk().await;
                     }
+                    // failover (issue 41): semi-sync answers once the standby has it.
+                    let link = node.borrow().link.clone();
+                    link.wait_for_standby(&ctx, logged).await;
                 }
             },
         }

@@ -9,16 +9,24 @@
 //! nothing — the hazard of JDBC's `autoReconnect`). And like a pool it tests a
 //! connection that has been idle a while before using it (`SELECT 1`), since the server
 //! may have ended the session after `wait_timeout`.
+//!
+//! With a standby it knows several hosts, as a JDBC URL `jdbc:mysql://db-0,db-1/locksim`
+//! with sequential failover: it keeps to the current host until a connect fails (then it
+//! tries the next, each host once per statement) or a write is refused with 1290
+//! (read-only: nothing ran, so the statement goes to the next host, again each host once).
 
 use super::model::{Reply, Statement};
 use super::node::DB_PORT;
+use super::replication::ER_OPTION_PREVENTS_STATEMENT; // failover (issue 41)
 use crate::net::{encode_frame, CallError, Conn, Connector, Frames, SimStream, SimTcp};
 use crate::sim::NodeCtx;
 use std::time::Duration;
 
 /// One database connection (reconnecting lazily when it is used again after a failure).
 pub(crate) struct Session {
-    host: String,
+    /// failover (issue 41): the hosts in failover order, and the one in use.
+    hosts: Vec<String>,
+    current: usize,
     conn: Option<Conn<SimStream, Frames>>,
     /// Bumped at each new connection: a transaction belongs to one generation.
     generation: u64,
@@ -29,10 +37,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session to `host` that tests its connection after `idle_test` of idleness.
-    pub(crate) fn new(host: &str, idle_test: Duration) -> Session {
+    /// A session to the first of `hosts` (failover, issue 41: moving on to the next at a
+    /// failed connect or a 1290, see the module docs) that tests its connection after
+    /// `idle_test` of idleness.
+    pub(crate) fn with_hosts(hosts: &[String], idle_test: Duration) -> Session {
         Session {
-            host: host.to_string(),
+            hosts: hosts.to_vec(),
+            current: 0,
             conn: None,
             generation: 0,
             last_used_ns: 0,
@@ -57,17 +68,46 @@ impl Session {
             // A failed test has no effect; the statement then goes on a new connection.
             let _ = self.send(ctx, &Statement::Ping, timeout).await;
         }
-        if self.conn.is_none() {
-            match SimTcp.connect(ctx, &self.host, DB_PORT, timeout).await {
+        // failover (issue 41): a write refused with 1290 (nothing ran) goes to the next host.
+        let mut refusals = 0;
+        loop {
+            self.connect(ctx, timeout).await?;
+            let reply = self.send(ctx, stmt, timeout).await;
+            let refused = matches!(&reply, Ok(r) if r.code() == Some(ER_OPTION_PREVENTS_STATEMENT));
+            if !refused || self.hosts.len() == 1 {
+                return reply;
+            }
+            self.conn = None;
+            self.current = (self.current + 1) % self.hosts.len();
+            refusals += 1;
+            if refusals == self.hosts.len() {
+                return reply;
+            }
+        }
+    }
+
+    /// failover (issue 41): connect if needed, trying each host once from the current one.
+    async fn connect(&mut self, ctx: &NodeCtx, timeout: Duration) -> Result<(), CallError> {
+        for tried in 1..=self.hosts.len() {
+            if self.conn.is_some() {
+                break;
+            }
+            let host = &self.hosts[self.current];
+            let failed = match SimTcp.connect(ctx, host, DB_PORT, timeout).await {
                 Ok(Ok(s)) => {
                     self.conn = Some(Conn::new(s, Frames));
                     self.generation += 1;
+                    continue;
                 }
-                Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
-                Err(_) => return Err(CallError::Connect("timeout".into())),
+                Ok(Err(e)) => CallError::Connect(e.to_string()),
+                Err(_) => CallError::Connect("timeout".into()),
+            };
+            self.current = (self.current + 1) % self.hosts.len();
+            if tried == self.hosts.len() {
+                return Err(failed);
             }
         }
-        self.send(ctx, stmt, timeout).await
+        Ok(())
     }
 
     /// Run `stmt` on the connection of generation `generation` only: if that connection
