@@ -102,7 +102,7 @@ pub(crate) struct DbParams {
     /// Clock-drift allowance subtracted from the lease: `ttl × factor + 2 ms` [0.01].
     #[serde(default = "default_drift_factor")]
     pub drift_factor: f64,
-    // --- failover (issue 41): a replicated standby; keys, defaults and checks in standby.rs ---
+    // --- failover (issue 41): a replicated standby; defaults and checks in standby_params.rs ---
     /// Run a standby `db-1` and the failover manager `db-manager` [false].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub standby: bool,
@@ -232,7 +232,7 @@ pub(crate) const DOCS: &[ParamDoc] = &[
     ParamDoc::new("request_timeout_ms", "200", "per-statement deadline, client local ms (FOR UPDATE: plus lock_wait_timeout_ms)"),
     ParamDoc::new("retry_delay_ms", "[20, 60]", "delay between acquire attempts, client local ms"),
     ParamDoc::new("drift_factor", "0.01", "lease margin: validity = ttl - elapsed - (ttl * factor + 2 ms)"),
-    // failover (issue 41): the standby's keys (standby.rs)
+    // failover (issue 41): the standby's keys (standby.rs, standby_params.rs)
     ParamDoc::new("standby", "false", "run db-1, an asynchronous standby of db-0, and db-manager, which promotes it when db-0 has been unreachable for down_after_ms (MHA/orchestrator); clients know both hosts and move on at a failed connect or error 1290 (read-only)"),
     ParamDoc::new("replication", "\"async\"", "standby: async (a commit is answered before the standby has it: a failover can lose it) | semi-sync (answered once the standby acknowledged it, AFTER_SYNC)"),
     ParamDoc::new("replication_lag_ms", "[0, 50]", "standby: how long a commit's redo waits before the primary ships it, beyond the network"),
