@@ -12,7 +12,11 @@
 //! - [`node`]: its network loop on `db-0` (JSON statements in length-prefixed frames,
 //!   MySQL error codes), durability on the node's disk;
 //! - [`cleaner`]: the scheduled job on node `cleaner`;
-//! - [`DbLock`]: the client, every scheme and variant a parameter ([`params`]).
+//! - [`DbLock`]: the client, every scheme and variant a parameter ([`params`]);
+//! - with `standby = true` ([`standby`]'s keys): [`replication`] ships `db-0`'s redo to
+//!   the standby `db-1` (asynchronously, or semi-synchronously), and [`manager`]
+//!   (`db-manager`, MHA-like) promotes `db-1` when `db-0` has been down for
+//!   `down_after_ms`; clients know both hosts (catalogue row 23).
 //!
 //! # Which clock decides what
 //!
@@ -34,17 +38,26 @@
 //! row lock vanishes with the server's memory without an event (as does a commit lost
 //! with `fsync = "none"`), and the check then fails — truthfully, the lock was lost.
 //!
-//! There is no replicated standby (DESIGN's `standby` key, the articles' "two databases"):
-//! one server, so the key is unknown rather than accepted and ignored.
+//! A failover is the lock service's own act, recorded (`promote` on `db-1`, `failover`
+//! on `db-manager`), yet with asynchronous replication the promoted standby may lack the
+//! newest lock rows: their holds end without an `expire`, so `lock-linearizable` fails,
+//! as it does for a Redis failover (row 5) — truthfully, the service lost the lock. The
+//! same loss reissues `AUTO_INCREMENT` ids (`token-order`). With semi-synchronous
+//! replication (and a timeout longer than the outage) an answered commit is on the
+//! standby, and every check holds.
 
 pub(crate) mod cleaner;
 mod client;
+mod manager;
 pub(crate) mod model;
 pub(crate) mod node;
 pub(crate) mod params;
 mod read_reply;
+mod replication;
 mod session;
 pub(crate) mod sql;
+mod standby;
+mod standby_params;
 
 pub(crate) use client::DbLock;
 pub(crate) use params::DbParams;
@@ -66,22 +79,27 @@ impl Algorithm for DbParams {
     }
 
     fn servers(&self) -> Vec<String> {
-        let mut v = vec!["db-0".to_string()];
+        let mut v = self.db_hosts(); // failover (issue 41): db-0, and db-1 with a standby
         if self.cleaner_timeout_ms.is_some() {
             v.push("cleaner".to_string());
+        }
+        if self.standby {
+            v.push(standby::MANAGER.to_string()); // failover (issue 41)
         }
         v
     }
 
-    /// The database; the cleaner keeps nothing on disk.
+    /// The databases; the cleaner and the failover manager keep nothing on disk.
     fn disk_nodes(&self) -> Vec<String> {
-        vec!["db-0".to_string()]
+        self.db_hosts()
     }
 
     fn server_main(&self, ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
         let p = self.clone();
         if ctx.name() == "cleaner" {
             Box::pin(cleaner::cleaner_main(ctx, p))
+        } else if ctx.name() == standby::MANAGER {
+            Box::pin(manager::manager_main(ctx, p)) // failover (issue 41)
         } else {
             Box::pin(node::db_main(ctx, p))
         }
@@ -96,7 +114,9 @@ impl Algorithm for DbParams {
     }
 
     fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
-        crate::locks::table_of(self)
+        let mut table = crate::locks::table_of(self);
+        self.standby_table(&mut table); // failover (issue 41): the defaults applied
+        table
     }
 
     fn fencing_token(&self) -> Option<&'static str> {

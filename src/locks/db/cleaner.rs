@@ -22,8 +22,8 @@ pub(crate) async fn cleaner_main(ctx: NodeCtx, p: DbParams) {
         return std::future::pending().await;
     };
     let timeout = Duration::from_millis(p.request_timeout_ms + p.lock_wait_timeout_ms);
-    let mut session = Session::new(
-        "db-0",
+    let mut session = Session::with_hosts(
+        &p.db_hosts(), // failover (issue 41): db-0[, db-1]
         Duration::from_millis((p.wait_timeout_ms / 2).max(1)),
     );
     let stmt = Statement::DeleteOlder { ms };

@@ -86,7 +86,7 @@ impl DbLock {
         let idle_test = Duration::from_millis((p.wait_timeout_ms / 2).max(1));
         DbLock {
             timeout: Duration::from_millis(p.request_timeout_ms),
-            session: Session::new("db-0", idle_test),
+            session: Session::with_hosts(&p.db_hosts(), idle_test), // failover: db-0[, db-1]
             p,
             row_ready: false,
             last_owner: None,

@@ -368,6 +368,38 @@ impl Db {
         db
     }
 
+    // --- failover (issue 41): the standby applies the primary's redo (replication.rs) ---
+    /// A standby applies redo records shipped by its primary, as recovery replays them
+    /// (rows, `AUTO_INCREMENT` and sequences end as the primary's), and logs them to its
+    /// own redo log ([`Effects::redo`]), so its log is the primary's, record for record.
+    /// No row locks are taken: a read-only server's sessions never hold a row's undo.
+    pub(crate) fn apply_replicated(&mut self, records: &[Redo]) {
+        for rec in records {
+            match rec {
+                Redo::Commit(changes) => {
+                    for c in changes {
+                        match c {
+                            Change::Put(row) => {
+                                self.auto_increment = self.auto_increment.max(row.id);
+                                self.rows.insert(row.name.clone(), row.clone());
+                            }
+                            Change::Del(name) => {
+                                self.rows.remove(name);
+                            }
+                        }
+                    }
+                }
+                Redo::AutoInc(n) => self.auto_increment = self.auto_increment.max(*n),
+                Redo::Seq(name, v) => {
+                    let s = self.sequences.entry(name.clone()).or_default();
+                    *s = (*s).max(*v);
+                }
+            }
+        }
+        self.fx.redo.extend_from_slice(records);
+    }
+    // --- end failover ---
+
     /// Encode redo records as log lines.
     pub(crate) fn encode_redo(records: &[Redo]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -26,7 +26,8 @@
 
 use super::model::{Config, ConnId, Db, Now};
 use super::params::{DbParams, Fsync};
-use super::sql::{execute_sql, SERVER_VERSION};
+use super::replication::Link; // failover (issue 41)
+use super::sql::{execute_sql_guarded, SERVER_VERSION};
 use crate::history::{names, EventType};
 use crate::net::mysql::{QueryResult, ServerConn, ServerError, ServerEvent, ServerHello};
 use crate::net::NetStream;
@@ -62,6 +63,8 @@ struct State {
     db: Db,
     outboxes: BTreeMap<ConnId, mpsc::UnboundedSender<Out>>,
     fsync: Fsync,
+    /// failover (issue 41): replication to or from the standby (replication.rs).
+    link: Link,
 }
 
 type Node = Rc<RefCell<State>>;
@@ -85,11 +88,22 @@ pub(crate) fn config(p: &DbParams) -> Config {
 pub(crate) async fn db_main(ctx: NodeCtx, params: DbParams) {
     let db = Db::recover(config(&params), ctx.disk().read(REDO_LOG));
     tracing::debug!(rows = db.rows().len(), "recovered");
+    let redo = ctx.disk().read(REDO_LOG).to_vec(); // failover (issue 41): positions
+    let link = Link::boot(&ctx, params.standby(), &redo); // failover (issue 41)
     let node: Node = Rc::new(RefCell::new(State {
         db,
         outboxes: BTreeMap::new(),
         fsync: params.fsync,
+        link: link.clone(),
     }));
+    // failover (issue 41): ship to the standby, or apply what the primary ships.
+    link.start(&ctx, {
+        let (ctx, node) = (ctx.clone(), node.clone());
+        move |records| {
+            node.borrow_mut().db.apply_replicated(records);
+            apply(&ctx, &node);
+        }
+    });
     {
         let (ctx2, node) = (ctx.clone(), node.clone());
         ctx.spawn(async move {
@@ -138,6 +152,8 @@ fn apply(ctx: &NodeCtx, node: &Node) {
         if fsync == Fsync::Always {
             disk.fsync(REDO_LOG);
         }
+        drop(disk);
+        node.borrow().link.log(ctx, &fx.redo); // failover (issue 41): the binlog
     }
     for name in &fx.expired {
         tracing::debug!(lock = %name, "hold ended by the server");
@@ -216,7 +232,12 @@ fn serve_events(ctx: &NodeCtx, node: &Node, conn: ConnId, wire: &mut ServerConn)
             ServerEvent::Quit => return,
             ServerEvent::Query(sql) => {
                 tracing::debug!(conn, wall_ms = ctx.wall_ms(), "{sql}");
-                let r = execute_sql(&mut node.borrow_mut().db, conn, &sql, now(ctx));
+                let r = {
+                    let mut n = node.borrow_mut();
+                    let State { db, link, .. } = &mut *n;
+                    // failover (issue 41): a read-only server refuses writes with 1290.
+                    execute_sql_guarded(db, conn, &sql, now(ctx), |stmt| link.refuse(stmt))
+                };
                 apply(ctx, node);
                 match r {
                     Some(r) => r,
@@ -315,12 +336,16 @@ async fn serve_connection(
                 Ok(n) => {
                     wire.receive(&chunk[..n]);
                     let fsyncs = ctx.disk().fsyncs();
+                    let logged = node.borrow().link.position(); // failover (issue 41)
                     serve_events(ctx, node, conn, wire);
                     // A commit is answered once its redo is on disk; the rest of the
                     // server goes on meanwhile (InnoDB releases the row locks first).
                     if ctx.disk().fsyncs() > fsyncs {
                         ctx.wait_disk().await;
                     }
+                    // failover (issue 41): semi-sync answers once the standby has it.
+                    let link = node.borrow().link.clone();
+                    link.wait_for_standby(ctx, logged).await;
                 }
             },
         }

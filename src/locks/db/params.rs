@@ -102,6 +102,23 @@ pub(crate) struct DbParams {
     /// Clock-drift allowance subtracted from the lease: `ttl × factor + 2 ms` [0.01].
     #[serde(default = "default_drift_factor")]
     pub drift_factor: f64,
+    // --- failover (issue 41): a replicated standby; defaults and checks in standby_params.rs ---
+    /// Run a standby `db-1` and the failover manager `db-manager` [false].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standby: bool,
+    /// standby: when a commit is answered [async].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication: Option<super::standby::Replication>,
+    /// standby: delay before the primary ships a commit's redo, ms [[0, 50]].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication_lag_ms: Option<Range<u64>>,
+    /// standby: the manager fails over after the primary is down this long, ms [1000].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down_after_ms: Option<u64>,
+    /// semi-sync: `rpl_semi_sync_master_timeout`, ms [10000].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semi_sync_timeout_ms: Option<u64>,
+    // --- end failover ---
 }
 
 fn default_scheme() -> Scheme {
@@ -151,6 +168,11 @@ impl DbParams {
             request_timeout_ms: default_request_timeout(),
             retry_delay_ms: default_retry_delay(),
             drift_factor: default_drift_factor(),
+            standby: false,
+            replication: None,
+            replication_lag_ms: None,
+            down_after_ms: None,
+            semi_sync_timeout_ms: None,
         }
     }
 }
@@ -219,7 +241,8 @@ impl DbParams {
         }
         param::positive("request_timeout_ms", self.request_timeout_ms)?;
         param::range("retry_delay_ms", &self.retry_delay_ms)?;
-        param::fraction("drift_factor", self.drift_factor)
+        param::fraction("drift_factor", self.drift_factor)?;
+        self.validate_standby() // failover (issue 41)
     }
 }
 
@@ -237,4 +260,10 @@ pub(crate) const DOCS: &[ParamDoc] = &[
     ParamDoc::new("request_timeout_ms", "200", "per-statement deadline, client local ms (FOR UPDATE: plus lock_wait_timeout_ms)"),
     ParamDoc::new("retry_delay_ms", "[20, 60]", "delay between acquire attempts, client local ms"),
     ParamDoc::new("drift_factor", "0.01", "lease margin: validity = ttl - elapsed - (ttl * factor + 2 ms)"),
+    // failover (issue 41): the standby's keys (standby.rs, standby_params.rs)
+    ParamDoc::new("standby", "false", "run db-1, an asynchronous standby of db-0, and db-manager, which promotes it when db-0 has been unreachable for down_after_ms (MHA/orchestrator); clients know both hosts and move on at a failed connect or error 1290 (read-only)"),
+    ParamDoc::new("replication", "\"async\"", "standby: async (a commit is answered before the standby has it: a failover can lose it) | semi-sync (answered once the standby acknowledged it, AFTER_SYNC)"),
+    ParamDoc::new("replication_lag_ms", "[0, 50]", "standby: how long a commit's redo waits before the primary ships it, beyond the network"),
+    ParamDoc::new("down_after_ms", "1000", "standby: the manager promotes the standby once the primary has been unreachable this long"),
+    ParamDoc::new("semi_sync_timeout_ms", "10000", "semi-sync: rpl_semi_sync_master_timeout, how long a commit waits for the standby before the primary falls back to async (set it longer than the run to keep the guarantee)"),
 ];

@@ -9,10 +9,16 @@
 //! nothing — the hazard of JDBC's `autoReconnect`). And like a pool it tests a
 //! connection that has been idle a while before using it (`SELECT 1`), since the server
 //! may have ended the session after `wait_timeout`.
+//!
+//! With a standby it knows several hosts, as a JDBC URL `jdbc:mysql://db-0,db-1/locksim`
+//! with sequential failover: it keeps to the current host until a connect fails (then it
+//! tries the next, each host once per statement) or a write is refused with 1290
+//! (read-only: nothing ran, so the statement goes to the next host, again each host once).
 
 use super::model::{Reply, Statement};
 use super::node::{DATABASE, DB_PORT};
 use super::read_reply::read_reply;
+use super::replication::ER_OPTION_PREVENTS_STATEMENT; // failover (issue 41)
 use crate::net::mysql::MysqlClient;
 use crate::net::{CallError, Connector, SimStream, SimTcp};
 use crate::sim::NodeCtx;
@@ -20,7 +26,9 @@ use std::time::Duration;
 
 /// One database connection (reconnecting lazily when it is used again after a failure).
 pub(crate) struct Session {
-    host: String,
+    /// failover (issue 41): the hosts in failover order, and the one in use.
+    hosts: Vec<String>,
+    current: usize,
     conn: Option<MysqlClient<SimStream>>,
     /// Bumped at each new connection: a transaction belongs to one generation.
     generation: u64,
@@ -31,10 +39,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session to `host` that tests its connection after `idle_test` of idleness.
-    pub(crate) fn new(host: &str, idle_test: Duration) -> Session {
+    /// A session to the first of `hosts` (failover, issue 41: moving on to the next at a
+    /// failed connect or a 1290, see the module docs) that tests its connection after
+    /// `idle_test` of idleness.
+    pub(crate) fn with_hosts(hosts: &[String], idle_test: Duration) -> Session {
         Session {
-            host: host.to_string(),
+            hosts: hosts.to_vec(),
+            current: 0,
             conn: None,
             generation: 0,
             last_used_ns: 0,
@@ -59,11 +70,44 @@ impl Session {
             // A failed test has no effect; the statement then goes on a new connection.
             let _ = self.send(ctx, &Statement::Ping, timeout).await;
         }
-        if self.conn.is_none() {
-            self.conn = Some(self.connect(ctx, timeout).await?);
-            self.generation += 1;
+        // failover (issue 41): a write refused with 1290 (nothing ran) goes to the next host.
+        let mut refusals = 0;
+        loop {
+            self.connect(ctx, timeout).await?;
+            let reply = self.send(ctx, stmt, timeout).await;
+            let refused = matches!(&reply, Ok(r) if r.code() == Some(ER_OPTION_PREVENTS_STATEMENT));
+            if !refused || self.hosts.len() == 1 {
+                return reply;
+            }
+            self.conn = None;
+            self.current = (self.current + 1) % self.hosts.len();
+            refusals += 1;
+            if refusals == self.hosts.len() {
+                return reply;
+            }
         }
-        self.send(ctx, stmt, timeout).await
+    }
+
+    /// failover (issue 41): connect if needed, trying each host once from the current one.
+    async fn connect(&mut self, ctx: &NodeCtx, timeout: Duration) -> Result<(), CallError> {
+        for tried in 1..=self.hosts.len() {
+            if self.conn.is_some() {
+                break;
+            }
+            let failed = match login(ctx, &self.hosts[self.current], timeout).await {
+                Ok(c) => {
+                    self.conn = Some(c);
+                    self.generation += 1;
+                    continue;
+                }
+                Err(e) => e,
+            };
+            self.current = (self.current + 1) % self.hosts.len();
+            if tried == self.hosts.len() {
+                return Err(failed);
+            }
+        }
+        Ok(())
     }
 
     /// Run `stmt` on the connection of generation `generation` only: if that connection
@@ -81,26 +125,6 @@ impl Session {
             ));
         }
         self.send(ctx, stmt, timeout).await
-    }
-
-    /// A new connection, logged in (the handshake counts against `timeout`).
-    async fn connect(
-        &self,
-        ctx: &NodeCtx,
-        timeout: Duration,
-    ) -> Result<MysqlClient<SimStream>, CallError> {
-        let stream = match SimTcp.connect(ctx, &self.host, DB_PORT, timeout).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
-            Err(_) => return Err(CallError::Connect("timeout".into())),
-        };
-        // Any user: the server is a test server and accepts every login.
-        let login = MysqlClient::connect(stream, "locksim", "", Some(DATABASE));
-        match ctx.timeout(timeout, login).await {
-            Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(CallError::Connect(format!("login: {e}"))),
-            Err(_) => Err(CallError::Connect("login: timeout".into())),
-        }
     }
 
     async fn send(
@@ -122,5 +146,25 @@ impl Session {
             Err(_) => self.conn = None,
         }
         result
+    }
+}
+
+/// A new connection to `host`, logged in (the handshake counts against `timeout`).
+async fn login(
+    ctx: &NodeCtx,
+    host: &str,
+    timeout: Duration,
+) -> Result<MysqlClient<SimStream>, CallError> {
+    let stream = match SimTcp.connect(ctx, host, DB_PORT, timeout).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
+        Err(_) => return Err(CallError::Connect("timeout".into())),
+    };
+    // Any user: the server is a test server and accepts every login.
+    let login = MysqlClient::connect(stream, "locksim", "", Some(DATABASE));
+    match ctx.timeout(timeout, login).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(CallError::Connect(format!("login: {e}"))),
+        Err(_) => Err(CallError::Connect("login: timeout".into())),
     }
 }

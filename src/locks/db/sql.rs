@@ -32,7 +32,7 @@
 //! - `@@version` is `10.11.19-MariaDB-locksim`, `@@version_comment` `locksim`.
 //! - One statement per query (no `CLIENT_MULTI_STATEMENTS`): a second one is 1064.
 
-use crate::locks::db::model::{ConnId, Db, Now, Projection, Statement};
+use crate::locks::db::model::{ConnId, Db, Now, Projection, Reply, Statement};
 use crate::net::mysql::{QueryResult, ServerError};
 use sqlparser::ast::Statement as Ast;
 use sqlparser::dialect::MySqlDialect;
@@ -58,12 +58,36 @@ pub(crate) enum Plan {
 
 /// Run one SQL statement of session `conn`. `None`: it waits for a lock; its result
 /// comes later in [`Effects::results`](crate::locks::db::model::Effects::results).
+#[cfg(test)]
 pub(crate) fn execute_sql(db: &mut Db, conn: ConnId, sql: &str, now: Now) -> Option<QueryResult> {
+    execute_sql_guarded(db, conn, sql, now, |_| None)
+}
+
+/// [`execute_sql`], with each model statement first shown to `refuse`: a reply from it
+/// (a read-only server's 1290 to a write) answers instead, and nothing runs.
+pub(crate) fn execute_sql_guarded(
+    db: &mut Db,
+    conn: ConnId,
+    sql: &str,
+    now: Now,
+    refuse: impl Fn(&Statement) -> Option<Reply>,
+) -> Option<QueryResult> {
     let plan = match parse(sql) {
         Ok(stmt) => plan(db, conn, &stmt, sql, now),
         Err(e) => Err(e),
     };
     match plan {
+        Ok(Plan::Run(stmt, _)) if refuse(&stmt).is_some() => {
+            db.touch(conn, now);
+            let Some(Reply::Error(e)) = refuse(&stmt) else {
+                unreachable!("a refusal is an error reply")
+            };
+            Some(QueryResult::Err(ServerError {
+                code: e.code,
+                sqlstate: "HY000".into(),
+                message: e.message,
+            }))
+        }
         Ok(Plan::Run(stmt, projection)) => db.execute_projected(conn, stmt, projection, now),
         Ok(Plan::Result(r)) => {
             db.touch(conn, now);
