@@ -7,10 +7,13 @@
 //! database" against the same checks as every other lock.
 //!
 //! - [`model::Db`]: the server as a pure state machine (one InnoDB-like table, sessions,
-//!   transactions, FIFO row-lock queues, `innodb_lock_wait_timeout`, `wait_timeout`, a
-//!   redo log);
-//! - [`node`]: its network loop on `db-0` (JSON statements in length-prefixed frames,
-//!   MySQL error codes), durability on the node's disk;
+//!   transactions, FIFO row-lock queues, table locks for unindexed scans, deadlock
+//!   detection, MySQL's named locks, `innodb_lock_wait_timeout`, `wait_timeout`, a redo
+//!   log);
+//! - [`sql`]: SQL text in (parsed with `sqlparser`, MySQL dialect), MySQL's reply out;
+//! - [`node`]: its network loop on `db-0`, speaking MySQL's protocol
+//!   ([`crate::net::mysql`]), durability on the node's disk; the same node serves real
+//!   clients under `locksim serve db`;
 //! - [`cleaner`]: the scheduled job on node `cleaner`;
 //! - [`DbLock`]: the client, every scheme and variant a parameter ([`params`]);
 //! - with `standby = true` ([`standby`]'s keys): [`replication`] ships `db-0`'s redo to
