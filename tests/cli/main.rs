@@ -13,5 +13,6 @@ mod commands;
 mod jepsen_data;
 mod report;
 mod serve;
+mod serve_db;
 mod serve_events;
 mod user_binary;
