@@ -26,7 +26,7 @@ fn events<'h>(h: &'h [Event], kind: EventType, f: &str) -> Vec<&'h Event> {
 
 #[test]
 fn every_scheme_grants_in_token_order_and_releases_cleanly() {
-    for scheme in ["unique-row", "for-update", "optimistic"] {
+    for scheme in ["unique-row", "for-update", "optimistic", "named-lock"] {
         let s = world(&format!(
             "[lock]\nscheme = \"{scheme}\"\n[workload]\nclients = 2\nwork_ms = [5, 20]\n"
         ));
@@ -118,6 +118,54 @@ fn a_partitioned_for_update_holder_keeps_its_lock_until_wait_timeout() {
         seen >= 2,
         "only {seen} seeds cut client-0 off while it held the lock"
     );
+}
+
+#[test]
+fn a_named_lock_whose_session_the_server_ends_goes_to_the_next_client() {
+    // client-0 is frozen right after GET_LOCK grants it: its session idles past
+    // wait_timeout, the server ends it (an `expire`), and the waiter is granted.
+    let s = world(
+        "[lock]\nscheme = \"named-lock\"\nwait_timeout_ms = 500\n\
+         [workload]\nclients = 2\nwork_ms = [5, 20]\n\
+         [[faults.at]]\nat_ms = 300\nkind = \"pause\"\nnodes = [\"client-0\"]\n\
+         duration_ms = 1500\nat = \"after-acquire\"\n",
+    );
+    let mut seen = 0;
+    for seed in 0..3 {
+        let r = run(&s, seed);
+        assert!(r.error.is_none(), "seed {seed}: {:?}", r.error);
+        let h = &r.history;
+        let Some(pause) = h.iter().find(|e| e.f == "pause") else {
+            continue;
+        };
+        let grant = h
+            .iter()
+            .rfind(|e| {
+                e.process == "client-0"
+                    && e.f == "acquire"
+                    && e.kind == EventType::Ok
+                    && e.time_ns <= pause.time_ns
+            })
+            .expect("paused right after a grant");
+        let expire = events(h, EventType::Event, "expire")
+            .into_iter()
+            .find(|e| e.time_ns > grant.time_ns)
+            .expect("the server ends the idle session");
+        let next = h
+            .iter()
+            .find(|e| e.f == "acquire" && e.kind == EventType::Ok && e.time_ns > grant.time_ns)
+            .expect("the waiter is granted");
+        assert_eq!(next.process, "client-1", "seed {seed}");
+        assert!(next.time_ns >= expire.time_ns, "seed {seed}");
+        assert!(
+            next.token.unwrap() > grant.token.unwrap(),
+            "seed {seed}: {next:?} after {grant:?}"
+        );
+        // The next grant comes while client-0 is still frozen.
+        assert!(next.time_ns < pause.time_ns + 1_500_000_000, "seed {seed}");
+        seen += 1;
+    }
+    assert!(seen >= 2, "only {seen} seeds paused client-0");
 }
 
 #[test]

@@ -1,10 +1,11 @@
-//! The database lock client: the three schemes of the articles as one [`LockClient`].
+//! The database lock client: the four schemes of the articles as one [`LockClient`].
 //!
 //! | scheme | acquire | token | release | lease the client believes |
 //! |---|---|---|---|---|
 //! | unique-row | `INSERT` (1062: busy) | the row's `AUTO_INCREMENT` id | `DELETE … WHERE name [AND owner]` | `cleaner_timeout_ms` from the `INSERT`'s send |
 //! | for-update | `BEGIN; SELECT *, NEXTVAL(lock_seq) … FOR UPDATE` (1205: busy) | the `NEXTVAL` drawn with the grant (or the version bumped in the transaction afterwards) | `COMMIT` on the same connection | `wait_timeout_ms` from the last statement's send |
 //! | optimistic | `SELECT` the version, then `UPDATE … WHERE version = ? AND (owner = '' OR stale)` | the version it set | `UPDATE … SET owner = '' WHERE name [AND owner]` | `ttl_ms` from the `UPDATE`'s send |
+//! | named-lock | `SELECT GET_LOCK(name, wait)` (0: busy) | `SELECT NEXTVAL(lock_seq)` on the holding session after the grant | `SELECT RELEASE_LOCK(name)` on the same connection | `wait_timeout_ms` from the `GET_LOCK`'s send |
 //!
 //! Outcomes map to [`LockError`] honestly: a statement that changes the lock (`INSERT`,
 //! the locking read, the compare-and-set) whose reply is lost ends the acquire as
@@ -38,7 +39,8 @@ pub(crate) struct DbLock {
     /// The owner value of the latest acquire: what an abandon releases.
     last_owner: Option<String>,
     /// for-update: the latest acquire's transaction (its connection's generation) and
-    /// whether its row lock was granted.
+    /// whether its row lock was granted; named-lock: the connection whose session holds
+    /// the named lock (session-scoped, so the same mechanism).
     txn: Option<(u64, bool)>,
 }
 
@@ -314,6 +316,55 @@ impl DbLock {
         Ok(Attempt::Granted(self.grant(lock, owner, token, start)))
     }
 
+    /// named-lock: `GET_LOCK` waiting up to the acquire's remaining time (0 for a try),
+    /// then the token drawn on the same session. The session holds the lock until it
+    /// releases it or ends, so a sequence value drawn on it while it lives is larger
+    /// than any earlier holder's and smaller than any later one's.
+    async fn try_named_lock(
+        &mut self,
+        ctx: &NodeCtx,
+        lock: &str,
+        owner: &str,
+        wait_ns: i64,
+    ) -> Result<Attempt, LockError> {
+        let start = ctx.mono_ns();
+        let get = Statement::GetLock {
+            name: lock.to_string(),
+            timeout_ns: wait_ns,
+        };
+        // The server may wait `wait_ns` before it answers: the socket timeout covers it.
+        let timeout = self.timeout + Duration::from_nanos(wait_ns as u64);
+        match self.session.call(ctx, &get, timeout).await {
+            Ok(Reply::Scalar(Some(1))) => {}
+            Ok(Reply::Scalar(Some(0))) => return Ok(Attempt::Busy("GET_LOCK returned 0".into())),
+            Ok(r) => return Ok(Attempt::Busy(format!("GET_LOCK: {r:?}"))),
+            // A lost reply may hide a grant; the session dropped its connection, so the
+            // server releases that grant once it sees the close (or at wait_timeout).
+            Err(e) => return lost(e, "GET_LOCK"),
+        }
+        let gen = self.session.generation();
+        self.txn = Some((gen, true));
+        let token = match self.p.token() {
+            Token::Sequence => {
+                let next = Statement::NextVal {
+                    seq: TOKEN_SEQ.to_string(),
+                };
+                // Held but tokenless if this fails: the abandon releases it.
+                match self
+                    .session
+                    .call_in_txn(ctx, gen, &next, self.timeout)
+                    .await
+                {
+                    Ok(Reply::Value(v)) => Some(v),
+                    Ok(r) => return Err(LockError::Indeterminate(format!("NEXTVAL: {r:?}"))),
+                    Err(e) => return Err(LockError::Indeterminate(format!("NEXTVAL: {e}"))),
+                }
+            }
+            _ => None,
+        };
+        Ok(Attempt::Granted(self.grant(lock, owner, token, start)))
+    }
+
     async fn acquire_impl(
         &mut self,
         ctx: &NodeCtx,
@@ -329,6 +380,14 @@ impl DbLock {
                 Scheme::UniqueRow => self.try_unique_row(ctx, lock, &owner).await?,
                 Scheme::ForUpdate => self.try_for_update(ctx, lock, &owner).await?,
                 Scheme::Optimistic => self.try_optimistic(ctx, lock, &owner).await?,
+                Scheme::NamedLock => {
+                    let wait_ns = if wait.once() {
+                        0
+                    } else {
+                        (deadline - ctx.mono_ns()).max(0)
+                    };
+                    self.try_named_lock(ctx, lock, &owner, wait_ns).await?
+                }
             };
             let why = match attempt {
                 Attempt::Granted(g) => return Ok(g),
@@ -374,7 +433,9 @@ impl DbLock {
     }
 
     /// End the for-update transaction with `stmt` (`COMMIT` to release, `ROLLBACK` to
-    /// abandon). `Ok(false)` when its connection, and so the transaction, is gone.
+    /// abandon), or a named lock's hold with `RELEASE_LOCK` (1: released; 0: another
+    /// session's; NULL: nobody's). `Ok(false)` when its connection, and so the
+    /// transaction or the session's named lock, is gone.
     async fn end_txn(&mut self, ctx: &NodeCtx, stmt: Statement) -> Result<bool, LockError> {
         let Some((gen, held)) = self.txn.take() else {
             return Ok(false);
@@ -384,9 +445,11 @@ impl DbLock {
             .call_in_txn(ctx, gen, &stmt, self.timeout)
             .await
         {
-            Ok(Reply::Ok { .. }) => Ok(held),
+            Ok(Reply::Ok { .. }) | Ok(Reply::Scalar(Some(1))) => Ok(held),
+            // RELEASE_LOCK: the lock is not this session's (any more).
+            Ok(Reply::Scalar(Some(0) | None)) => Ok(false),
             Ok(r) => Err(LockError::Failed(format!("{r:?}"))),
-            // The server rolled it back when the connection went (an `expire` there).
+            // The server rolled it back (or released the named lock) when the connection went (an `expire` there).
             Err(CallError::Connect(_)) => Ok(false),
             Err(e) => Err(LockError::Indeterminate(e.to_string())),
         }
@@ -422,6 +485,12 @@ impl LockClient for DbLock {
         Box::pin(async move {
             match self.p.scheme {
                 Scheme::ForUpdate => self.end_txn(ctx, Statement::Commit).await,
+                Scheme::NamedLock => {
+                    let stmt = Statement::ReleaseLock {
+                        name: grant.lock.clone(),
+                    };
+                    self.end_txn(ctx, stmt).await
+                }
                 _ => self.release_row(ctx, &grant.lock, &grant.owner_value).await,
             }
         })
@@ -435,6 +504,14 @@ impl LockClient for DbLock {
         Box::pin(async move {
             match (self.p.scheme, self.last_owner.clone()) {
                 (Scheme::ForUpdate, _) => self.end_txn(ctx, Statement::Rollback).await,
+                // Granted (a lost NEXTVAL): release it; a lost GET_LOCK reply dropped the
+                // connection, and the server releases whatever it granted on it.
+                (Scheme::NamedLock, _) => {
+                    let stmt = Statement::ReleaseLock {
+                        name: lock.to_string(),
+                    };
+                    self.end_txn(ctx, stmt).await
+                }
                 (_, Some(owner)) => self.release_row(ctx, lock, &owner).await,
                 (_, None) => Ok(false),
             }

@@ -1,4 +1,4 @@
-//! `[lock]` for `algorithm = "db"`: the three lock schemes of the database articles and
+//! `[lock]` for `algorithm = "db"`: the four lock schemes of the database articles and
 //! the server settings they depend on, each a key.
 
 use crate::locks::param::{self, KeyError, ParamDoc, Range};
@@ -17,6 +17,11 @@ pub(crate) enum Scheme {
     /// Read the row's `version`, then `UPDATE … SET owner = me, version = version + 1
     /// WHERE version = read` (compare-and-set); rows older than `ttl_ms` may be taken over.
     Optimistic,
+    /// MySQL's named locks: `SELECT GET_LOCK(name, wait)` (1: granted, 0: busy after the
+    /// wait), `SELECT RELEASE_LOCK(name)` on the same connection. The lock is the
+    /// session's: the server releases it when the session ends (connection closed, or
+    /// idle past `wait_timeout`), whether or not the holder is still working.
+    NamedLock,
 }
 
 /// What a unique-row or optimistic release matches.
@@ -55,7 +60,8 @@ pub(crate) enum Token {
     Version,
     /// for-update: `SELECT *, NEXTVAL(lock_seq) … FOR UPDATE`, drawn when the row lock is
     /// granted; a sequence is not transactional, so a rolled-back holder's value is never
-    /// handed out again.
+    /// handed out again. named-lock: `SELECT NEXTVAL(lock_seq)` on the holding session
+    /// right after the grant (while that session lives, nobody else holds the lock).
     Sequence,
 }
 
@@ -89,8 +95,8 @@ pub(crate) struct DbParams {
     /// The fencing token [the scheme's sound one: id, sequence, version].
     pub token: Option<Token>,
     /// The lease the client believes it holds, for the workload's validity check
-    /// [unique-row: cleaner_timeout_ms (none without a cleaner); for-update:
-    /// wait_timeout_ms; optimistic: 1000, also the takeover age].
+    /// [unique-row: cleaner_timeout_ms (none without a cleaner); for-update and
+    /// named-lock: wait_timeout_ms; optimistic: 1000, also the takeover age].
     pub ttl_ms: Option<u64>,
     /// Per-statement deadline, client local ms [200] (a `SELECT … FOR UPDATE` gets
     /// `lock_wait_timeout_ms` more, as a driver's socket timeout must).
@@ -185,7 +191,7 @@ impl DbParams {
     pub(crate) fn token(&self) -> Token {
         self.token.unwrap_or(match self.scheme {
             Scheme::UniqueRow => Token::Id,
-            Scheme::ForUpdate => Token::Sequence,
+            Scheme::ForUpdate | Scheme::NamedLock => Token::Sequence,
             Scheme::Optimistic => Token::Version,
         })
     }
@@ -194,7 +200,7 @@ impl DbParams {
     pub(crate) fn ttl(&self) -> Option<u64> {
         self.ttl_ms.or(match self.scheme {
             Scheme::UniqueRow => self.cleaner_timeout_ms,
-            Scheme::ForUpdate => Some(self.wait_timeout_ms),
+            Scheme::ForUpdate | Scheme::NamedLock => Some(self.wait_timeout_ms),
             Scheme::Optimistic => Some(OPTIMISTIC_TTL_MS),
         })
     }
@@ -216,17 +222,25 @@ impl DbParams {
                 "for-update releases with COMMIT; expected \"by-owner\" (the default)",
             ));
         }
+        if self.scheme == Scheme::NamedLock && self.release == Release::ByName {
+            return Err(KeyError::new(
+                "release",
+                "named-lock releases with RELEASE_LOCK on its own session; expected \"by-owner\" (the default)",
+            ));
+        }
         let ok = match (self.scheme, self.token()) {
             (_, Token::None) => true,
             (Scheme::UniqueRow, t) => t == Token::Id,
             (Scheme::ForUpdate, t) => matches!(t, Token::Sequence | Token::Version),
             (Scheme::Optimistic, t) => t == Token::Version,
+            (Scheme::NamedLock, t) => t == Token::Sequence,
         };
         if !ok {
             let expected = match self.scheme {
                 Scheme::UniqueRow => "\"id\" or \"none\"",
                 Scheme::ForUpdate => "\"sequence\", \"version\" or \"none\"",
                 Scheme::Optimistic => "\"version\" or \"none\"",
+                Scheme::NamedLock => "\"sequence\" or \"none\"",
             };
             return Err(KeyError::new(
                 "token",
@@ -248,15 +262,15 @@ impl DbParams {
 
 /// The keys, for `locksim list`.
 pub(crate) const DOCS: &[ParamDoc] = &[
-    ParamDoc::new("scheme", "\"unique-row\"", "unique-row (INSERT to lock, DELETE to unlock) | for-update (SELECT ... FOR UPDATE in an open transaction, COMMIT to unlock) | optimistic (compare-and-set on a version column)"),
+    ParamDoc::new("scheme", "\"unique-row\"", "unique-row (INSERT to lock, DELETE to unlock) | for-update (SELECT ... FOR UPDATE in an open transaction, COMMIT to unlock) | optimistic (compare-and-set on a version column) | named-lock (SELECT GET_LOCK(name, wait), RELEASE_LOCK on the same connection; the server releases it when the session ends)"),
     ParamDoc::new("cleaner_timeout_ms", "", "unique-row: a cleaner node deletes rows with updated_at older than this by the database's NOW() (absent: no cleaner)"),
     ParamDoc::new("cleaner_interval_ms", "100", "how often the cleaner runs, its local ms"),
     ParamDoc::new("release", "\"by-owner\"", "by-owner (DELETE/UPDATE ... AND owner = me) | by-name (whoever's row it is now); unique-row and optimistic"),
     ParamDoc::new("lock_wait_timeout_ms", "500", "innodb_lock_wait_timeout: a statement waiting this long for a row lock fails with 1205"),
     ParamDoc::new("wait_timeout_ms", "2000", "wait_timeout: the server ends a session idle this long and rolls its transaction back"),
     ParamDoc::new("fsync", "\"always\"", "always (flush the redo log at commit) | none (flush once a second: a crash loses up to a second of commits)"),
-    ParamDoc::new("token", "", "none | id (unique-row, the default) | sequence (for-update, the default) | version (optimistic, the default; for-update: bumped inside the transaction, unsound)"),
-    ParamDoc::new("ttl_ms", "", "the lease the client believes it holds (default: cleaner_timeout_ms, wait_timeout_ms, or 1000 for optimistic, which is also its takeover age)"),
+    ParamDoc::new("token", "", "none | id (unique-row, the default) | sequence (for-update and named-lock, the default; named-lock: SELECT NEXTVAL(lock_seq) on the holding session after the grant) | version (optimistic, the default; for-update: bumped inside the transaction, unsound)"),
+    ParamDoc::new("ttl_ms", "", "the lease the client believes it holds (default: cleaner_timeout_ms, wait_timeout_ms for for-update and named-lock, or 1000 for optimistic, which is also its takeover age)"),
     ParamDoc::new("request_timeout_ms", "200", "per-statement deadline, client local ms (FOR UPDATE: plus lock_wait_timeout_ms)"),
     ParamDoc::new("retry_delay_ms", "[20, 60]", "delay between acquire attempts, client local ms"),
     ParamDoc::new("drift_factor", "0.01", "lease margin: validity = ttl - elapsed - (ttl * factor + 2 ms)"),

@@ -99,6 +99,24 @@ fn read_rows(
             .and_then(|v| v.parse::<u64>().ok())
             .map(Reply::Value)
             .ok_or_else(|| unexpected(stmt, "no sequence value")),
+        // A named-lock function's one column: a number, or NULL (an error, or nobody's).
+        Statement::GetLock { .. }
+        | Statement::ReleaseLock { .. }
+        | Statement::IsFreeLock { .. }
+        | Statement::IsUsedLock { .. }
+        | Statement::ReleaseAllLocks => {
+            let value = rows
+                .first()
+                .and_then(|r| r.first())
+                .ok_or_else(|| unexpected(stmt, "no value"))?;
+            match value {
+                None => Ok(Reply::Scalar(None)),
+                Some(v) => v
+                    .parse::<i64>()
+                    .map(|n| Reply::Scalar(Some(n)))
+                    .map_err(|_| unexpected(stmt, &format!("not a number: {v}"))),
+            }
+        }
         // `SELECT 1`, a connection test: any result set is an answer.
         Statement::Ping => Ok(Reply::Ok {
             affected: 0,
