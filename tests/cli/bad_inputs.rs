@@ -211,8 +211,12 @@ fn bad_command_lines_are_rejected() {
         (vec!["replay", s, "--seed", "-7"], "invalid value '-7'"),
         (vec!["bench", "--seeds", "0"], "--seeds"),
         (
-            vec!["serve", "db"],
-            "cannot be served; families: zk, raft, redis",
+            vec!["serve", "sql"],
+            "cannot be served; families: zk, raft, redis, db",
+        ),
+        (
+            vec!["serve", "db", "--nodes", "3"],
+            "the database model is served as one server",
         ),
         (
             vec!["serve", "raft", "--nodes", "4"],

@@ -129,6 +129,23 @@ pub(crate) struct Set {
     pub touch: bool,
 }
 
+impl Set {
+    /// `old` as this `SET` leaves it; `wall_ms` is the server's `NOW(3)`.
+    pub(crate) fn applied_to(&self, old: &Row, wall_ms: i64) -> Row {
+        let mut new = old.clone();
+        if let Some(o) = &self.owner {
+            new.owner = o.clone();
+        }
+        if self.bump_version {
+            new.version += 1;
+        }
+        if self.touch {
+            new.updated_at_ms = wall_ms;
+        }
+        new
+    }
+}
+
 /// A server error: MySQL's code, its symbolic name and message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct DbError {
@@ -902,16 +919,7 @@ impl Db {
         if !matches {
             return Step::Done(Reply::ok(0));
         }
-        let mut new = old.clone();
-        if let Some(o) = &set.owner {
-            new.owner = o.clone();
-        }
-        if set.bump_version {
-            new.version += 1;
-        }
-        if set.touch {
-            new.updated_at_ms = now.wall_ms;
-        }
+        let new = set.applied_to(&old, now.wall_ms);
         // MySQL counts changed rows: setting what is there affects none.
         if new == old {
             return Step::Done(Reply::ok(0));

@@ -276,16 +276,7 @@ impl Db {
         };
         let mut changed = 0;
         for old in self.matching(&names, filter, now) {
-            let mut new = old.clone();
-            if let Some(o) = &set.owner {
-                new.owner = o.clone();
-            }
-            if set.bump_version {
-                new.version += 1;
-            }
-            if set.touch {
-                new.updated_at_ms = now.wall_ms;
-            }
+            let new = set.applied_to(&old, now.wall_ms);
             // MySQL counts changed rows: setting what is there affects none.
             if new == old {
                 continue;
