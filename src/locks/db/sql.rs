@@ -64,7 +64,7 @@ pub(crate) fn execute_sql(db: &mut Db, conn: ConnId, sql: &str, now: Now) -> Opt
 }
 
 /// [`execute_sql`], with each model statement first shown to `refuse`: a reply from it
-/// (a read-only server's 1290 to a write) answers instead, and nothing runs.
+/// (an error: a read-only server's 1290 to a write) answers instead, and nothing runs.
 pub(crate) fn execute_sql_guarded(
     db: &mut Db,
     conn: ConnId,
@@ -77,18 +77,17 @@ pub(crate) fn execute_sql_guarded(
         Err(e) => Err(e),
     };
     match plan {
-        Ok(Plan::Run(stmt, _)) if refuse(&stmt).is_some() => {
-            db.touch(conn, now);
-            let Some(Reply::Error(e)) = refuse(&stmt) else {
-                unreachable!("a refusal is an error reply")
-            };
-            Some(QueryResult::Err(ServerError {
-                code: e.code,
-                sqlstate: "HY000".into(),
-                message: e.message,
-            }))
-        }
-        Ok(Plan::Run(stmt, projection)) => db.execute_projected(conn, stmt, projection, now),
+        Ok(Plan::Run(stmt, projection)) => match refuse(&stmt) {
+            Some(Reply::Error(e)) => {
+                db.touch(conn, now);
+                Some(QueryResult::Err(ServerError {
+                    code: e.code,
+                    sqlstate: "HY000".into(),
+                    message: e.message,
+                }))
+            }
+            _ => db.execute_projected(conn, stmt, projection, now),
+        },
         Ok(Plan::Result(r)) => {
             db.touch(conn, now);
             Some(r)
