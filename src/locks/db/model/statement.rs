@@ -179,16 +179,6 @@ impl Statement {
                 if *for_update { " FOR UPDATE" } else { "" }
             ),
             Statement::Update { name, cond, set } => {
-                let mut sets = Vec::new();
-                if let Some(o) = &set.owner {
-                    sets.push(format!("owner = {}", q(o)));
-                }
-                if set.bump_version {
-                    sets.push("version = version + 1".into());
-                }
-                if set.touch {
-                    sets.push("updated_at = NOW(3)".into());
-                }
                 let mut w = format!("name = {}", q(name));
                 if let Some(o) = &cond.owner {
                     w.push_str(&format!(" AND owner = {}", q(o)));
@@ -201,7 +191,7 @@ impl Statement {
                         " AND (owner = '' OR updated_at < NOW(3) - INTERVAL {ms} * 1000 MICROSECOND)"
                     ));
                 }
-                format!("UPDATE method_lock SET {} WHERE {w}", sets.join(", "))
+                format!("UPDATE method_lock SET {} WHERE {w}", set.sql())
             }
             Statement::Delete { name, owner } => match owner {
                 None => format!("DELETE FROM method_lock WHERE name = {}", q(name)),
@@ -228,17 +218,7 @@ impl Statement {
                 if *for_update { " FOR UPDATE" } else { "" }
             ),
             Statement::UpdateWhere { filter, set } => {
-                let mut sets = Vec::new();
-                if let Some(o) = &set.owner {
-                    sets.push(format!("owner = {}", q(o)));
-                }
-                if set.bump_version {
-                    sets.push("version = version + 1".into());
-                }
-                if set.touch {
-                    sets.push("updated_at = NOW(3)".into());
-                }
-                format!("UPDATE method_lock SET {}{}", sets.join(", "), where_sql(filter))
+                format!("UPDATE method_lock SET {}{}", set.sql(), where_sql(filter))
             }
             Statement::DeleteWhere { filter } => {
                 format!("DELETE FROM method_lock{}", where_sql(filter))
@@ -286,5 +266,22 @@ fn where_sql(f: &Filter) -> String {
     match f {
         Filter::All => String::new(),
         f => format!(" WHERE {}", expr(f)),
+    }
+}
+
+impl Set {
+    /// The `SET` clause's assignments as SQL.
+    fn sql(&self) -> String {
+        let mut sets = Vec::new();
+        if let Some(o) = &self.owner {
+            sets.push(format!("owner = '{}'", o.replace('\'', "''")));
+        }
+        if self.bump_version {
+            sets.push("version = version + 1".to_string());
+        }
+        if self.touch {
+            sets.push("updated_at = NOW(3)".to_string());
+        }
+        sets.join(", ")
     }
 }
