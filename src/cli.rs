@@ -34,6 +34,10 @@ pub use main_with::main_with;
 /// Exit code for bad input.
 pub const EXIT_BAD_INPUT: u8 = 2;
 
+/// `replay`'s exit code when the seed could not run to its end (a harness error): unlike
+/// 1, it says nothing about the lock.
+pub const EXIT_HARNESS_ERROR: u8 = 4;
+
 // The subcommands one by one: what `main_with` runs, public for the binaries built before
 // it and not part of the interface (their arguments change with the command line).
 #[doc(hidden)]
@@ -41,7 +45,7 @@ pub use bench::bench_command;
 #[doc(hidden)]
 pub use check::check_command;
 #[doc(hidden)]
-pub use list::list_command;
+pub use list::{list_command, list_params_command};
 #[doc(hidden)]
 pub use live::{live_command, parse_duration_ms, LiveOptions};
 #[doc(hidden)]

@@ -128,7 +128,8 @@ pub struct Shrunk {
     pub escaped_tasks: std::collections::BTreeMap<String, usize>,
 }
 
-/// Total time faults last, ms (pauses, partitions and crashes with a restart).
+/// Total time faults last, node-ms: each fault's length (pauses, partitions, crashes with
+/// a restart; a clock jump has none) times the nodes it strikes.
 pub fn fault_time_ms(s: &[TimedFault]) -> u64 {
     s.iter()
         .map(|f| f.fault.duration_ms().unwrap_or(0) * f.fault.nodes().len().max(1) as u64)

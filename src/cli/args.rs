@@ -5,9 +5,28 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+/// One example per subcommand, under `locksim --help`.
+const EXAMPLES: &str = "Examples:
+  locksim run sims/redis-01-pause-past-lease.toml --seeds 0..20
+  locksim replay sims/redis-01-pause-past-lease.toml --seed 0 --svg pause.svg
+  locksim shrink sims/redis-01-pause-past-lease-random.toml --seed 0
+  locksim run sims/zk-baseline.toml --shard 1/2 --json part1.jsonl   (then: locksim merge part*.jsonl)
+  locksim check history.edn --model cas-register
+  locksim report --out /tmp/report --seeds 20
+  locksim list --params redis
+  locksim live sims/redis-01-pause-past-lease.toml --duration 10s
+  locksim serve redis --port 6379
+  locksim bench --seeds 5";
+
 /// Deterministic simulation and verification of distributed locks.
 #[derive(Parser)]
-#[command(name = "locksim", version, about)]
+#[command(
+    name = "locksim",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("LOCKSIM_SOURCE"), ")"),
+    about,
+    max_term_width = 100,
+    after_help = EXAMPLES
+)]
 pub(super) struct Cli {
     #[command(subcommand)]
     pub(super) command: Command,
@@ -41,8 +60,10 @@ pub(super) enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Combine the --json files of `run --shard K/N` (one per shard, any order) into the
-    /// summary one run over the whole seed range gives, and print it as `run` does.
+    /// Combine the --json files of `run --shard K/N` into one run's summary.
+    ///
+    /// The files are one per shard, in any order; the summary is the one a run over the
+    /// whole seed range gives, printed as `run` prints it.
     ///
     /// Every shard 1..N of the same scenario and seed range must be there exactly once,
     /// and none interrupted. The merged wall time is the longest shard's (the sweep's
@@ -62,8 +83,9 @@ pub(super) enum Command {
     /// Re-run one seed and explain its violations in true and local time.
     ///
     /// Exit code: 0 when the seed violates no check, 1 when it violates one (whatever the
-    /// scenario's `expect` says: replay reports the seed, not the sweep) or the seed could
-    /// not run (a harness error), 2 on bad input or an output file that cannot be written.
+    /// scenario's `expect` says: replay reports the seed, not the sweep), 2 on bad input or
+    /// an output file that cannot be written, 4 when the seed could not run to its end (a
+    /// harness error).
     Replay {
         /// Scenario file (TOML).
         scenario: PathBuf,
@@ -114,10 +136,11 @@ pub(super) enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
-    /// Measure every algorithm under every fault class (the guarantees matrix) and write
-    /// guarantees.md, guarantees.json and index.html; or compute one shard of it on this
-    /// machine (--shard K/N writes partial-K-of-N.json), or merge shards (--merge) into
-    /// exactly the files one machine would write.
+    /// Measure every algorithm under every fault class: the guarantees report.
+    ///
+    /// Writes guarantees.md, guarantees.json and index.html; or computes one shard of it on
+    /// this machine (--shard K/N writes partial-K-of-N.json), or merges shards (--merge)
+    /// into exactly the files one machine would write.
     ///
     /// Exit code: 0 written, 2 bad input (or shards that do not belong together).
     Report {
@@ -142,8 +165,9 @@ pub(super) enum Command {
         #[arg(long, value_name = "PATH", num_args = 1..)]
         merge: Vec<PathBuf>,
     },
-    /// Cut a violating seed's fault schedule down to the faults that matter; write it as a
-    /// scenario with an explicit schedule that reproduces the violation.
+    /// Cut a violating seed's faults down to the ones that matter, as a new scenario.
+    ///
+    /// The scenario written has an explicit fault schedule that reproduces the violation.
     ///
     /// Exit code: 0 written, 1 the seed violates nothing (or not --check), 2 bad input.
     Shrink {
@@ -163,12 +187,19 @@ pub(super) enum Command {
         #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         budget: u64,
     },
-    /// List algorithms, their parameters, fault kinds, checks and the scenarios in a
-    /// folder (the catalogue: sims/ of a locksim checkout).
+    /// List the catalogue's scenarios, the algorithms, fault kinds and checks.
+    ///
+    /// The scenarios are those of a folder (sims/ of a locksim checkout), by algorithm and
+    /// catalogue row.
+    ///
+    /// Example: `locksim list --params redis` (one algorithm's [lock] keys).
     List {
         /// The folder of scenario files to list.
         #[arg(long, default_value = "sims", value_name = "DIR")]
         sims: PathBuf,
+        /// Print only this algorithm's `[lock]` keys, defaults and checks.
+        #[arg(long, value_name = "ALGORITHM")]
+        params: Option<String>,
     },
     /// One client node of a live run, in its own process (started by `locksim live`).
     #[command(hide = true)]
@@ -183,7 +214,9 @@ pub(super) enum Command {
         /// The server's spec (JSON).
         spec: String,
     },
-    /// Run a scenario against its family's real servers on 127.0.0.1 (redis-server and
+    /// Run a scenario against real servers, real processes and real signals.
+    ///
+    /// The family's real servers run on 127.0.0.1 (redis-server and
     /// Sentinel, an etcd cluster, a ZooKeeper ensemble: started, paused with SIGSTOP,
     /// crashed with SIGKILL and restarted by locksim; all killed on exit), every link
     /// through locksim's proxies (partitions, latency, loss), each client in its own
@@ -212,9 +245,11 @@ pub(super) enum Command {
         #[arg(long, default_value = "real", value_name = "real|model")]
         servers: String,
     },
-    /// Serve a family's model on 127.0.0.1 in real time until interrupted, for real
-    /// clients (zkCli.sh, kazoo, Curator for zk; etcdctl, python-etcd3 for raft;
-    /// redis-cli, redis-py for redis; mariadb, PyMySQL for db). Exit 0 when stopped, 2 on bad input
+    /// Serve a family's model on 127.0.0.1 to real clients until interrupted.
+    ///
+    /// For example zkCli.sh, kazoo, Curator for zk; etcdctl, python-etcd3 for raft;
+    /// redis-cli, redis-py for redis; mariadb, PyMySQL for db. Exit 0 when stopped, 2 on
+    /// bad input.
     Serve {
         /// The family: zk, raft, redis or db.
         family: String,

@@ -7,8 +7,12 @@ use std::path::Path;
 /// Who runs the command line: what its hints call it, and what its scenarios may name.
 #[derive(Debug, Clone, Copy)]
 pub struct Binary<'a> {
-    /// The binary's name in hints (`replay: NAME replay FILE --seed 3`).
+    /// The binary's name in files it writes (a report's replay commands): the same
+    /// bytes however it was started.
     pub name: &'a str,
+    /// The command as the user invoked it, in printed hints (`replay: HINT replay FILE
+    /// --seed 3`): [`Self::name`], or `cargo run --release --` under `cargo run`.
+    pub hint: &'a str,
     /// The algorithms a scenario may name: locksim's, then the binary's own.
     pub families: &'a [Family],
 }
@@ -26,5 +30,27 @@ impl Binary<'_> {
             Some(name) if own => name,
             _ => "locksim".to_string(),
         }
+    }
+
+    /// How hints spell the command: `cargo run --release --` (or `cargo run --`) when
+    /// cargo started locksim's own binary (`cargo run` sets `CARGO` and the package's
+    /// name for the program it runs), else `name`.
+    pub(crate) fn hint_of_program(name: &str, families: &[Family]) -> String {
+        let under_cargo = std::env::var_os("CARGO").is_some()
+            && std::env::var_os("CARGO_PKG_NAME").is_some_and(|n| n == "locksim");
+        if !under_cargo || families.len() > ALGORITHMS.len() {
+            return name.to_string();
+        }
+        let release = std::env::args_os().next().is_some_and(|a| {
+            Path::new(&a)
+                .components()
+                .any(|c| c.as_os_str() == "release")
+        });
+        if release {
+            "cargo run --release --"
+        } else {
+            "cargo run --"
+        }
+        .to_string()
     }
 }

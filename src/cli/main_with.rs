@@ -72,8 +72,10 @@ pub fn main_with(families: &[Family]) -> ExitCode {
         }
     }
     let name = Binary::name_of_program(&families);
+    let hint = Binary::hint_of_program(&name, &families);
     let binary = Binary {
         name: &name,
+        hint: &hint,
         families: &families,
     };
     ExitCode::from(dispatch(cli.command, binary))
@@ -121,7 +123,7 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
         ),
         Command::Merge { files, json } => {
             let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-            super::merge_command(&files, json.as_deref(), binary.name)
+            super::merge_command(&files, json.as_deref(), binary.hint)
         }
         Command::Replay {
             scenario,
@@ -178,7 +180,10 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
             let bar = std::io::stderr().is_terminal();
             super::shrink_command(&scenario, binary, seed, &opts, out.as_deref(), bar)
         }
-        Command::List { sims } => super::list_command(&sims, families),
+        Command::List {
+            params: Some(name), ..
+        } => super::list_params_command(&name, families),
+        Command::List { sims, params: None } => super::list_command(&sims, families),
         other => dispatch_processes(other, binary),
     }
 }
@@ -219,7 +224,7 @@ fn dispatch_processes(command: Command, binary: Binary<'_>) -> u8 {
             if is_users(&family, families) {
                 eprintln!(
                     "locksim: serve: `{family}` is this binary's own family; serve runs \
-                     locksim's models only: zk, raft, redis"
+                     locksim's models only: zk, raft, redis, db"
                 );
                 return EXIT_BAD_INPUT;
             }

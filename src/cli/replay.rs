@@ -1,14 +1,15 @@
 //! `locksim replay`: re-run one seed and explain each violation with the events involved,
 //! in true time beside the recording node's monotonic and wall clocks.
 
-use super::{ms, EXIT_BAD_INPUT};
+use super::{ms, EXIT_BAD_INPUT, EXIT_HARNESS_ERROR};
 use crate::locks::Family;
 use crate::report::{error_replies, explain};
 use crate::scenario::Scenario;
 use std::path::Path;
 
 /// Re-run `seed` of the scenario at `path` (its algorithm one of `families`) and print
-/// its story; exit 1 if any check is violated, 0 if none, 2 on bad input.
+/// its story; exit 1 if any check is violated, 0 if none, 2 on bad input, 4 when the seed
+/// could not run to its end (a harness error: its checks would judge a partial history).
 pub fn replay_command(
     path: &Path,
     families: &[Family],
@@ -42,13 +43,14 @@ pub fn replay_command(
             "locksim: seed {seed}: {}",
             outcome.error.unwrap_or_default()
         );
-        return 1;
+        return EXIT_HARNESS_ERROR;
     };
     if let Some(p) = history_out {
         if let Err(e) = std::fs::write(p, crate::history::to_jsonl(&result.history)) {
             eprintln!("locksim: --history {}: cannot write: {e}", p.display());
             return EXIT_BAD_INPUT;
         }
+        eprintln!("locksim: history written to {}", p.display());
     }
     if let Some(p) = edn_out {
         let edn = crate::linearizability::events_to_edn(&result.history);
@@ -56,6 +58,7 @@ pub fn replay_command(
             eprintln!("locksim: --edn {}: cannot write: {e}", p.display());
             return EXIT_BAD_INPUT;
         }
+        eprintln!("locksim: EDN history written to {}", p.display());
     }
     if let Some(p) = svg_out {
         let heading = format!("{} seed {seed}", scenario.name);
@@ -71,6 +74,7 @@ pub fn replay_command(
             eprintln!("locksim: --svg {}: cannot write: {e}", p.display());
             return EXIT_BAD_INPUT;
         }
+        eprintln!("locksim: timeline written to {}", p.display());
     }
     println!(
         "scenario {} seed {seed}: {} events over {} (history hash {})",
@@ -95,7 +99,9 @@ pub fn replay_command(
             println!("\n{} in full:\n{text}", c.name);
         }
     }
-    if outcome.any_violation() {
+    if result.error.is_some() {
+        EXIT_HARNESS_ERROR
+    } else if outcome.any_violation() {
         1
     } else {
         0
@@ -111,5 +117,53 @@ impl tracing_subscriber::fmt::time::FormatTime for SimTime {
             Some(d) => write!(w, "{:>12.3}ms", d.as_secs_f64() * 1e3),
             None => write!(w, "{:>14}", "driver"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::*;
+
+    /// `algorithm = "broken"`: a family whose client cannot be built (a bug in the
+    /// harness's reach, not a lock's behaviour).
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Broken {}
+
+    impl Algorithm for Broken {
+        const NAME: &'static str = "broken";
+        const ABOUT: &'static str = "a family whose client cannot be built";
+        fn params() -> Vec<ParamDoc> {
+            Vec::new()
+        }
+        fn servers(&self) -> Vec<String> {
+            vec!["broken-0".into()]
+        }
+        fn server_main(&self, _ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
+            Box::pin(std::future::pending())
+        }
+        fn client(&self) -> Box<dyn LockClient> {
+            panic!("no client for this family")
+        }
+        fn lease_ms(&self) -> Option<u64> {
+            None
+        }
+        fn fencing_token(&self) -> Option<&'static str> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_seed_that_cannot_run_exits_4_not_1() {
+        let dir = std::env::temp_dir().join(format!("locksim-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("broken.toml");
+        let text = "name = \"broken\"\nalgorithm = \"broken\"\nduration_ms = 500\n";
+        std::fs::write(&file, text).unwrap();
+        let families = [Family::of::<Broken>()];
+        let code = replay_command(&file, &families, 0, None, None, None, false);
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(code, EXIT_HARNESS_ERROR);
     }
 }

@@ -118,7 +118,7 @@ pub fn run_command(
     };
     let threads = plural(jobs.min(total.max(1) as usize) as u64, "thread");
     let ran_on = format!("on {threads}");
-    let text = report(&summary, &examples, &ran_on, quiet, binary.name);
+    let text = report(&summary, &examples, &ran_on, quiet, binary.hint);
     if human_to_stdout {
         print!("{text}");
     } else {

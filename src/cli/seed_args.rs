@@ -26,6 +26,11 @@ pub enum SeedArgError {
 impl fmt::Display for SeedArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            SeedArgError::Range(r) if r.trim().parse::<u64>().is_ok() => write!(
+                f,
+                "--seeds: expected A..B (e.g. 0..100), got `{r}`; one seed is `--seed {}`",
+                r.trim()
+            ),
             SeedArgError::Range(r) => {
                 write!(f, "--seeds: expected A..B (e.g. 0..100), got `{r}`")
             }

@@ -92,12 +92,12 @@ pub fn shrink_command(
     }
     println!("{} seed {seed}: `{}` violated", scenario.name, shrunk.check);
     println!(
-        "  before: {}, {} ms of fault time",
+        "  before: {}, {} node-ms of fault time (each fault's length times its nodes)",
         plural(shrunk.original.len() as u64, "fault"),
         fault_time_ms(&shrunk.original)
     );
     println!(
-        "  after:  {}, {} ms of fault time ({}{})",
+        "  after:  {}, {} node-ms of fault time ({}{})",
         plural(shrunk.schedule.len() as u64, "fault"),
         fault_time_ms(&shrunk.schedule),
         plural(shrunk.candidates as u64, "candidate run"),
@@ -114,7 +114,7 @@ pub fn shrink_command(
     println!(
         "  wrote {}; reproduce with: {} run {} --seed {seed}",
         out.display(),
-        binary.name,
+        binary.hint,
         out.display()
     );
     0

@@ -516,7 +516,9 @@ pub fn check_raw_opts(
         other => Err(InputError::new(
             0,
             format!(
-                "unknown model {other:?}; expected one of {}",
+                "unknown model {other:?}{}; expected one of {}",
+                crate::did_you_mean::closest(other, MODEL_NAMES.iter().copied())
+                    .map_or(String::new(), |m| format!(" (did you mean {m:?}?)")),
                 MODEL_NAMES.join(", ")
             ),
         )),

@@ -9,9 +9,12 @@ fn locksim(args: &[&str]) -> (i32, String, String) {
 
 /// `locksim` run from `dir`, as a user outside the checkout would.
 fn locksim_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    // As a user runs it: not under cargo, whose variables this test inherits (hints
+    // would spell `cargo run --release --`).
     let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
         .args(args)
         .current_dir(dir)
+        .env_remove("CARGO")
         .output()
         .expect("binary runs");
     (
@@ -254,7 +257,6 @@ fn list_names_algorithms_faults_and_scenarios() {
     for needle in [
         "redis",
         "redlock",
-        "unlock",
         "clock-jump",
         "liveness",
         "redis-01-pause-past-lease.toml",
@@ -397,6 +399,14 @@ fn check_exit_codes_on_knossos_and_bad_input() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown model"), "{err}");
+    let (code, _, err) = locksim(&[
+        "check",
+        &format!("{data}/bad/cas-failure.edn"),
+        "--model",
+        "casregister",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean \"cas-register\"?"), "{err}");
     let (code, _, _) = locksim(&["check", "nope.edn", "--model", "register"]);
     assert_eq!(code, 2);
     let broken = scenario_file(
@@ -598,4 +608,76 @@ fn imports_point_down_the_layers() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(found.is_empty(), "scripts/layers:\n{found}");
+}
+
+#[test]
+fn hints_spell_the_command_as_invoked_under_cargo_run() {
+    let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args([
+            "run",
+            "sims/redis-01-pause-past-lease.toml",
+            "--seeds",
+            "0..2",
+        ])
+        .env("CARGO", "cargo")
+        .env("CARGO_PKG_NAME", "locksim")
+        .output()
+        .expect("binary runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cargo run --release -- replay sims/redis-01-pause-past-lease.toml --seed 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn list_starts_with_the_scenarios_by_row_and_lists_parameters_on_demand() {
+    let (code, out, _) = locksim(&["list"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("scenarios in "), "{out:.200}");
+    let row1 = out
+        .find("redis-01-pause-past-lease.toml")
+        .expect("row 1 listed");
+    let row12 = out.find("redis-12-").expect("row 12 listed");
+    let db20 = out.find("db-20-").expect("row 20 listed");
+    assert!(row1 < row12 && row12 < db20, "by family, then by row");
+    assert!(
+        out.lines().all(|l| l.chars().count() <= 100),
+        "a line over 100 columns"
+    );
+    let (code, out, _) = locksim(&["list", "--params", "redis"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("ttl_ms") && out.contains("unlock") && out.contains("checks: "),
+        "{out}"
+    );
+    let (code, _, err) = locksim(&["list", "--params", "rediss"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("did you mean `redis`?"), "{err}");
+}
+
+#[test]
+fn every_help_fits_100_columns_and_version_names_the_commit() {
+    for sub in [
+        "", "run", "merge", "replay", "check", "report", "shrink", "list", "live", "serve", "bench",
+    ] {
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let (code, out, _) = locksim(&args);
+        assert_eq!(code, 0, "{sub} --help");
+        for line in out.lines() {
+            assert!(line.chars().count() <= 100, "{sub} --help: {line}");
+        }
+    }
+    let (_, out, _) = locksim(&["--version"]);
+    assert!(out.starts_with("locksim 0.") && out.contains(" ("), "{out}");
+}
+
+#[test]
+fn near_misses_get_a_suggestion() {
+    let (code, _, err) = locksim(&["run", "sims/redis-01-pause-past-lease.toml", "--seeds", "5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("one seed is `--seed 5`"), "{err}");
 }
