@@ -164,6 +164,10 @@ pub(super) enum Command {
         /// reports, byte-identical to a single machine's.
         #[arg(long, value_name = "PATH", num_args = 1..)]
         merge: Vec<PathBuf>,
+        /// Replace the report already in --out (its guarantees.md): without it, report
+        /// refuses to overwrite one, such as the committed reports/.
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Cut a violating seed's faults down to the ones that matter, as a new scenario.
     ///

@@ -165,7 +165,19 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
             jobs,
             shard,
             merge,
-        } => report(seeds, &out, matrix, jobs, shard.as_deref(), merge, binary),
+            overwrite,
+        } => {
+            let writes_report = shard.is_none();
+            if writes_report && !overwrite && out.join("guarantees.md").exists() {
+                eprintln!(
+                    "locksim: report: {} already holds a report (guarantees.md); pass --out DIR \
+                     to write a new one elsewhere, or --overwrite to replace it",
+                    out.display()
+                );
+                return EXIT_BAD_INPUT;
+            }
+            report(seeds, &out, matrix, jobs, shard.as_deref(), merge, binary)
+        }
         Command::Shrink {
             scenario,
             seed,

@@ -342,3 +342,24 @@ fn shards_merged_are_byte_identical_to_one_run() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn report_refuses_to_replace_a_report_without_overwrite() {
+    let dir = folder("guard");
+    std::fs::create_dir_all(dir.join("out")).unwrap();
+    std::fs::write(dir.join("out/guarantees.md"), "an earlier report").unwrap();
+    let (ok, err) = report(
+        &dir,
+        &["--matrix", "matrix.toml", "--out", "out", "--seeds", "1"],
+    );
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("already holds a report") && err.contains("--overwrite"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out/guarantees.md")).unwrap(),
+        "an earlier report"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
