@@ -34,7 +34,6 @@ mod servers;
 pub(crate) use error::LiveError;
 pub(crate) use messages::NodeSpec;
 pub use node_main::live_node_main;
-pub(crate) use node_process::locksim_binary;
 pub use serve_node::serve_node_main;
 pub(crate) use servers::LiveServers;
 
@@ -46,8 +45,8 @@ use crate::history::{Event, EventType, Recorder};
 use crate::locks::ALGORITHMS;
 use crate::net::LiveNet;
 use crate::real::{
-    free_port, Addresses, LinkShape, ModelCluster, Patience, Proxies, RealCluster, Route,
-    ServerProcess, Supervisor,
+    free_port, locksim_binary, Addresses, LinkShape, ModelCluster, Patience, Proxies, RealCluster,
+    Route, ServerProcess, Supervisor,
 };
 use crate::scenario::Scenario;
 use crate::sim::{Action, Nemesis, RunResult};
@@ -114,13 +113,22 @@ pub(crate) fn cluster_of(
     servers: LiveServers,
 ) -> Result<Rc<dyn RealCluster>, LiveError> {
     match servers {
-        LiveServers::Real => scenario
-            .lock
-            .real()
-            .ok_or_else(|| LiveError::NoRealCounterpart {
-                algorithm: scenario.lock.name().to_string(),
-                families: live_families(),
-            }),
+        LiveServers::Real => {
+            let cluster = scenario
+                .lock
+                .real()
+                .ok_or_else(|| LiveError::NoRealCounterpart {
+                    algorithm: scenario.lock.name().to_string(),
+                    families: live_families(),
+                })?;
+            match cluster.refusal() {
+                Some(why) => Err(LiveError::Refused {
+                    system: cluster.system(),
+                    why,
+                }),
+                None => Ok(cluster),
+            }
+        }
         LiveServers::Model => {
             let model = scenario
                 .lock
