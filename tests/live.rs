@@ -367,7 +367,7 @@ fn live_rejects_what_it_cannot_run_and_bad_durations() {
 /// The `pgrep` pattern of every server live mode starts: the real ones, and locksim's
 /// model servers (`--servers model`).
 const SERVERS: &str =
-    "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain|serve-node|mariadbd|mariadb-install-db";
+    "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain|serve-node|mariadbd";
 
 /// Servers still running whose command line names `root` (their data folders are under
 /// it).
