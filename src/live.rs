@@ -1,8 +1,8 @@
 //! Live mode: a scenario's lock clients, workload, storage and checks against the real
-//! servers of its family (`redis-server`, an etcd cluster, a ZooKeeper ensemble: the
-//! family's [`RealCluster`]) on 127.0.0.1, which locksim starts and stops itself, for a
-//! bounded real duration; or against locksim's own model servers run the same way, one
-//! `locksim serve-node` process a server ([`LiveServers::Model`], see
+//! servers of its family (`redis-server`, an etcd cluster, a ZooKeeper ensemble,
+//! MariaDB: the family's [`RealCluster`]) on 127.0.0.1, which locksim starts and stops
+//! itself, for a bounded real duration; or against locksim's own model servers run the
+//! same way, one `locksim serve-node` process a server ([`LiveServers::Model`], see
 //! `crate::real::ModelCluster`). This module names no family.
 //!
 //! Each client runs the simulation's code in its own process (`locksim live-node`, see
