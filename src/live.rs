@@ -1,8 +1,8 @@
 //! Live mode: a scenario's lock clients, workload, storage and checks against the real
-//! servers of its family (`redis-server`, an etcd cluster, a ZooKeeper ensemble: the
-//! family's [`RealCluster`]) on 127.0.0.1, which locksim starts and stops itself, for a
-//! bounded real duration; or against locksim's own model servers run the same way, one
-//! `locksim serve-node` process a server ([`LiveServers::Model`], see
+//! servers of its family (`redis-server`, an etcd cluster, a ZooKeeper ensemble,
+//! MariaDB: the family's [`RealCluster`]) on 127.0.0.1, which locksim starts and stops
+//! itself, for a bounded real duration; or against locksim's own model servers run the
+//! same way, one `locksim serve-node` process a server ([`LiveServers::Model`], see
 //! `crate::real::ModelCluster`). This module names no family.
 //!
 //! Each client runs the simulation's code in its own process (`locksim live-node`, see
@@ -34,7 +34,6 @@ mod servers;
 pub(crate) use error::LiveError;
 pub(crate) use messages::NodeSpec;
 pub use node_main::live_node_main;
-pub(crate) use node_process::locksim_binary;
 pub use serve_node::serve_node_main;
 pub(crate) use servers::LiveServers;
 
@@ -46,8 +45,8 @@ use crate::history::{Event, EventType, Recorder};
 use crate::locks::ALGORITHMS;
 use crate::net::LiveNet;
 use crate::real::{
-    free_port, Addresses, LinkShape, ModelCluster, Patience, Proxies, RealCluster, Route,
-    ServerProcess, Supervisor,
+    free_port, locksim_binary, Addresses, LinkShape, ModelCluster, Patience, Proxies, RealCluster,
+    Route, ServerProcess, Supervisor,
 };
 use crate::scenario::Scenario;
 use crate::sim::{Action, Nemesis, RunResult};
@@ -114,13 +113,22 @@ pub(crate) fn cluster_of(
     servers: LiveServers,
 ) -> Result<Rc<dyn RealCluster>, LiveError> {
     match servers {
-        LiveServers::Real => scenario
-            .lock
-            .real()
-            .ok_or_else(|| LiveError::NoRealCounterpart {
-                algorithm: scenario.lock.name().to_string(),
-                families: live_families(),
-            }),
+        LiveServers::Real => {
+            let cluster = scenario
+                .lock
+                .real()
+                .ok_or_else(|| LiveError::NoRealCounterpart {
+                    algorithm: scenario.lock.name().to_string(),
+                    families: live_families(),
+                })?;
+            match cluster.refusal() {
+                Some(why) => Err(LiveError::Refused {
+                    system: cluster.system(),
+                    why,
+                }),
+                None => Ok(cluster),
+            }
+        }
         LiveServers::Model => {
             let model = scenario
                 .lock

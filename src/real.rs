@@ -18,7 +18,7 @@ mod server;
 mod supervisor;
 
 pub(crate) use model::ServedModel;
-pub(crate) use model::{served_cluster, ModelCluster, ServeNodeSpec};
+pub(crate) use model::{locksim_binary, served_cluster, ModelCluster, ServeNodeSpec};
 pub(crate) use proxy::{LinkShape, Opening, OpeningRewrite, Proxies, Route};
 pub(crate) use server::{NotListening, ServerProcess};
 pub(crate) use supervisor::{die_with_locksim, signal_group, Supervisor};
@@ -97,7 +97,8 @@ pub trait RealCluster {
     fn system(&self) -> &'static str;
 
     /// The ports server `node` listens on; the first one is where it is reachable once
-    /// its process is up.
+    /// its process is up. None: a server node that only dials the others (a scheduled
+    /// job), up once started.
     fn ports(&self, node: &str) -> Vec<RealPort>;
 
     /// The command that runs server `node` with its data in `dir`, empty at the first
@@ -127,6 +128,13 @@ pub trait RealCluster {
     fn wait_ready(&self, addrs: &Addresses, patience: &Patience) -> Result<(), WaitError> {
         let _ = (addrs, patience);
         Ok(())
+    }
+
+    /// Why the real servers cannot run this configuration at all (a feature of the model
+    /// whose real counterpart is not built), for an error before the run starts; `None`
+    /// (the default) when they can.
+    fn refusal(&self) -> Option<String> {
+        None
     }
 
     /// What of the scenario the real servers do not do (a model-only key, a rounded

@@ -1,9 +1,9 @@
 //! Live mode against real servers on loopback (a few seconds each): redis-server, an
-//! etcd cluster and a ZooKeeper ensemble, every link through locksim's proxies. Rows
-//! 1, 6, 16 and 17 find their violations for real (and row 16's control holds), server
-//! faults are inflicted with real signals, partitions between servers are real, and no
-//! process is left behind. Needs `redis-server`, `etcd` and `zookeeper` (CI's
-//! `.ci/run` installs them).
+//! etcd cluster, a ZooKeeper ensemble and MariaDB, every link through locksim's proxies.
+//! Rows 1, 6, 16, 17 and 20 find their violations for real (and the controls of rows 16
+//! and 20 hold), server faults are inflicted with real signals, partitions between
+//! servers are real, and no process is left behind. Needs `redis-server`, `etcd`,
+//! `zookeeper` and `mariadb-server` (CI's `.ci/run` installs them).
 
 use std::process::Command;
 
@@ -346,13 +346,17 @@ fn row_8_live_redlock_restarted_node_gives_a_second_majority() {
 }
 
 #[test]
-fn live_rejects_other_algorithms_and_bad_durations() {
-    let (code, _, err) = live(&["sims/db-20-expiring-row-fenced.toml", "--duration", "1s"]);
+fn live_rejects_what_it_cannot_run_and_bad_durations() {
+    // Every built-in family runs live; db's failover (standby) does not: refused before
+    // any banner, with what is missing.
+    let (code, out, err) = live(&["sims/db-23-failover-loses-the-row.toml", "--duration", "1s"]);
     assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "a banner before the refusal: {out}");
     assert!(
-        err.contains("live mode runs algorithm = \"redis\"")
-            && err.contains("\"raft\"")
-            && err.contains("not \"db\" (it has no real counterpart)"),
+        err.contains("cannot run this against real MariaDB")
+            && err.contains(
+                "standby = true: live failover with MariaDB's own replication is not built"
+            ),
         "{err}"
     );
     let (code, _, err) = live(&["sims/redis-01-pause-past-lease.toml", "--duration", "soon"]);
@@ -362,7 +366,8 @@ fn live_rejects_other_algorithms_and_bad_durations() {
 
 /// The `pgrep` pattern of every server live mode starts: the real ones, and locksim's
 /// model servers (`--servers model`).
-const SERVERS: &str = "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain|serve-node";
+const SERVERS: &str =
+    "redis-server|/usr/bin/etcd |QuorumPeerMain|ZooKeeperServerMain|serve-node|mariadbd";
 
 /// Servers still running whose command line names `root` (their data folders are under
 /// it).
@@ -761,4 +766,80 @@ fn raft_links_were_proxied(out: &str) -> bool {
         .find_map(|line| line.split("between servers: ").nth(1))
         .unwrap_or_default();
     between.contains("raft-") && between.contains('→')
+}
+
+#[test]
+fn row_20_live_real_mariadb_cleaner_deletes_a_paused_holder_s_row_and_the_id_fences() {
+    // client-0 stops itself with SIGSTOP after its INSERT, for 1.3 s; the cleaner (a
+    // locksim process of its own, through db-0's proxy) deletes its row after 1 s of
+    // MariaDB's NOW(3); client-1 inserts its own; client-0 wakes and deletes it by name.
+    // Whether client-0's by-name DELETE lands while the next holder still writes (the
+    // lost update `counter` expects) is real timing: seed 0 showed it, seeds 1 and 2 did
+    // not; two holders at once (`mutex`) every time.
+    let (code, out, err, events) = live_history("sims/db-20-expiring-row.toml", "4s");
+    assert!(code == 0 || code == 1, "{out}\n{err}");
+    assert!(out.contains("real MariaDB"), "{out}");
+    assert!(out.contains("mutex                violated"), "{out}");
+    assert!(out.contains("fencing              holds"), "{out}");
+    assert!(
+        out.contains("lock-linearizable    not checked live"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cleaner→db-0"),
+        "the cleaner's link was not proxied: {out}"
+    );
+    assert!(events.iter().any(|e| e.f == "resume"
+        && e.nodes.as_deref() == Some(&["client-0".to_string()][..])
+        && e.value == Some(serde_json::json!({"signal": "SIGCONT"}))));
+    // The control: the row's AUTO_INCREMENT id fences client-0's late write.
+    let (code, out, err) = live(&["sims/db-20-expiring-row-fenced.toml", "--duration", "4s"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("fencing              holds"), "{out}");
+    assert!(out.contains("counter              holds"), "{out}");
+    assert!(out.contains("expectations met"), "{out}");
+}
+
+#[test]
+fn for_update_live_a_cut_holder_s_row_lock_ends_with_mariadb_s_wait_timeout() {
+    // client-0 is cut off from db-0 from 1000 to 4000 ms, holding a FOR UPDATE row lock:
+    // MariaDB keeps it until the session has idled for wait_timeout (1 s) and rolls it
+    // back; client-1 then gets the row. Mutual exclusion and the counter hold.
+    let (code, out, err, events) = live_history("sims/db-for-update-partition.toml", "6s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("mutex                holds"), "{out}");
+    assert!(out.contains("expectations met"), "{out}");
+    assert!(
+        out.contains("lock_wait_timeout_ms = 300 runs as innodb_lock_wait_timeout = 1 s"),
+        "{out}"
+    );
+    assert!(events.iter().any(|e| e.f == "partition") && events.iter().any(|e| e.f == "heal"));
+    // client-1 held the lock while client-0 was cut off.
+    let held = events.iter().any(|e| {
+        e.process == "client-1"
+            && e.f == "acquire"
+            && e.kind == locksim::EventType::Ok
+            && (1_000_000_000..4_000_000_000).contains(&e.time_ns)
+    });
+    assert!(
+        held,
+        "client-1 never got the row while client-0 was cut off"
+    );
+}
+
+#[test]
+fn mariadb_is_paused_and_crashed_for_real_and_recovers_its_rows() {
+    let (code, out, err, events) = live_history("tests/fixtures/live/db-server-faults.toml", "5s");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("expectations met"), "{out}");
+    for f in ["pause", "resume", "crash", "restart"] {
+        assert!(
+            events
+                .iter()
+                .any(|e| e.f == f && e.nodes.as_deref() == Some(&["db-0".to_string()][..])),
+            "no {f} of db-0"
+        );
+    }
+    // Grants after the restart: InnoDB recovered and served again.
+    assert!(grants_after(&events, 3_500) > 0, "{out}");
 }

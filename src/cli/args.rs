@@ -220,15 +220,16 @@ pub(super) enum Command {
     },
     /// Run a scenario against real servers, real processes and real signals.
     ///
-    /// The family's real servers run on 127.0.0.1 (redis-server and
-    /// Sentinel, an etcd cluster, a ZooKeeper ensemble: started, paused with SIGSTOP,
+    /// The family's real servers run on 127.0.0.1 (redis-server and Sentinel, an etcd
+    /// cluster, a ZooKeeper ensemble, MariaDB: started, paused with SIGSTOP,
     /// crashed with SIGKILL and restarted by locksim; all killed on exit), every link
     /// through locksim's proxies (partitions, latency, loss), each client in its own
     /// process (paused with SIGSTOP too), and check its history. Exit 0: expectations
     /// met; 1: not; 2: bad input.
     Live {
         /// Scenario file (TOML) of a family with a real counterpart: redis,
-        /// redis-replicated, redlock, raft (etcd), zk (ZooKeeper).
+        /// redis-replicated, redlock, raft (etcd), zk (ZooKeeper), db (MariaDB; not with
+        /// standby = true).
         scenario: std::path::PathBuf,
         /// How long to run, real time (`30s`, `1500ms`).
         #[arg(long, default_value = "30s")]

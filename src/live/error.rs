@@ -17,6 +17,14 @@ pub(crate) enum LiveError {
         /// Those live mode runs.
         families: Vec<&'static str>,
     },
+    /// The real servers cannot run the scenario's configuration (see
+    /// `RealCluster::refusal`).
+    Refused {
+        /// The real system.
+        system: &'static str,
+        /// Why, naming the setting.
+        why: String,
+    },
     /// The async runtime could not start.
     Runtime(io::Error),
     /// The kernel gave no loopback port.
@@ -103,6 +111,9 @@ impl fmt::Display for LiveError {
                      counterpart)",
                     quoted.join(", ")
                 )
+            }
+            LiveError::Refused { system, why } => {
+                write!(f, "live mode cannot run this against real {system}: {why}")
             }
             LiveError::Runtime(e) => write!(f, "cannot start the runtime: {e}"),
             LiveError::NoFreePort(e) => write!(f, "no free loopback port: {e}"),

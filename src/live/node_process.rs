@@ -10,7 +10,7 @@ use crate::history::{Event, EventType, Recorder};
 use crate::real::{die_with_locksim, signal_group, Supervisor};
 use std::cell::{Cell, RefCell};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::rc::Rc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -36,14 +36,6 @@ pub(crate) enum Note {
 
 /// Notes from every client process, by node name, in arrival order.
 pub(crate) type Inbox = Rc<RefCell<Vec<(String, Note)>>>;
-
-/// The locksim executable client processes run: `$LOCKSIM_BIN`, else this executable.
-pub(crate) fn locksim_binary() -> io::Result<PathBuf> {
-    match std::env::var_os("LOCKSIM_BIN") {
-        Some(p) => Ok(PathBuf::from(p)),
-        None => std::env::current_exe(),
-    }
-}
 
 /// One running client process.
 pub(crate) struct NodeProcess {

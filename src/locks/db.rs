@@ -16,6 +16,8 @@
 //!   clients under `locksim serve db`;
 //! - [`cleaner`]: the scheduled job on node `cleaner`;
 //! - [`DbLock`]: the client, every scheme and variant a parameter ([`params`]);
+//! - [`real`]: live mode against a real MariaDB (`locksim live`), the cleaner in a
+//!   locksim process of its own;
 //! - with `standby = true` ([`standby`]'s keys): [`replication`] ships `db-0`'s redo to
 //!   the standby `db-1` (asynchronously, or semi-synchronously), and [`manager`]
 //!   (`db-manager`, MHA-like) promotes `db-1` when `db-0` has been down for
@@ -41,6 +43,10 @@
 //! row lock vanishes with the server's memory without an event (as does a commit lost
 //! with `fsync = "none"`), and the check then fails — truthfully, the lock was lost.
 //!
+//! Live (`locksim live`, [`real`]), against a real MariaDB, `lock-linearizable` is not
+//! checked: MariaDB does not say whose hold ended when a `DELETE` removed a row or it
+//! rolled back a session, so those `expire` events do not exist there.
+//!
 //! A failover is the lock service's own act, recorded (`promote` on `db-1`, `failover`
 //! on `db-manager`), yet with asynchronous replication the promoted standby may lack the
 //! newest lock rows: their holds end without an `expire`, so `lock-linearizable` fails,
@@ -56,6 +62,7 @@ pub(crate) mod model;
 pub(crate) mod node;
 pub(crate) mod params;
 mod read_reply;
+mod real;
 mod replication;
 mod session;
 pub(crate) mod sql;
@@ -66,7 +73,9 @@ pub(crate) use client::DbLock;
 pub(crate) use params::DbParams;
 
 use crate::locks::{Algorithm, LocalBoxFuture, LockClient, ParamDoc, ParamError};
+use crate::real::RealCluster;
 use crate::sim::NodeCtx;
+use std::rc::Rc;
 
 impl Algorithm for DbParams {
     const NAME: &'static str = "db";
@@ -114,6 +123,17 @@ impl Algorithm for DbParams {
 
     fn lease_ms(&self) -> Option<u64> {
         self.ttl()
+    }
+
+    /// A real MariaDB as `db-0`, the cleaner as locksim's code in a process (see
+    /// [`real`]); `standby = true` is refused there.
+    fn real(&self) -> Option<Rc<dyn RealCluster>> {
+        Some(Rc::new(real::RealDb::new(self.clone())))
+    }
+
+    /// MariaDB's timeouts are whole seconds: the clients take them so too.
+    fn for_real(&self) -> Self {
+        real::for_real(self)
     }
 
     fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {

@@ -21,6 +21,15 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The locksim executable locksim's own processes run (client processes, model
+/// servers): `$LOCKSIM_BIN`, else this executable.
+pub(crate) fn locksim_binary() -> io::Result<PathBuf> {
+    match std::env::var_os("LOCKSIM_BIN") {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => std::env::current_exe(),
+    }
+}
+
 /// What a family's model looks like served, one server node a process: returned by
 /// [`crate::locks::Algorithm::served_model`].
 #[derive(Debug, Clone, PartialEq, Eq)]

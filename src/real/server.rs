@@ -16,8 +16,9 @@ use std::rc::Rc;
 pub(crate) struct ServerProcess {
     /// The node name it stands for (`redis-0`, `raft-1`, `zk-2`).
     pub name: String,
-    /// Where it is reachable once up: its first port's listen port.
-    pub port: u16,
+    /// Where it is reachable once up: its first port's listen port (`None`: a node that
+    /// serves no port, as a scheduled job, which only dials the others).
+    pub port: Option<u16>,
     dir: PathBuf,
     cluster: Rc<dyn RealCluster>,
     addrs: Rc<Addresses>,
@@ -36,12 +37,10 @@ impl ServerProcess {
         addrs: Rc<Addresses>,
         supervisor: &Supervisor,
     ) -> io::Result<ServerProcess> {
-        let first = cluster
+        let port = cluster
             .ports(name)
             .first()
-            .map(|p| p.label)
-            .ok_or_else(|| io::Error::other(format!("{name} declares no port")))?;
-        let port = addrs.listen(name, first);
+            .map(|p| addrs.listen(name, p.label));
         let dir = root.join(name);
         std::fs::create_dir_all(&dir)?;
         let mut p = ServerProcess {
@@ -80,9 +79,11 @@ impl ServerProcess {
     }
 
     /// Block until it accepts connections on its first port (see [`Patience`]); the
-    /// error carries the end of its log.
+    /// error carries the end of its log. A node without ports is up once started.
     pub(crate) fn wait_listening(&mut self, patience: &Patience) -> Result<(), NotListening> {
-        let port = self.port;
+        let Some(port) = self.port else {
+            return Ok(());
+        };
         let mut exited = false;
         let child = &mut self.child;
         let what = format!("{} on 127.0.0.1:{port}", self.name);

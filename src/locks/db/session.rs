@@ -1,6 +1,7 @@
 //! A client's connection to the database, as a JDBC connection from a pool: one TCP
 //! connection carrying one statement at a time, each with its own deadline on the
-//! caller's local clock.
+//! caller's local clock. It connects with [`Tcp`]: turmoil's TCP in a simulation, real
+//! loopback (through the run's proxies) in a live run against a real MariaDB.
 //!
 //! Unlike [`Remote`](crate::net::Remote) it never reconnects behind the caller's back in
 //! the middle of a transaction: a transaction lives and dies with its connection, so the
@@ -20,7 +21,7 @@ use super::node::{DATABASE, DB_PORT};
 use super::read_reply::read_reply;
 use super::replication::ER_OPTION_PREVENTS_STATEMENT; // failover (issue 41)
 use crate::net::mysql::MysqlClient;
-use crate::net::{CallError, Connector, SimStream, SimTcp};
+use crate::net::{CallError, Connector, NetStream, Tcp};
 use crate::sim::NodeCtx;
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ pub(crate) struct Session {
     /// failover (issue 41): the hosts in failover order, and the one in use.
     hosts: Vec<String>,
     current: usize,
-    conn: Option<MysqlClient<SimStream>>,
+    conn: Option<MysqlClient<NetStream>>,
     /// Bumped at each new connection: a transaction belongs to one generation.
     generation: u64,
     /// Local monotonic time of the last reply, ns.
@@ -154,8 +155,8 @@ async fn login(
     ctx: &NodeCtx,
     host: &str,
     timeout: Duration,
-) -> Result<MysqlClient<SimStream>, CallError> {
-    let stream = match SimTcp.connect(ctx, host, DB_PORT, timeout).await {
+) -> Result<MysqlClient<NetStream>, CallError> {
+    let stream = match Tcp.connect(ctx, host, DB_PORT, timeout).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(CallError::Connect(e.to_string())),
         Err(_) => return Err(CallError::Connect("timeout".into())),
