@@ -171,6 +171,12 @@ pub(crate) struct RowInfo {
     pub lock: toml::Table,
     /// Why it holds or breaks (the matrix file's words).
     pub why: String,
+    /// Names it had before, whose anchors still lead to it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub formerly: Vec<String>,
+    /// How its algorithm's model is checked against the real server, if the matrix says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<String>,
 }
 
 /// A column as reported.
@@ -230,7 +236,7 @@ pub(crate) fn build(
         duration_ms: m.duration_ms,
         checks: check_infos(&scenarios, CheckKind::counts_as_violation),
         quality_checks: check_infos(&scenarios, |k| !k.counts_as_violation()),
-        rows: m.rows.iter().map(RowInfo::of).collect(),
+        rows: m.rows.iter().map(|r| RowInfo::of(r, &m)).collect(),
         columns: m
             .columns
             .iter()
@@ -265,12 +271,14 @@ fn check_infos(scenarios: &[(String, Scenario)], wanted: fn(CheckKind) -> bool) 
 }
 
 impl RowInfo {
-    fn of(r: &super::matrix::Row) -> RowInfo {
+    fn of(r: &super::matrix::Row, m: &Matrix) -> RowInfo {
         RowInfo {
             name: r.name.clone(),
             algorithm: r.algorithm.clone(),
             lock: r.lock.clone(),
             why: r.why.trim().to_string(),
+            formerly: r.formerly.clone(),
+            fidelity: m.fidelity.get(&r.algorithm).cloned(),
         }
     }
 }
