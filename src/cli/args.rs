@@ -141,6 +141,11 @@ pub(super) enum Command {
         /// reports, byte-identical to a single machine's.
         #[arg(long, value_name = "PATH", num_args = 1..)]
         merge: Vec<PathBuf>,
+        /// Take the cells this earlier report (a guarantees.json, its cells/ beside it)
+        /// counted for the same experiment (same seeds, same scenario) instead of running
+        /// them again; the report names the build that counted each row. Repeatable.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["merge", "shard"])]
+        reuse: Vec<PathBuf>,
     },
     /// Cut a violating seed's fault schedule down to the faults that matter; write it as a
     /// scenario with an explicit schedule that reproduces the violation.

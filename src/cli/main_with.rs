@@ -163,7 +163,15 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
             jobs,
             shard,
             merge,
-        } => report(seeds, &out, matrix, jobs, shard.as_deref(), merge, binary),
+            reuse,
+        } => report(
+            seeds,
+            &out,
+            matrix,
+            jobs,
+            (shard.as_deref(), merge, reuse),
+            binary,
+        ),
         Command::Shrink {
             scenario,
             seed,
@@ -281,8 +289,7 @@ fn report(
     out: &Path,
     matrix: PathBuf,
     jobs: Option<u16>,
-    shard: Option<&str>,
-    merge: Vec<PathBuf>,
+    (shard, merge, reuse): (Option<&str>, Vec<PathBuf>, Vec<PathBuf>),
     binary: Binary<'_>,
 ) -> u8 {
     let jobs = jobs_or_cores(jobs);
@@ -302,6 +309,7 @@ fn report(
             seeds,
             shard,
             jobs,
+            reuse,
         }
     };
     super::report_command(job, out, binary, bar)
