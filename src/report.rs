@@ -1,7 +1,8 @@
 //! What locksim reports beyond one run's table: counterexample stories (text) and
 //! timelines (SVG), and the guarantees matrix that compares algorithms — defined in a
 //! file, its cells' seeds run on one machine or sharded over many ([`partial`]), written
-//! as Markdown, JSON and one self-contained HTML page.
+//! as Markdown, JSON and one self-contained HTML page; cells an earlier report already
+//! counted may be taken from it ([`reuse`]) instead of run again.
 
 mod choosing;
 mod error;
@@ -12,15 +13,19 @@ mod html;
 mod markdown;
 mod matrix;
 pub(crate) mod partial;
+mod reuse;
 mod story;
+mod tables;
 mod timeline;
+mod verdict;
 
 pub(crate) use error::ReportError;
-pub(crate) use guarantees::{build, Guarantees};
+pub(crate) use guarantees::{build, Guarantees, Reused};
 pub(crate) use html::html;
 pub(crate) use markdown::markdown;
 pub(crate) use matrix::Matrix;
 pub(crate) use partial::{compute, merge, read_partials, ComputeSpec, Partial};
+pub(crate) use reuse::reused_cells;
 pub(crate) use story::ms;
 pub(crate) use story::{error_replies, explain};
 pub(crate) use timeline::{first_violated, timeline_svg};

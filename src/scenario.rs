@@ -476,6 +476,18 @@ impl Scenario {
         checks
     }
 
+    /// Whether a check is shown as not applicable — the report's `–`, the CLI's `n/a`:
+    /// it has a `reason` (from [`Scenario::not_applicable`]) and no seed violated it or
+    /// left it undecided. A check said not to apply that broke anyway is shown with its
+    /// verdict: something is wrong, and hiding it would hide that.
+    pub fn shown_not_applicable(
+        reason: Option<&String>,
+        violations: u64,
+        unknown: u64,
+    ) -> Option<&String> {
+        reason.filter(|_| violations == 0 && unknown == 0)
+    }
+
     /// Standard checks that can say nothing about this scenario, each with the reason:
     /// the ones the algorithm omits, `token-order` and `fencing` when it hands out no
     /// token, `fencing` when the workload sends none. (They may still run, and hold

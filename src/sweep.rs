@@ -403,6 +403,11 @@ pub struct CheckTotals {
     pub expect: Option<Expect>,
     /// Whether the expectation is met (true when none is stated).
     pub met: bool,
+    /// Why the check cannot say anything about this scenario, when it cannot and no
+    /// seed violated it or left it undecided: the report's `–`, the CLI's `n/a` (the
+    /// same rule: [`Scenario::shown_not_applicable`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
 }
 
 impl CheckTotals {
@@ -410,7 +415,8 @@ impl CheckTotals {
     /// [`met`](CheckTotals::met) records.
     pub fn meets_expectation(&self) -> bool {
         match self.expect {
-            // Holding needs proof on every seed: an unknown verdict is not one.
+            // Holding needs proof on every seed: an unknown verdict is not one. A check
+            // that cannot apply holds vacuously: met, and the line says n/a and why.
             Some(Expect::Holds) => self.violations == 0 && self.unknown == 0,
             Some(Expect::Violated) => self.violations > 0,
             Some(Expect::Any) | None => true,
@@ -535,6 +541,7 @@ impl Summary {
                 kind: t.kind,
                 expect: t.expect,
                 met: true,
+                not_applicable: t.not_applicable.clone(),
             });
             sum.violations = sum.violations.saturating_add(t.violations);
             sum.unknown = sum.unknown.saturating_add(t.unknown);
@@ -542,6 +549,9 @@ impl Summary {
         }
         for t in checks.values_mut() {
             t.met = t.meets_expectation();
+            if t.violations > 0 || t.unknown > 0 {
+                t.not_applicable = None;
+            }
         }
         // Each shard lists its first errors; the first of the whole sweep are among them.
         let mut harness_errors: Vec<u64> = shards
@@ -608,6 +618,7 @@ impl Tally {
     /// Empty totals for `scenario`'s checks over `seeds` (which the summary names; the
     /// outcomes counted are whatever [`add`](Tally::add) is given).
     pub fn new(scenario: &Scenario, seeds: SeedSet) -> Tally {
+        let na = scenario.not_applicable();
         Tally {
             scenario: scenario.name.clone(),
             algorithm: scenario.algorithm().to_string(),
@@ -624,6 +635,7 @@ impl Tally {
                         kind: c.kind,
                         expect: scenario.expect.get(c.name).copied(),
                         met: true,
+                        not_applicable: na.get(c.name).cloned(),
                     };
                     (c.name, totals)
                 })
@@ -699,7 +711,17 @@ impl Tally {
         let mut checks = BTreeMap::new();
         for (name, t) in &self.checks {
             let met = t.meets_expectation();
-            checks.insert(name.to_string(), CheckTotals { met, ..t.clone() });
+            let not_applicable =
+                Scenario::shown_not_applicable(t.not_applicable.as_ref(), t.violations, t.unknown)
+                    .cloned();
+            checks.insert(
+                name.to_string(),
+                CheckTotals {
+                    met,
+                    not_applicable,
+                    ..t.clone()
+                },
+            );
         }
         Summary {
             scenario: self.scenario.clone(),

@@ -168,6 +168,11 @@ pub(super) enum Command {
         /// refuses to overwrite one, such as the committed reports/.
         #[arg(long)]
         overwrite: bool,
+        /// Take the cells this earlier report (a guarantees.json, its cells/ beside it)
+        /// counted for the same experiment (same seeds, same scenario) instead of running
+        /// them again; the report names the build that counted each row. Repeatable.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["merge", "shard"])]
+        reuse: Vec<PathBuf>,
     },
     /// Cut a violating seed's faults down to the ones that matter, as a new scenario.
     ///

@@ -166,6 +166,7 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
             shard,
             merge,
             overwrite,
+            reuse,
         } => {
             let writes_report = shard.is_none();
             if writes_report && !overwrite && out.join("guarantees.md").exists() {
@@ -176,7 +177,14 @@ fn dispatch(command: Command, binary: Binary<'_>) -> u8 {
                 );
                 return EXIT_BAD_INPUT;
             }
-            report(seeds, &out, matrix, jobs, shard.as_deref(), merge, binary)
+            report(
+                seeds,
+                &out,
+                matrix,
+                jobs,
+                (shard.as_deref(), merge, reuse),
+                binary,
+            )
         }
         Command::Shrink {
             scenario,
@@ -298,8 +306,7 @@ fn report(
     out: &Path,
     matrix: PathBuf,
     jobs: Option<u16>,
-    shard: Option<&str>,
-    merge: Vec<PathBuf>,
+    (shard, merge, reuse): (Option<&str>, Vec<PathBuf>, Vec<PathBuf>),
     binary: Binary<'_>,
 ) -> u8 {
     let jobs = jobs_or_cores(jobs);
@@ -319,6 +326,7 @@ fn report(
             seeds,
             shard,
             jobs,
+            reuse,
         }
     };
     super::report_command(job, out, binary, bar)

@@ -86,7 +86,10 @@ pub fn replay_command(
     if let Some(e) = &result.error {
         println!("harness error: {e}");
     }
-    print!("{}", explain(&result.history, &outcome.checks));
+    print!(
+        "{}",
+        explain(&result.history, &outcome.checks, &scenario.not_applicable())
+    );
     // What the servers answered the lock scripts, when they answered errors: the cause
     // a liveness failure alone does not name.
     print!("{}", error_replies(&result.history));

@@ -6,7 +6,8 @@
 use super::Binary;
 use super::EXIT_BAD_INPUT;
 use crate::report::{
-    build, compute, merge, read_partials, write_reports, ComputeSpec, Partial, ReportError,
+    build, compute, merge, read_partials, reused_cells, write_reports, ComputeSpec, Partial,
+    ReportError, Reused,
 };
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -23,6 +24,9 @@ pub enum ReportJob {
         shard: Option<(u64, u64)>,
         /// Worker threads.
         jobs: usize,
+        /// Earlier reports' `guarantees.json` whose cells are taken instead of run again
+        /// (when the same experiment: see `report::reuse`).
+        reuse: Vec<PathBuf>,
     },
     /// Merge these partial files (or folders of them).
     Merge(Vec<PathBuf>),
@@ -64,24 +68,45 @@ fn announce(cells: u64, seeds: u64, shard: Option<(u64, u64)>, jobs: usize) {
 fn report(job: ReportJob, out: &Path, binary: Binary<'_>, bar: bool) -> Result<(), ReportError> {
     std::fs::create_dir_all(out).map_err(|e| ReportError::Create(out.to_path_buf(), e))?;
     let start = Instant::now();
-    let partial = match job {
+    let (partial, reused) = match job {
         ReportJob::Merge(paths) => {
             let mut parts = Vec::new();
             for p in &paths {
                 parts.extend(read_partials(p)?);
             }
             eprintln!("locksim: merging {} shard(s)", parts.len());
-            merge(&parts)?
+            (merge(&parts)?, Reused::default())
         }
         ReportJob::Run {
             matrix,
             seeds,
             shard,
             jobs,
+            reuse,
         } => {
-            let loaded = crate::report::Matrix::load(&matrix)?;
-            let seeds = seeds.unwrap_or(loaded.seeds);
-            announce(loaded.cells().len() as u64, seeds, shard, jobs);
+            let m = crate::report::Matrix::load(&matrix)?;
+            let seeds = seeds.unwrap_or(m.seeds);
+            // Read before the cell files are written: a stored report in `out` keeps
+            // its cells' scenarios there.
+            let reused = Reused {
+                cells: reused_cells(&reuse, &m, seeds)?,
+                files: reuse,
+            };
+            if !reused.files.is_empty() {
+                eprintln!(
+                    "locksim: {} of {} cells taken from {}",
+                    reused.cells.len(),
+                    m.cells().len(),
+                    plural_files(&reused.files)
+                );
+            }
+            announce(
+                (m.cells().len() - reused.cells.len()) as u64,
+                seeds,
+                shard,
+                jobs,
+            );
+            let skip = reused.cells.keys().cloned().collect();
             let spec = ComputeSpec {
                 matrix_file: &matrix,
                 seeds,
@@ -89,17 +114,19 @@ fn report(job: ReportJob, out: &Path, binary: Binary<'_>, bar: bool) -> Result<(
                 jobs,
                 out,
                 families: binary.families,
+                skip: &skip,
             };
             let p = run_shard(&spec, bar)?;
             if shard.is_some() {
                 return write_partial(&p, out, start);
             }
-            p
+            (p, reused)
         }
     };
     let progress = Progress::new(bar, "timelines");
     let g = build(
         &partial,
+        &reused,
         out,
         binary.families,
         binary.name,
@@ -117,6 +144,12 @@ fn report(job: ReportJob, out: &Path, binary: Binary<'_>, bar: bool) -> Result<(
     Ok(())
 }
 
+/// The files' names, comma-separated.
+fn plural_files(files: &[PathBuf]) -> String {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    names.join(", ")
+}
+
 /// Compute one shard with a progress bar (or a line every ten seconds).
 fn run_shard(spec: &ComputeSpec, bar: bool) -> Result<Partial, ReportError> {
     let m = crate::report::Matrix::load(spec.matrix_file)?;
@@ -125,11 +158,11 @@ fn run_shard(spec: &ComputeSpec, bar: bool) -> Result<Partial, ReportError> {
         .shard(k, n)
         .count();
     eprintln!(
-        "locksim: {} cells ({} rows x {} columns x {} fencing settings), {} seeds each{}",
+        "locksim: {} cells to run of {} ({} rows x {} columns, fencing on and off where a row has a token), {} seeds each{}",
+        m.cells().len() - spec.skip.len(),
         m.cells().len(),
         m.rows.len(),
         m.columns.len(),
-        m.fencing.len(),
         per_cell,
         if n > 1 {
             format!(" (shard {k}/{n} of 0..{})", spec.seeds)

@@ -412,7 +412,10 @@ fn check_table(summary: &Summary) -> String {
     let mut text = String::new();
     for name in standard_first(summary.checks.keys().map(String::as_str)) {
         let t = &summary.checks[name];
-        let verdict = if !t.kind.counts_as_violation() {
+        let verdict = if let Some(why) = &t.not_applicable {
+            // The report's `–`: the check cannot say anything here.
+            format!("n/a: {why}")
+        } else if !t.kind.counts_as_violation() {
             quality_verdict(t, n)
         } else if t.unknown > 0 && t.violations == 0 {
             format!("unknown in {}/{n} seeds (budget)", t.unknown)
@@ -434,9 +437,21 @@ fn check_table(summary: &Summary) -> String {
                     Expect::Violated => "violated",
                     Expect::Any => "any",
                 },
-                if t.met { "met" } else { "NOT MET" }
+                match (t.met, &t.not_applicable) {
+                    (true, Some(_)) => "met (vacuously: n/a)",
+                    (true, None) => "met",
+                    (false, _) => "NOT MET",
+                }
             ),
         };
+        if t.not_applicable.is_some() {
+            // The reason is long: the expectation goes on the line under it.
+            text.push_str(&format!("  {name:<20} {verdict}\n"));
+            if !expect.is_empty() {
+                text.push_str(&format!("  {:<20} {:<45} {expect}\n", "", ""));
+            }
+            continue;
+        }
         text.push_str(&format!("  {name:<20} {verdict:<45} {expect}\n"));
     }
     text

@@ -120,7 +120,7 @@ fn cost_table(g: &Guarantees, column: &str) -> Table {
     Table {
         id: format!("cost-{column}"),
         heading: format!("Fairness and cost under {column}"),
-        about: format!("Fault class `{column}`. `fair`: whether a waiter was ever overtaken by one that asked later (✗ k/N: on k of N seeds); how often (FIFO inversions per 100 grants) and by how many at once (max bypass: the most waiters one grant overtook)."),
+        about: format!("Fault class `{column}`. `fair`: whether a waiter was ever overtaken by one that asked later (✗ k/N: on k of N seeds; a quality, not a safety break); how often (FIFO inversions per 100 grants) and by how many at once (max bypass: the most waiters one grant overtook). Latencies are histogram bucket tops (up to 12.5 % above the true percentile), printed to two digits; `uncontended` acquires are mostly each client's first, with its connection and session set-up. `unavailable`: the share of the run with a client waiting and nobody holding (without faults, the hand-off gaps of a saturated lock)."),
         header: header.iter().map(|h| h.to_string()).collect(),
         rows,
     }
@@ -203,8 +203,10 @@ fn per_100(n: u64, of: u64) -> String {
     }
 }
 
+/// A latency percentile: a histogram bucket top, printed to two digits (see
+/// [`super::verdict::approx_ms`]).
 fn ms(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{v:.1} ms"))
+    super::verdict::approx_ms(v)
 }
 
 /// Bytes and segments per grant: `2.1 KiB / 18.0 seg`.

@@ -86,6 +86,8 @@ pub(crate) enum ReportError {
     },
     /// Counts of a cell the matrix does not have.
     UnknownCell(String),
+    /// A file given to `--reuse` that is not a `guarantees.json`.
+    NotAReport(PathBuf, serde_json::Error),
 }
 
 /// What differs between two shards that should be of one run.
@@ -200,6 +202,12 @@ impl fmt::Display for ReportError {
                 "the counts name {counts} cells, the matrix in them defines {matrix}: not the same cells (a damaged partial file?)"
             ),
             UnknownCell(cell) => write!(f, "cell `{cell}` is not in the matrix"),
+            NotAReport(p, e) => write!(
+                f,
+                "{}:{}: expected a guarantees.json written by `locksim report`: {e}",
+                p.display(),
+                e.line()
+            ),
         }
     }
 }
@@ -209,7 +217,7 @@ impl std::error::Error for ReportError {
         use ReportError::*;
         match self {
             ReadFile(_, e) | ReadFolder(_, e) | Create(_, e) | Write(_, e) => Some(e),
-            Encode(e) | NotAPartial(_, e) => Some(e),
+            Encode(e) | NotAPartial(_, e) | NotAReport(_, e) => Some(e),
             Cell(e) => Some(&**e),
             _ => None,
         }

@@ -8,14 +8,14 @@
 use super::error::ReportError;
 use super::evidence::upper_bound_95;
 use super::matrix::Matrix;
-use super::partial::{CellCounts, Partial};
+use super::partial::{CellCounts, Counts, Partial};
 use super::timeline::timeline_svg;
 use crate::check::CheckKind;
 use crate::locks::Family;
 use crate::metrics::{Latencies, MetricsTotals, TrafficCost};
 use crate::scenario::Scenario;
 use crate::sweep::run_seed;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -69,11 +69,13 @@ pub(crate) struct CellResult {
     /// The first such seed's error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+    /// The locksim build that computed these counts (see [`super::source_stamp`]).
+    pub counted_by: String,
 }
 
 /// What a cell's lock cost over all its seeds, in simulated time (see [`crate::metrics`]):
 /// functions of the links the matrix describes, not of the machine that ran it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Cost {
     /// Granted acquires.
     pub grants: u64,
@@ -101,6 +103,47 @@ impl Cost {
             fifo_inversions: m.fifo_inversions,
             max_bypass: m.max_bypass,
             traffic: m.traffic.clone(),
+        }
+    }
+}
+
+/// What a cell's results are made from: counts computed now ([`CellCounts`]), or taken
+/// from an earlier report ([`super::reuse`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Tallies {
+    /// `<row>--<column>--<fenced|unfenced>` in the matrix reported.
+    pub cell: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Per safety and liveness check.
+    pub checks: BTreeMap<String, Counts>,
+    /// Per quality check.
+    pub quality: BTreeMap<String, Counts>,
+    /// What the lock cost.
+    pub cost: Cost,
+    /// Seeds whose run failed inside the harness.
+    pub harness_errors: u64,
+    /// The first such seed's error, `seed N: message`.
+    pub first_error: Option<String>,
+    /// The build that counted them.
+    pub counted_by: String,
+}
+
+impl Tallies {
+    /// Counts a build (`stamp`) computed.
+    fn of(c: &CellCounts, stamp: &str) -> Tallies {
+        Tallies {
+            cell: c.cell.clone(),
+            seeds: c.seeds,
+            checks: c.checks.clone(),
+            quality: c.quality.clone(),
+            cost: Cost::of(&c.metrics),
+            harness_errors: c.harness_errors,
+            first_error: c
+                .first_error
+                .as_ref()
+                .map(|(seed, e)| format!("seed {seed}: {e}")),
+            counted_by: stamp.to_string(),
         }
     }
 }
@@ -135,17 +178,22 @@ pub(crate) struct CheckInfo {
 /// The whole matrix's results.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Guarantees {
-    /// The locksim build that computed the counts (commit and its date).
-    pub locksim: String,
-    /// The build that re-ran the first seeds for the timelines, when another one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timelines_by: Option<String>,
+    /// The locksim build(s) that computed the counts (commit and its date), each with
+    /// the rows it counted: one build when the whole matrix ran at once; more when
+    /// cells were taken from earlier reports (`--reuse`).
+    pub counted_by: Vec<CountedBy>,
+    /// The build that wrote these files and re-ran the first seeds for the timelines.
+    pub rendered_by: String,
     /// The command that regenerates these files.
     pub command: String,
     /// Seeds per cell.
     pub seeds: u64,
     /// Simulated duration per seed, ms.
     pub duration_ms: u64,
+    /// The first part of each seed in which faults strike, ms (the rest is the
+    /// liveness window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_window_ms: Option<u64>,
     /// The checks, in report order.
     pub checks: Vec<CheckInfo>,
     /// The quality checks (`fair`, `reentrant`), in report order.
@@ -160,6 +208,17 @@ pub(crate) struct Guarantees {
     pub timelines: Vec<Timeline>,
 }
 
+/// One build that computed counts, and the rows whose cells it computed.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CountedBy {
+    /// The build (see [`super::source_stamp`]).
+    pub locksim: String,
+    /// Rows with at least one cell it computed, in the matrix's order.
+    pub rows: Vec<String>,
+    /// How many cells it computed.
+    pub cells: usize,
+}
+
 /// A row as reported.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RowInfo {
@@ -171,6 +230,12 @@ pub(crate) struct RowInfo {
     pub lock: toml::Table,
     /// Why it holds or breaks (the matrix file's words).
     pub why: String,
+    /// Names it had before, whose anchors still lead to it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub formerly: Vec<String>,
+    /// How its algorithm's model is checked against the real server, if the matrix says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<String>,
 }
 
 /// A column as reported.
@@ -185,26 +250,30 @@ pub(crate) struct ColumnInfo {
     pub reentrant: bool,
 }
 
-/// Build the results of a complete partial (shard 1 of 1), writing the cells' scenario
-/// files under `out/cells/` and re-running each violated check's first seed for its
-/// timeline. The rows' algorithms are among `families`; `program` is the binary the
-/// commands shown name (`locksim`, or a user's binary that knows their families).
-/// `on_timeline(done, total)` reports.
+/// Cells taken from earlier reports, and the files they came from (for the command).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reused {
+    /// The stored report files given to `--reuse`.
+    pub files: Vec<std::path::PathBuf>,
+    /// Their cells, by stem.
+    pub cells: BTreeMap<String, Tallies>,
+}
+
+/// Build the results of a complete partial (shard 1 of 1) and the `reused` cells it
+/// lacks, writing the cells' scenario files under `out/cells/` and re-running each
+/// violated check's first seed for its timeline. The rows' algorithms are among
+/// `families`; `program` is the binary the commands shown name (`locksim`, or a user's
+/// binary that knows their families). `on_timeline(done, total)` reports.
 pub(crate) fn build(
     p: &Partial,
+    reused: &Reused,
     out: &Path,
     families: &[Family],
     program: &str,
     on_timeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Guarantees, ReportError> {
     let m = p.matrix()?;
-    let stems: Vec<String> = m.cells().iter().map(|c| c.stem(&m)).collect();
-    if !p.cells.iter().map(|c| &c.cell).eq(stems.iter()) {
-        return Err(ReportError::CellCount {
-            counts: p.cells.len(),
-            matrix: stems.len(),
-        });
-    }
+    let tallies = all_tallies(&m, p, reused)?;
     let scenarios = m.write_cells(out, families)?;
     let out_text = out.display().to_string();
     let out_text = out_text.trim_end_matches('/');
@@ -213,24 +282,31 @@ pub(crate) fn build(
     };
     let mut cells = Vec::new();
     let mut wanted = Vec::new();
-    for ((stem, scenario), counts) in scenarios.iter().zip(&p.cells) {
+    for ((stem, scenario), counts) in scenarios.iter().zip(&tallies) {
         let cell = cell_result(&m, scenario, counts, &replay)?;
         wanted.extend(timeline_groups(&cell).into_iter().map(|g| (scenario, g)));
         cells.push((stem, cell));
     }
     let timelines = draw(&wanted, &replay, on_timeline);
+    let cells: Vec<CellResult> = cells.into_iter().map(|(_, c)| c).collect();
+    let reuse: String = reused
+        .files
+        .iter()
+        .map(|f| format!(" --reuse {}", f.display()))
+        .collect();
     Ok(Guarantees {
-        locksim: p.locksim.clone(),
-        timelines_by: Some(super::source_stamp()).filter(|s| *s != p.locksim),
+        counted_by: counted_by(&cells),
+        rendered_by: super::source_stamp(),
         command: format!(
-            "{program} report --matrix {} --seeds {}",
+            "{program} report --matrix {} --seeds {}{reuse}",
             p.matrix_file, p.seeds
         ),
         seeds: p.seeds,
         duration_ms: m.duration_ms,
+        fault_window_ms: m.liveness_ms.map(|l| m.duration_ms.saturating_sub(l)),
         checks: check_infos(&scenarios, CheckKind::counts_as_violation),
         quality_checks: check_infos(&scenarios, |k| !k.counts_as_violation()),
-        rows: m.rows.iter().map(RowInfo::of).collect(),
+        rows: m.rows.iter().map(|r| RowInfo::of(r, &m)).collect(),
         columns: m
             .columns
             .iter()
@@ -240,9 +316,64 @@ pub(crate) fn build(
                 reentrant: c.workload.get("reentrant") == Some(&toml::Value::Boolean(true)),
             })
             .collect(),
-        cells: cells.into_iter().map(|(_, c)| c).collect(),
+        cells,
         timelines,
     })
+}
+
+/// Every cell's tallies in the matrix's order: computed (the partial's, in order) or
+/// reused. A cell in neither, or a partial naming other cells, is an error.
+fn all_tallies(m: &Matrix, p: &Partial, reused: &Reused) -> Result<Vec<Tallies>, ReportError> {
+    let stems: Vec<String> = m.cells().iter().map(|c| c.stem(m)).collect();
+    let mut computed = p.cells.iter();
+    let mut v = Vec::new();
+    for stem in &stems {
+        if let Some(t) = reused.cells.get(stem) {
+            v.push(t.clone());
+            continue;
+        }
+        match computed.next() {
+            Some(c) if c.cell == *stem => v.push(Tallies::of(c, &p.locksim)),
+            _ => {
+                return Err(ReportError::CellCount {
+                    counts: p.cells.len() + reused.cells.len(),
+                    matrix: stems.len(),
+                })
+            }
+        }
+    }
+    if computed.next().is_some() {
+        return Err(ReportError::CellCount {
+            counts: p.cells.len() + reused.cells.len(),
+            matrix: stems.len(),
+        });
+    }
+    Ok(v)
+}
+
+/// The builds that counted `cells`, each with its rows: the build that counted most
+/// cells first.
+fn counted_by(cells: &[CellResult]) -> Vec<CountedBy> {
+    let mut v: Vec<CountedBy> = Vec::new();
+    for c in cells {
+        let i = match v.iter().position(|b| b.locksim == c.counted_by) {
+            Some(i) => i,
+            None => {
+                v.push(CountedBy {
+                    locksim: c.counted_by.clone(),
+                    rows: Vec::new(),
+                    cells: 0,
+                });
+                v.len() - 1
+            }
+        };
+        v[i].cells += 1;
+        if !v[i].rows.contains(&c.row) {
+            v[i].rows.push(c.row.clone());
+        }
+    }
+    v.sort_by_key(|b| std::cmp::Reverse(b.cells));
+    v
 }
 
 /// Every check of the kinds `wanted` some cell runs: the standard ones in report order,
@@ -265,12 +396,14 @@ fn check_infos(scenarios: &[(String, Scenario)], wanted: fn(CheckKind) -> bool) 
 }
 
 impl RowInfo {
-    fn of(r: &super::matrix::Row) -> RowInfo {
+    fn of(r: &super::matrix::Row, m: &Matrix) -> RowInfo {
         RowInfo {
             name: r.name.clone(),
             algorithm: r.algorithm.clone(),
             lock: r.lock.clone(),
             why: r.why.trim().to_string(),
+            formerly: r.formerly.clone(),
+            fidelity: m.fidelity.get(&r.algorithm).cloned(),
         }
     }
 }
@@ -281,7 +414,7 @@ impl RowInfo {
 fn cell_result(
     m: &Matrix,
     scenario: &Scenario,
-    counts: &CellCounts,
+    counts: &Tallies,
     replay: &dyn Fn(&str, u64) -> String,
 ) -> Result<CellResult, ReportError> {
     let cell = m
@@ -293,9 +426,8 @@ fn cell_result(
     let mut checks = BTreeMap::new();
     let mut not_applicable = BTreeMap::new();
     for (name, c) in &counts.checks {
-        if let Some(why) = na
-            .get(name.as_str())
-            .filter(|_| c.violations == 0 && c.unknown == 0)
+        if let Some(why) =
+            Scenario::shown_not_applicable(na.get(name.as_str()), c.violations, c.unknown)
         {
             not_applicable.insert(name.clone(), why.clone());
             continue;
@@ -346,12 +478,10 @@ fn cell_result(
         checks,
         not_applicable,
         quality,
-        cost: Cost::of(&counts.metrics),
+        cost: counts.cost.clone(),
         harness_errors: counts.harness_errors,
-        first_error: counts
-            .first_error
-            .as_ref()
-            .map(|(seed, e)| format!("seed {seed}: {e}")),
+        first_error: counts.first_error.clone(),
+        counted_by: counts.counted_by.clone(),
     })
 }
 

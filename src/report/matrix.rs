@@ -15,6 +15,11 @@
 //! algorithm = "redis"
 //! lock = { ttl_ms = 1000, token = "incr" }
 //! why = "One Redis node: ..."     # shown in the report
+//! fencing = [false]               # this row's settings (default: the matrix's)
+//! formerly = ["redis-old"]        # earlier names, whose anchors still lead here
+//!
+//! [fidelity]                      # per algorithm: how its model is checked
+//! redis = "tests/fidelity/redis.rs against redis-server"
 //!
 //! [[column]]
 //! name = "pause"
@@ -48,6 +53,13 @@ pub(crate) struct Row {
     /// Extra `[workload]` keys for this row.
     #[serde(default)]
     pub workload: toml::Table,
+    /// The fencing settings this row runs with (default: the matrix's). A lock without
+    /// a token has nothing to fence with, so a "fencing on" row would only repeat the
+    /// "off" one.
+    pub fencing: Option<Vec<bool>>,
+    /// Names the row had before (links and anchors made with them still reach it).
+    #[serde(default)]
+    pub formerly: Vec<String>,
 }
 
 /// One column: a fault class.
@@ -95,6 +107,10 @@ pub(crate) struct Matrix {
     /// The columns.
     #[serde(rename = "column")]
     pub columns: Vec<Column>,
+    /// Per algorithm: how its model is checked against the real server (the report's
+    /// model caveat).
+    #[serde(default)]
+    pub fidelity: std::collections::BTreeMap<String, String>,
 }
 
 fn default_seeds() -> u64 {
@@ -157,7 +173,12 @@ impl Matrix {
                 return Err(ReportError::BadName(path.to_path_buf(), name.clone()));
             }
         }
-        if m.rows.is_empty() || m.columns.is_empty() || m.fencing.is_empty() {
+        let no_fencing = |r: &Row| r.fencing.as_ref().is_some_and(|f| f.is_empty());
+        if m.rows.is_empty()
+            || m.columns.is_empty()
+            || m.fencing.is_empty()
+            || m.rows.iter().any(no_fencing)
+        {
             return Err(ReportError::EmptyMatrix(path.to_path_buf()));
         }
         Ok(m)
@@ -166,8 +187,8 @@ impl Matrix {
     /// Every cell: row by row, fencing settings, then columns.
     pub(crate) fn cells(&self) -> Vec<Cell> {
         let mut v = Vec::new();
-        for row in 0..self.rows.len() {
-            for &fencing in &self.fencing {
+        for (row, r) in self.rows.iter().enumerate() {
+            for &fencing in r.fencing.as_ref().unwrap_or(&self.fencing) {
                 for column in 0..self.columns.len() {
                     v.push(Cell {
                         row,

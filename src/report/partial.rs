@@ -165,6 +165,8 @@ pub(crate) struct ComputeSpec<'a> {
     pub out: &'a Path,
     /// The algorithms the rows may name.
     pub families: &'a [Family],
+    /// Cells not to run (taken from an earlier report instead), by stem.
+    pub skip: &'a std::collections::BTreeSet<String>,
 }
 
 /// Run shard `spec.shard` of every cell of the matrix in `spec.matrix_file`.
@@ -178,7 +180,8 @@ pub(crate) fn compute(
     let m = Matrix::parse(&text, spec.matrix_file)?;
     let (k, n) = spec.shard;
     let seeds: Vec<u64> = SeedSet::range(0, spec.seeds).shard(k, n).iter().collect();
-    let scenarios = m.write_cells(spec.out, spec.families)?;
+    let mut scenarios = m.write_cells(spec.out, spec.families)?;
+    scenarios.retain(|(stem, _)| !spec.skip.contains(stem));
     let total = scenarios.len() as u64 * seeds.len() as u64;
     let mut cells = Vec::new();
     for (i, (stem, scenario)) in scenarios.iter().enumerate() {

@@ -18,11 +18,24 @@ pub(crate) fn ms(ns: i64) -> String {
 
 /// The human explanation of every violation in `reports`, with the events involved and
 /// the faults around them. Columns: true time | node, its monotonic and wall clock | event.
-pub(crate) fn explain(history: &History, reports: &[CheckReport]) -> String {
+/// A check that held but cannot apply (`not_applicable`, the scenario's reasons) says
+/// `n/a` and why, as the report's `–` does.
+pub(crate) fn explain(
+    history: &History,
+    reports: &[CheckReport],
+    not_applicable: &std::collections::BTreeMap<&'static str, String>,
+) -> String {
     let mut out = String::new();
     for r in reports {
         if r.verdict == Verdict::Holds {
-            let _ = writeln!(out, "{:<13} holds", r.name);
+            match not_applicable.get(r.name) {
+                Some(why) => {
+                    let _ = writeln!(out, "{:<13} n/a: {why}", r.name);
+                }
+                None => {
+                    let _ = writeln!(out, "{:<13} holds", r.name);
+                }
+            }
             continue;
         }
         // A quality check (`fair`) is not something the lock promised: not "violated".

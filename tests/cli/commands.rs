@@ -681,3 +681,48 @@ fn near_misses_get_a_suggestion() {
     assert_eq!(code, 2);
     assert!(err.contains("one seed is `--seed 5`"), "{err}");
 }
+
+#[test]
+fn run_says_n_a_where_the_report_says_dash() {
+    // No token and no fencing: `fencing` and `token-order` cannot say anything. The CLI
+    // prints n/a and why (the report's "–", by the same rule), and an expectation of
+    // "holds" on them is met only vacuously, which the line says.
+    let (code, out, _) = locksim(&[
+        "run",
+        "sims/redis-01-pause-past-lease.toml",
+        "--seeds",
+        "0..2",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    for check in ["fencing", "token-order"] {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(check))
+            .unwrap_or_else(|| panic!("no {check} line: {out}"));
+        assert!(
+            line.contains("n/a: ") && line.contains("no fencing token"),
+            "{line}"
+        );
+        assert!(!line.contains("holds"), "{line}");
+    }
+    assert!(out.contains("met (vacuously: n/a)"), "{out}");
+    // The JSON summary carries the same reason.
+    let (_, json, _) = locksim(&[
+        "run",
+        "sims/redis-01-pause-past-lease.toml",
+        "--seeds",
+        "0..1",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    assert!(json.contains("\"not_applicable\""), "{json}");
+    // Replay says it per seed.
+    let (_, replay, _) = locksim(&[
+        "replay",
+        "sims/redis-01-pause-past-lease.toml",
+        "--seed",
+        "0",
+    ]);
+    assert!(replay.contains("fencing       n/a: "), "{replay}");
+}
