@@ -70,6 +70,8 @@ impl DbParams {
     /// The standby's keys with their defaults, for the effective `[lock]` table.
     pub(crate) fn standby_table(&self, table: &mut serde_json::Map<String, serde_json::Value>) {
         use serde_json::json;
+        table.insert("standby".into(), json!(self.standby));
+        // Without a standby its keys mean nothing: absent, as in the scenario.
         let Some(s) = self.standby() else {
             return;
         };
