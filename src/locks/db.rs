@@ -137,10 +137,10 @@ impl Algorithm for DbParams {
     }
 
     fn effective_table(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut table = crate::locks::table_of(self);
-        self.standby_table(&mut table); // failover (issue 41): the defaults applied
         // The scheme's defaults, as the client runs them (`ttl_ms` stays null for a
-        // unique row without a cleaner: no lease).
+        // unique row without a cleaner: no lease); a standby's defaults (issue 41).
+        let mut table = crate::locks::table_of(self);
+        self.standby_table(&mut table);
         let token = serde_json::to_value(self.token()).unwrap_or(serde_json::Value::Null);
         table.insert("token".into(), token);
         table.insert("ttl_ms".into(), self.ttl().into());
