@@ -549,9 +549,9 @@ impl Summary {
         }
         for t in checks.values_mut() {
             t.met = t.meets_expectation();
-            if t.violations > 0 || t.unknown > 0 {
-                t.not_applicable = None;
-            }
+            t.not_applicable =
+                Scenario::shown_not_applicable(t.not_applicable.as_ref(), t.violations, t.unknown)
+                    .cloned();
         }
         // Each shard lists its first errors; the first of the whole sweep are among them.
         let mut harness_errors: Vec<u64> = shards
