@@ -2,7 +2,8 @@
 //! storage served, and every point event servers and the nemesis observed, stamped with
 //! true (simulated) time.
 //!
-//! One [`Event`] per line in JSONL (see `DESIGN.md`, "History"). Types follow Jepsen:
+//! One [`Event`] per line in JSONL (`docs/design-decisions.md`, "History conventions the
+//! checkers rely on", says what the checkers assume of it). Types follow Jepsen:
 //! `invoke`, `ok`, `fail` (definitely did not happen), `info` (may have happened, at any
 //! time after its invoke) and `event` (a point event a server or the nemesis observed).
 //!

@@ -4,8 +4,8 @@
 //!
 //! The `[lock]` table belongs to the algorithm: the scenario finds the family named by
 //! `algorithm` in [`crate::locks::ALGORITHMS`] and hands it the table, so its keys live
-//! with the algorithm (`src/locks/<family>/params.rs`). See `DESIGN.md` ("Scenario
-//! format") for the full format; every envelope key is documented below.
+//! with the algorithm (`src/locks/<family>/params.rs`). The format is
+//! described in `docs/scenario-format.md`; every envelope key is documented below.
 
 use crate::check::{self, Check};
 use crate::key_error::{self, KeyError};

@@ -4,11 +4,12 @@
 //! failure), 500 for the safe baselines (which must *hold*, so they get the largest
 //! budget). Prints seeds-to-first-violation per scenario.
 //!
-//! Those are the full budgets (`LOCKSIM_CATALOGUE=full`), which the README's numbers come
-//! from. By default (CI) a random scenario runs 48 seeds, an explicit one 20 (the golden
-//! seeds) and a baseline 60, to keep the catalogue near five minutes on two cores: the
-//! latest first violation an expectation needs is seed 31 for a random scenario
-//! (redis-03-setnx-then-expire-random's liveness) and seed 4 for an explicit one.
+//! Those are the full budgets (`LOCKSIM_CATALOGUE=full`), which the numbers in
+//! `docs/catalogue.md` and the family pages (`docs/families/`) come from. By default (CI)
+//! a random scenario runs 48 seeds, an explicit one 20 (the golden seeds) and a baseline
+//! 60, to keep the catalogue near five minutes on two cores: the latest first violation
+//! an expectation needs is seed 31 for a random scenario (redis-03-setnx-then-expire-random's
+//! liveness) and seed 4 for an explicit one.
 //!
 //! The same sweep checks the golden histories: the FNV-1a hash of the JSONL history of
 //! seeds 0..20 of every scenario must equal `tests/golden/history_hashes.txt`, so a

@@ -1,4 +1,5 @@
-//! `fenced-lock`: the lock service specification of `DESIGN.md`.
+//! `fenced-lock`: the lock service's specification, which `lock-linearizable` checks
+//! (`docs/checks.md`).
 //!
 //! State `(owner, last token)`. `acquire(p) → ok(t)` needs owner = none and t > last
 //! (any t before the first grant), then owner = p, last = t. `release(p) → ok` needs

@@ -1,4 +1,5 @@
-//! `fenced-register`: Kleppmann's fenced storage, the specification of `DESIGN.md`.
+//! `fenced-register`: Kleppmann's fenced storage, the specification `storage-linearizable`
+//! checks (`docs/checks.md`).
 //!
 //! State `(hi, v)`: the highest token accepted (0 at first) and the value.
 //! `write(t, x)` is accepted iff t ≥ hi, and then hi = t, v = x; a rejected write is
@@ -18,7 +19,7 @@
 //! write — accepted iff t ≥ hi, then hi = t and it returns v; rejected iff t < hi, and
 //! then it returns nothing and changes nothing. A read without a token is the plain read
 //! of the spec. (Fencing writes alone lets a stale holder's read-modify-write slip in
-//! before the new holder's first write; see the README.)
+//! before the new holder's first write; see `docs/design-decisions.md`, "Fenced reads".)
 
 use super::model::{Effect, Model, ValueTable};
 use super::ops::{intern_process, skip_or_reject, InputError, Operation, RawOp};

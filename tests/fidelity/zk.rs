@@ -12,7 +12,7 @@
 //! `pzxid`, `dataLength`, `numChildren`, error codes and paths are compared as they are.
 //!
 //! Steps tagged [`DELIBERATE`] are the model's deliberate differences, each with its
-//! reason (also in the README); their mismatches are reported, not failed. Without the
+//! reason (also in `docs/families/zk.md`); their mismatches are reported, not failed. Without the
 //! ZooKeeper jar the test fails and says how to install it: it never skips silently.
 //!
 //! Each section (CRUD, sequential nodes, Curator's lock paths, watches, sessions,

@@ -1,4 +1,4 @@
-//! `[lock]` keys of `algorithm = "raft"` (DESIGN.md, the `raft` row of the key table).
+//! `[lock]` keys of `algorithm = "raft"` (`locksim list --params raft` prints them).
 //!
 //! Times are in ms of a node's *local* monotonic clock: a node ticks its Raft core every
 //! `tick_ms` of its own clock, so a drifting clock makes its elections and heartbeats run
