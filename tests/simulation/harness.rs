@@ -73,6 +73,33 @@ fn crash_without_persistence_rolls_the_incr_token_back() {
 }
 
 #[test]
+fn a_key_expired_at_restart_stays_deleted_across_the_next_crash() {
+    // The lock key's lease ends while the node is down: the restart drops it (an expiry)
+    // and, as Redis's first expire cycle does, appends its DEL to the AOF. A second crash
+    // 1 ms after the restart, before any client can set the key again, must not load the
+    // dead key once more and expire it a second time (a phantom expiry of a hold that had
+    // already ended, which lock-linearizable cannot place).
+    let s = scenario(
+        "[lock]\nttl_ms = 300\ntoken = \"incr\"\npersistence = \"always\"\n\
+         [[faults.at]]\nat_ms = 2000\nkind = \"crash\"\nnodes = [\"redis-0\"]\ndown_ms = 1000\n\
+         [[faults.at]]\nat_ms = 3001\nkind = \"crash\"\nnodes = [\"redis-0\"]\ndown_ms = 1000\n",
+    );
+    let mut exercised = 0;
+    for seed in 0..6 {
+        let h = run(&s, seed).history;
+        let expiries_at = |ms: u64| {
+            h.iter()
+                .filter(|e| e.f == "expire" && e.time_ns == ms * 1_000_000)
+                .count()
+        };
+        // Seeds where the key was held at the first crash.
+        exercised += expiries_at(3000);
+        assert_eq!(expiries_at(4001), 0, "seed {seed}: L expired again");
+    }
+    assert!(exercised >= 3, "only {exercised} seeds held L at the crash");
+}
+
+#[test]
 fn everysec_loses_only_the_last_second() {
     // Crash right after a fsync boundary: everysec keeps almost everything; tokens only
     // repeat if the lost tail held grants. Over several seeds it loses some but not all.

@@ -364,10 +364,13 @@ impl RedisServer {
 
     /// Restart from an append-only log of propagated commands: forgets all state
     /// (keys and script cache), replays `log` with expiry suspended (as Redis does while
-    /// loading), then drops the keys whose absolute deadline has passed at `now_ms` and
-    /// returns them, sorted (the harness may record them as expiries). Error replies
+    /// loading), then drops the keys whose absolute deadline has passed at `now_ms`.
+    /// Returns them as [`RedisServer::active_expire_outcome`] does: `expired` sorted (the
+    /// harness may record them as expiries) and the `DEL`s a primary appends to its AOF,
+    /// as Redis's first expire cycle after loading does. Without those `DEL`s a second
+    /// crash would load the dead key again and expire it a second time. Error replies
     /// during replay are ignored.
-    pub fn load(&mut self, now_ms: i64, log: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
+    pub fn load(&mut self, now_ms: i64, log: &[Vec<Vec<u8>>]) -> Outcome {
         // A replica's full resync replaces the dataset: watchers of keys there are dirty.
         for i in 0..self.dbs.len() {
             self.watches.touch_db(&self.dbs, i);
@@ -383,6 +386,6 @@ impl RedisServer {
         self.loading = false;
         // The stream continues in the database the log ended in.
         self.propagated_db = self.stream_client.db;
-        self.active_expire(now_ms)
+        self.active_expire_outcome(now_ms)
     }
 }

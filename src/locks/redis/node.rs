@@ -53,10 +53,15 @@ pub(crate) async fn run_node_with(
     config: ServerConfig,
 ) {
     let mut server = RedisServer::with_config(config);
+    let mut deletions = Vec::new();
     if persistence != Persistence::None {
         let log = read_aof(ctx.disk().read(AOF));
         let dropped = server.load(ctx.wall_ms(), &log);
-        record_expired(&ctx, &dropped);
+        record_expired(&ctx, &dropped.expired);
+        // Only a primary expires keys and logs the DEL; a replica waits for its primary's.
+        if role == Role::Primary {
+            deletions = dropped.propagate;
+        }
     }
     let node: Node = Rc::new(RefCell::new(RedisNodeState {
         server,
@@ -69,6 +74,9 @@ pub(crate) async fn run_node_with(
         held_effects: Vec::new(),
         killed_reply: None,
     }));
+    let fsyncs = ctx.disk().fsyncs();
+    propagate(&ctx, &node, &deletions);
+    wait_for_aof(&ctx, persistence, fsyncs).await;
     {
         let (ctx2, node) = (ctx.clone(), node.clone());
         ctx.spawn(async move {
