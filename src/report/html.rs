@@ -53,7 +53,7 @@ td small{color:#555}code{background:#f4f4f4;padding:1px 3px;word-break:break-wor
 table.verdict{font-size:13.5px}table.verdict td{text-align:left;vertical-align:top}table.verdict td a{display:inline;text-decoration:underline}\
 table.verdict td.num{text-align:right}p.lede{margin:.3em 0}.defs{font-size:13px;color:#444}\
 .cx{margin:2em 0;padding-top:.5em;border-top:1px solid #eee}.svgbox svg{display:block;width:100%;height:auto}\
-.svgbox{max-width:1240px}.words{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:1.5em;font-size:14px}\
+.svgbox{max-width:1100px}.words{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:1.5em;font-size:14px}\
 .words ol{padding-left:1.2em;margin:.2em 0}ul.legend{list-style:none;padding:0;margin:.3em 0;font-size:13px}\
 ul.legend svg{width:20px;height:16px;vertical-align:middle;margin-right:.3em}td.cxs a{display:inline;text-decoration:underline}\
 @media (max-width:900px){.words{display:block}}\

@@ -57,7 +57,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// The picture's width in its own units; a page scales it to its width.
-const WIDTH: f64 = 960.0;
+const WIDTH: f64 = 800.0;
 /// Left edge of the plot (lane names are left of it).
 const LEFT: f64 = 120.0;
 /// Right edge of the plot.

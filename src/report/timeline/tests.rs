@@ -332,7 +332,7 @@ fn the_picture_scales_to_its_container() {
     let h = redis_history();
     let d = draw(&h, &mutex(vec![1, 4, 6]), &["mutex"], 3_000_000_000);
     let root = &d.svg[..d.svg.find('>').unwrap()];
-    assert!(root.contains("viewBox=\"0 0 960 "), "{root}");
+    assert!(root.contains(&format!("viewBox=\"0 0 {WIDTH} ")), "{root}");
     assert!(
         !root.contains(" width=") && !root.contains(" height="),
         "{root}"
