@@ -51,7 +51,7 @@ worst="$(grep -o 'href="timelines/[^"]*--fenced\.html#[^"]*--fencing"' "$page" |
 frame() { # url file
     cat > "$2" <<HTML
 <!DOCTYPE html><html><body style="margin:0"><iframe src="$1"
-style="border:0;width:100vw;height:100vh"></iframe></body></html>
+style="border:0;width:100vw;height:100vh;display:block"></iframe></body></html>
 HTML
 }
 frame "file://$dir/$href" "$work/click.html"

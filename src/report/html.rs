@@ -572,10 +572,10 @@ fn counterexamples(s: &mut String, g: &Guarantees) {
         s,
         "<h2 id=\"counterexamples\">Counterexamples</h2><p>One timeline per run: the first \
          seed of a cell that violated a check, with every check it violated marked, each on \
-         its cell's page (<code>timelines/</code>). A violated cell in the tables links there \
-         directly. Replay a seed for the full story in text.</p><div class=\"scroll\"><table>\
+         its cell's page (<code>timelines/</code>) with the command that replays it. A violated \
+         cell in the tables links there directly.</p><div class=\"scroll\"><table>\
          <thead><tr><th class=\"name\">cell</th><th>seed</th><th>first violation of</th>\
-         <th>replay</th></tr></thead><tbody>"
+         </tr></thead><tbody>"
     );
     for t in &g.timelines {
         let checks: Vec<String> = t
@@ -614,13 +614,12 @@ fn counterexamples(s: &mut String, g: &Guarantees) {
         let _ = write!(
             s,
             "<tr><td class=\"name\">{old_ids}<a href=\"{0}#{1}\">{2}</a></td><td>{3}</td>\
-             <td class=\"cxs\">{4}</td><td class=\"name\"><code>{5}</code></td></tr>",
+             <td class=\"cxs\">{4}</td></tr>",
             esc(&t.page),
             esc(&t.id),
             esc(&t.cell),
             t.seed,
-            checks.join(", "),
-            esc(&t.replay)
+            checks.join(", ")
         );
     }
     s.push_str("</tbody></table></div>");

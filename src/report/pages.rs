@@ -106,9 +106,9 @@ fn section(s: &mut String, g: &Guarantees, t: &Timeline) {
     );
     for cap in &d.captions {
         let drawn = if cap.focus {
-            "red"
+            "its events in red"
         } else {
-            "light red: a check whose first violation in this cell came at another seed"
+            "its events in light red: its first violation in this cell came at another seed"
         };
         let _ = write!(
             s,
