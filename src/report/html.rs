@@ -83,7 +83,7 @@ pub(crate) fn html(g: &Guarantees) -> String {
         g.duration_ms as f64 / 1e3,
         inline(&how_to_read(
             g,
-            "the cell links to its first counterexample's timeline below"
+            "the cell links to its first counterexample's timeline, on the cell's page"
         ))
     );
     contents(&mut s, g);
