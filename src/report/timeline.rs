@@ -69,8 +69,8 @@ const NET_ROW: f64 = 18.0;
 /// Height of the leader lane.
 const LEADER_LANE: f64 = 26.0;
 /// Font sizes: text, small labels.
-const FONT: f64 = 12.0;
-const SMALL: f64 = 11.0;
+const FONT: f64 = 13.0;
+const SMALL: f64 = 12.0;
 
 const GREEN: &str = "#4a8";
 const RED: &str = "#d33";

@@ -349,7 +349,7 @@ pub(super) fn stale_mark(c: &mut Canvas, e: &Event, before: &Event, y: f64, more
     if more > 0 {
         let _ = write!(
             c.body,
-            r##"<text x="8" y="{:.1}" font-size="10" fill="#8a5a00">{} stale grants</text>"##,
+            r##"<text x="8" y="{:.1}" font-size="11" fill="#8a5a00">{} stale grants</text>"##,
             y + 15.0,
             more + 1
         );

@@ -34,7 +34,7 @@ impl Mark {
         match self {
             Mark::Hold => "hold (acquire ok to release), token as label".into(),
             Mark::HoldInner => "re-entrant hold, inside the holder's outer hold".into(),
-            Mark::HoldFocus => "hold a violation below names".into(),
+            Mark::HoldFocus => "hold a violation names".into(),
             Mark::HoldOther => "hold only another check's violation names".into(),
             Mark::StaleGrant => "stale grant: token lower than one granted before".into(),
             Mark::Leader => "leader and its term".into(),
@@ -46,11 +46,11 @@ impl Mark {
             Mark::Lost => "connection LOST".into(),
             Mark::ClockFault => "clock jump, skew or drift".into(),
             Mark::Expiry => "server expiry of a lock key".into(),
-            Mark::ExpiryFocus => "expiry a violation below names".into(),
+            Mark::ExpiryFocus => "expiry a violation names".into(),
             Mark::Write => "storage write".into(),
             Mark::WriteRejected => "storage write rejected by fencing".into(),
-            Mark::WriteFocus => "storage write a violation below names".into(),
-            Mark::Named => "other event a violation below names".into(),
+            Mark::WriteFocus => "storage write a violation names".into(),
+            Mark::Named => "other event a violation names".into(),
             Mark::NamedOther => "event only another check's violation names".into(),
         }
     }
