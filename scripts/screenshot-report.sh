@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Open the guarantees report in headless Chromium (Debian's package, networking off) and
-# save what a reader sees: the page at 1400 px and at 700 px wide, and where a click on
-# the first violated cell leads (its anchor, the counterexample's timeline). Fails if
-# the page logs an error, a violated cell's link has no target, or a shot is empty.
+# save what a reader sees: the page at 1400 px and at 700 px wide, where a click on the
+# first violated cell leads (its counterexample's timeline, on its cell's page), and
+# the timeline of the first `fencing` break with fencing on (the verdict's worst
+# counterexample) at 1400 and 700 px. Fails if the page logs an error, a violated
+# cell's link has no target, or a shot is empty.
 #
 #   scripts/screenshot-report.sh [reports/index.html] [out folder: reports/screenshots]
 #
@@ -30,15 +32,30 @@ page="$(realpath "$page")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# The first violated cell's link: href="#<cell>--<check>" inside a td of class bad.
-anchor="$(grep -o '<td class="bad"><a href="#[^"]*"' "$page" | sed -n '1{s/.*href="#//; s/"$//; p}')"
-[ -n "$anchor" ] || { echo "no violated cell links to a timeline" >&2; exit 1; }
-grep -q " id=\"$anchor\"" "$page" || { echo "#$anchor: no such anchor on the page" >&2; exit 1; }
+# The first violated cell's link: href="timelines/<cell>.html#<cell>--<check>" inside a
+# td of class bad.
+href="$(grep -o '<td class="bad"><a href="[^"]*#[^"]*"' "$page" | sed -n '1{s/.*href="//; s/"$//; p}')"
+[ -n "$href" ] || { echo "no violated cell links to a timeline" >&2; exit 1; }
+dir="$(dirname "$page")"
+# A link's target: its page exists and holds its anchor.
+resolves() {
+    local file="${1%%#*}" id="${1#*#}"
+    [ -f "$dir/$file" ] && grep -q " id=\"$id\"" "$dir/$file"
+}
+resolves "$href" || { echo "$href: no such anchor" >&2; exit 1; }
+anchor="${href#*#}"
+# The worst counterexample: the first fencing break with fencing on.
+worst="$(grep -o 'href="timelines/[^"]*--fenced\.html#[^"]*--fencing"' "$page" | sed -n '1{s/^href="//; s/"$//; p}')"
+[ -z "$worst" ] || resolves "$worst" || { echo "$worst: no such anchor" >&2; exit 1; }
 # Headless screenshots ignore a URL's fragment; a frame scrolled to it does not.
-cat > "$work/click.html" <<HTML
-<!DOCTYPE html><html><body style="margin:0"><iframe src="file://$page#$anchor"
-style="border:0;width:100vw;height:100vh"></iframe></body></html>
+frame() { # url file
+    cat > "$2" <<HTML
+<!DOCTYPE html><html><body style="margin:0"><iframe src="$1"
+style="border:0;width:100vw;height:100vh;display:block"></iframe></body></html>
 HTML
+}
+frame "file://$dir/$href" "$work/click.html"
+[ -z "$worst" ] || frame "file://$dir/$worst" "$work/worst.html"
 
 shoot() { # width height url file
     "$chrome" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -52,6 +69,10 @@ shoot() { # width height url file
 shoot 1400 3000 "file://$page" "$out/report-1400px.png"
 shoot 700 3000 "file://$page" "$out/report-700px.png"
 shoot 1400 1100 "file://$work/click.html" "$out/click-$anchor.png"
+if [ -n "$worst" ]; then
+    shoot 1400 1300 "file://$work/worst.html" "$out/timeline-${worst#*#}-1400px.png"
+    shoot 700 1500 "file://$work/worst.html" "$out/timeline-${worst#*#}-700px.png"
+fi
 # Console errors from the page itself (a broken page reports them as CONSOLE lines).
 if grep -E "CONSOLE\(|Uncaught|Failed to load" "$work/log" | grep -v "dbus"; then
     echo "the page logged errors (above)" >&2

@@ -9,7 +9,7 @@ use super::error::ReportError;
 use super::evidence::upper_bound_95;
 use super::matrix::Matrix;
 use super::partial::{CellCounts, Counts, Partial};
-use super::timeline::timeline_svg;
+use super::timeline::{draw as draw_timeline, Drawing};
 use crate::check::CheckKind;
 use crate::locks::Family;
 use crate::metrics::{Latencies, MetricsTotals, TrafficCost};
@@ -35,7 +35,8 @@ pub(crate) struct CheckCell {
     /// The command that replays the first violation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
-    /// The anchor (in `index.html`) of the first violation's timeline.
+    /// Where the first violation's timeline is, relative to the output folder:
+    /// `timelines/<cell>.html#<cell>--<check>` (`index.html#<cell>--<check>` lists it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<String>,
 }
@@ -148,22 +149,26 @@ impl Tallies {
     }
 }
 
-/// One counterexample picture: the first violation of one check of a cell.
+/// One counterexample picture: a run (a cell's seed) that is the first to violate one
+/// or more of the cell's checks, every violated check marked.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Timeline {
-    /// Its anchor in `index.html`: `<cell>--<check>`.
+    /// Its anchor on its page: `<cell>--seed-<seed>`.
     pub id: String,
     /// The cell.
     pub cell: String,
-    /// The check.
-    pub check: String,
-    /// The first seed that violated it.
+    /// The checks whose first violation in the cell is at this seed, in report order;
+    /// each is also anchored on the page as `<cell>--<check>`.
+    pub checks: Vec<String>,
+    /// The seed.
     pub seed: u64,
     /// The command that replays it.
     pub replay: String,
-    /// The SVG, for the HTML page.
+    /// Its page, relative to the output folder: `timelines/<cell>.html`.
+    pub page: String,
+    /// The picture and its words; `None` when the seed failed inside the harness.
     #[serde(skip)]
-    pub svg: String,
+    pub drawing: Option<Drawing>,
 }
 
 /// A check as the report defines it.
@@ -442,7 +447,9 @@ fn cell_result(
                 first_seed: c.first_seed,
                 upper_bound_95: clean.then(|| upper_bound_95(counts.seeds)),
                 replay: c.first_seed.map(|s| replay(stem, s)),
-                timeline: c.first_seed.map(|_| anchor(stem, name)),
+                timeline: c
+                    .first_seed
+                    .map(|_| format!("{}#{}", timeline_page(stem), anchor(stem, name))),
             },
         );
     }
@@ -485,19 +492,26 @@ fn cell_result(
     })
 }
 
-/// The anchor of a check's first violation in a cell.
+/// The anchor of a check's first violation in a cell (on the cell's timeline page, and
+/// in `index.html`'s list of counterexamples).
 pub(crate) fn anchor(cell: &str, check: &str) -> String {
     format!("{cell}--{check}")
 }
 
-/// A picture to draw: a check of a cell at its first violating seed.
+/// The page of a cell's timelines, relative to the output folder.
+pub(crate) fn timeline_page(cell: &str) -> String {
+    format!("timelines/{cell}.html")
+}
+
+/// A picture to draw: a seed of a cell, first to violate `checks`.
 struct Wanted {
     cell: String,
     seed: u64,
-    check: String,
+    checks: Vec<String>,
 }
 
-/// A cell's violated checks, in report order.
+/// A cell's violated checks, in report order, grouped by their first violating seed
+/// (groups in the order of their first check): one picture per run.
 fn timeline_groups(cell: &CellResult) -> Vec<Wanted> {
     let standard = crate::check::STANDARD.iter().map(|c| c.name.to_string());
     let own = cell
@@ -505,42 +519,43 @@ fn timeline_groups(cell: &CellResult) -> Vec<Wanted> {
         .keys()
         .filter(|k| crate::check::STANDARD.iter().all(|c| c.name != k.as_str()))
         .cloned();
-    standard
-        .chain(own)
-        .filter_map(|check| {
-            let seed = cell.checks.get(&check)?.first_seed?;
-            Some(Wanted {
+    let mut groups: Vec<Wanted> = Vec::new();
+    for check in standard.chain(own) {
+        let Some(seed) = cell.checks.get(&check).and_then(|c| c.first_seed) else {
+            continue;
+        };
+        match groups.iter_mut().find(|g| g.seed == seed) {
+            Some(g) => g.checks.push(check),
+            None => groups.push(Wanted {
                 cell: cell.name.clone(),
                 seed,
-                check,
-            })
-        })
-        .collect()
+                checks: vec![check],
+            }),
+        }
+    }
+    groups
 }
 
-/// Re-run each picture's seed and draw it, zoomed on its check's first violation.
+/// Re-run each picture's seed once and draw it, zoomed on its checks' first violations.
 fn draw(
     wanted: &[(&Scenario, Wanted)],
     replay: &dyn Fn(&str, u64) -> String,
     on_timeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<Timeline> {
     let mut out = Vec::new();
-    for (i, (scenario, Wanted { cell, seed, check })) in wanted.iter().enumerate() {
+    for (i, (scenario, Wanted { cell, seed, checks })) in wanted.iter().enumerate() {
         on_timeline(i, wanted.len());
         let (result, outcome) = run_seed(scenario, *seed);
-        let svg = result.map(|r| {
-            let heading = format!("{cell}, seed {seed}: {check}");
-            timeline_svg(&r.history, &outcome.checks, check, r.end_ns, &heading)
-        });
+        let focus: Vec<&str> = checks.iter().map(String::as_str).collect();
+        let drawing = result.map(|r| draw_timeline(&r.history, &outcome.checks, &focus, r.end_ns));
         out.push(Timeline {
-            id: anchor(cell, check),
+            id: format!("{cell}--seed-{seed}"),
             cell: cell.clone(),
-            check: check.clone(),
+            checks: checks.clone(),
             seed: *seed,
             replay: replay(cell, *seed),
-            svg: svg.unwrap_or_else(|| {
-                format!("<p>seed {seed} failed inside the harness; replay it for the error</p>")
-            }),
+            page: timeline_page(cell),
+            drawing,
         });
     }
     on_timeline(wanted.len(), wanted.len());

@@ -2,15 +2,16 @@
 //! (which lock keeps the resource safe, what breaks it, what it costs, how its model is
 //! checked); then how it was measured and a table of contents;
 //! the checks and fault classes defined where the tables use them; every cell linked —
-//! a violated one to its first counterexample's timeline (an anchor on the same page), a
-//! clean one to its scenario file with the seeds it held on; a `–` says why on hover;
-//! then why each algorithm holds or breaks, in words and in the measured numbers, and
-//! one timeline per violated check at its first violating seed.
+//! a violated one to its first counterexample's timeline (on its cell's page under
+//! `timelines/`, see [`super::pages`]), a clean one to its scenario file with the seeds
+//! it held on; a `–` says why on hover; then why each algorithm holds or breaks, in
+//! words and in the measured numbers, and the list of counterexamples: one run per line,
+//! anchored by each check it is the first to violate, linked to its timeline.
 
 use super::choosing;
 use super::evidence::bound_text;
 use super::findings::measured;
-use super::guarantees::{CellResult, Guarantees, Timeline};
+use super::guarantees::{CellResult, Guarantees};
 use super::markdown::{how_to_read, stamp};
 use super::tables::cell_symbol;
 use super::verdict::{self, Break, Resource, RowVerdict};
@@ -18,7 +19,7 @@ use super::{tables, tables::fault_columns};
 use crate::check;
 use std::fmt::Write as _;
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -26,7 +27,7 @@ fn esc(s: &str) -> String {
 }
 
 /// `code` spans from Markdown backticks, the rest escaped.
-fn inline(s: &str) -> String {
+pub(super) fn inline(s: &str) -> String {
     esc(s)
         .split('`')
         .enumerate()
@@ -40,7 +41,8 @@ fn inline(s: &str) -> String {
         .collect()
 }
 
-const STYLE: &str = "body{font:16px/1.45 sans-serif;margin:0 auto;padding:.6em 1em;max-width:1360px;color:#222}\
+/// The style of `index.html` and of the timeline pages.
+pub(super) const STYLE: &str = "body{font:16px/1.45 sans-serif;margin:0 auto;padding:.6em 1em;max-width:1360px;color:#222}\
 h1{font-size:1.45em;margin:.2em 0 .3em}h2{margin-top:2em;border-bottom:1px solid #ddd}\
 .scroll{overflow-x:auto;max-width:100%}\
 table{border-collapse:collapse;margin:.6em 0;font-size:14px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:center}\
@@ -50,7 +52,11 @@ td.na{color:#777}td.name,th.name{text-align:left}td a{color:inherit;text-decorat
 td small{color:#555}code{background:#f4f4f4;padding:1px 3px;word-break:break-word}nav ol{columns:2}\
 table.verdict{font-size:13.5px}table.verdict td{text-align:left;vertical-align:top}table.verdict td a{display:inline;text-decoration:underline}\
 table.verdict td.num{text-align:right}p.lede{margin:.3em 0}.defs{font-size:13px;color:#444}\
-.cx{margin:2em 0;padding-top:.5em;border-top:1px solid #eee}.svgbox{overflow-x:auto}.svgbox svg{display:block;max-width:100%;height:auto}\
+.cx{margin:2em 0;padding-top:.5em;border-top:1px solid #eee}.svgbox svg{display:block;width:100%;height:auto}\
+.svgbox{max-width:1100px}.words{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:1.5em;font-size:14px}\
+.words ol{padding-left:1.2em;margin:.2em 0}ul.legend{list-style:none;padding:0;margin:.3em 0;font-size:13px}\
+ul.legend svg{width:20px;height:16px;vertical-align:middle;margin-right:.3em}td.cxs a{display:inline;text-decoration:underline}\
+@media (max-width:900px){.words{display:block}}\
 dt{font-weight:bold;margin-top:.6em}.stamp{color:#555}:target{outline:3px solid #fc0}ul.na{font-size:13px;color:#555}";
 
 /// The HTML page.
@@ -77,7 +83,7 @@ pub(crate) fn html(g: &Guarantees) -> String {
         g.duration_ms as f64 / 1e3,
         inline(&how_to_read(
             g,
-            "the cell links to its first counterexample's timeline below"
+            "the cell links to its first counterexample's timeline, on the cell's page"
         ))
     );
     contents(&mut s, g);
@@ -97,15 +103,7 @@ pub(crate) fn html(g: &Guarantees) -> String {
     reentry_section(&mut s, g);
     choosing_section(&mut s, g);
     why(&mut s, g);
-    let _ = write!(
-        s,
-        "<h2 id=\"counterexamples\">Counterexamples</h2><p>One timeline per violated check, \
-         at the first seed that violated it. Hover a mark for the event, its true time and \
-         the node's own clocks; replay the seed for the full story in text.</p>"
-    );
-    for t in &g.timelines {
-        counterexample(&mut s, g, t);
-    }
+    counterexamples(&mut s, g);
     let _ = writeln!(s, "</body></html>");
     s
 }
@@ -119,7 +117,7 @@ fn scrolling(table: &str) -> String {
 fn break_links(b: &[Break]) -> String {
     b.iter()
         .map(|b| match &b.anchor {
-            Some(a) => format!("<a href=\"#{}\">{}</a>", esc(a), esc(&b.text())),
+            Some(a) => format!("<a href=\"{}\">{}</a>", esc(a), esc(&b.text())),
             None => esc(&b.text()),
         })
         .collect::<Vec<_>>()
@@ -247,7 +245,7 @@ fn contents(s: &mut String, g: &Guarantees) {
     let _ = write!(
         s,
         "<li><a href=\"#why\">Why each algorithm holds or breaks</a></li>\
-         <li><a href=\"#counterexamples\">Counterexamples</a> ({})</li></ol></nav>",
+         <li><a href=\"#counterexamples\">Counterexamples</a> ({} runs)</li></ol></nav>",
         g.timelines.len()
     );
 }
@@ -282,7 +280,7 @@ fn td(g: &Guarantees, row: &str, column: &str, fencing: bool, check: &str) -> St
             return format!("<td class=\"na\" title=\"{}\">–</td>", esc(&title));
         }
         Some(c) if c.violations > 0 => (
-            format!("#{}", c.timeline.as_deref().unwrap_or_default()),
+            c.timeline.clone().unwrap_or_default(),
             format!(
                 "{check} violated on {} of {n} seeds of {}; first at seed {}: click for its timeline",
                 c.violations,
@@ -566,33 +564,63 @@ fn why(s: &mut String, g: &Guarantees) {
     s.push_str("</dl>");
 }
 
-/// One counterexample: the check's first violation in a cell, the replay command, the
-/// timeline.
-fn counterexample(s: &mut String, g: &Guarantees, t: &Timeline) {
-    let cell = g.cells.iter().find(|c| c.name == t.cell);
-    let k = cell
-        .and_then(|c| c.checks.get(&t.check))
-        .map_or(0, |c| c.violations);
-    let n = cell.map_or(0, |c| c.seeds);
-    let row = cell.and_then(|c| g.rows.iter().find(|r| r.name == c.row));
-    // Anchors made with a row's earlier name still lead here.
-    for old in row.map_or(&[][..], |r| r.formerly.as_slice()) {
-        if let Some(rest) = row.and_then(|r| t.id.strip_prefix(r.name.as_str())) {
-            let _ = write!(s, "<span id=\"{}{}\"></span>", esc(old), esc(rest));
-        }
-    }
+/// The counterexamples: one line per run, anchored by each check it is the first in its
+/// cell to violate (`<cell>--<check>`, the anchors earlier pages linked to), linked to
+/// its timeline on the cell's page.
+fn counterexamples(s: &mut String, g: &Guarantees) {
     let _ = write!(
         s,
-        "<section class=\"cx\" id=\"{0}\"><h3>{1}: <code>{2}</code> — seed {3}</h3>\
-         <p>The first of the {k} seeds (of {n}) that violated \
-         <a href=\"#check-{2}\"><code>{2}</code></a> in this cell \
-         (<a href=\"#table-{2}\">back to the table</a>). Replay: <code>{4}</code></p>\
-         <div class=\"svgbox\">{5}</div></section>",
-        esc(&t.id),
-        esc(&t.cell),
-        esc(&t.check),
-        t.seed,
-        esc(&t.replay),
-        t.svg
+        "<h2 id=\"counterexamples\">Counterexamples</h2><p>One timeline per run: the first \
+         seed of a cell that violated a check, with every check it violated marked, each on \
+         its cell's page (<code>timelines/</code>) with the command that replays it. A violated \
+         cell in the tables links there directly.</p><div class=\"scroll\"><table>\
+         <thead><tr><th class=\"name\">cell</th><th>seed</th><th>first violation of</th>\
+         </tr></thead><tbody>"
     );
+    for t in &g.timelines {
+        let checks: Vec<String> = t
+            .checks
+            .iter()
+            .map(|check| {
+                let id = super::guarantees::anchor(&t.cell, check);
+                format!(
+                    "<a id=\"{0}\" href=\"{1}#{0}\"><code>{2}</code></a>",
+                    esc(&id),
+                    esc(&t.page),
+                    esc(check)
+                )
+            })
+            .collect();
+        // Anchors made with a row's earlier name still lead here.
+        let row = g
+            .cells
+            .iter()
+            .find(|c| c.name == t.cell)
+            .and_then(|c| g.rows.iter().find(|r| r.name == c.row));
+        let mut old_ids = String::new();
+        for old in row.map_or(&[][..], |r| r.formerly.as_slice()) {
+            if let Some(rest) = row.and_then(|r| t.cell.strip_prefix(r.name.as_str())) {
+                for check in &t.checks {
+                    let _ = write!(
+                        old_ids,
+                        "<span id=\"{}{}--{}\"></span>",
+                        esc(old),
+                        esc(rest),
+                        esc(check)
+                    );
+                }
+            }
+        }
+        let _ = write!(
+            s,
+            "<tr><td class=\"name\">{old_ids}<a href=\"{0}#{1}\">{2}</a></td><td>{3}</td>\
+             <td class=\"cxs\">{4}</td></tr>",
+            esc(&t.page),
+            esc(&t.id),
+            esc(&t.cell),
+            t.seed,
+            checks.join(", ")
+        );
+    }
+    s.push_str("</tbody></table></div>");
 }

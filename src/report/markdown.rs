@@ -1,5 +1,5 @@
 //! `guarantees.md`: the verdict, then the matrix as GitHub-readable tables, one per check
-//! that broke somewhere, every cell linked (a violation to its timeline in `index.html`,
+//! that broke somewhere, every cell linked (a violation to its timeline on its cell's page under `timelines/`,
 //! the others to the cell's scenario file).
 
 use super::choosing;
@@ -54,7 +54,7 @@ pub(crate) fn markdown(g: &Guarantees) -> String {
         "## How this was measured\n\n{} with `{}`: {} seeds per cell, {} simulated seconds per seed. \
          Each cell is an ordinary scenario in `cells/`; the same build and command write these files \
          byte for byte on any machine, or sharded over many (`--shard K/N`, then `--merge`). \
-         The same page with timelines: `index.html`.\n",
+         The same page in HTML: `index.html`; the counterexamples' timelines: `timelines/`, a page per cell.\n",
         stamp(g),
         g.command,
         g.seeds,
@@ -65,7 +65,7 @@ pub(crate) fn markdown(g: &Guarantees) -> String {
         "{}\n",
         how_to_read(
             g,
-            "the cell links to its first counterexample's timeline in `index.html`; every other cell links to the cell's scenario file"
+            "the cell links to its first counterexample's timeline (`timelines/<cell>.html`); every other cell links to the cell's scenario file"
         )
     );
     pause_table(&mut s, g);
@@ -103,11 +103,17 @@ pub(crate) fn markdown(g: &Guarantees) -> String {
     }
     let _ = writeln!(s, "\n## First violation of each check\n");
     for t in &g.timelines {
-        let _ = writeln!(
-            s,
-            "- `{}`: `{}` at seed {} — `{}`",
-            t.cell, t.check, t.seed, t.replay
-        );
+        for check in &t.checks {
+            let _ = writeln!(
+                s,
+                "- `{}`: [`{check}` at seed {}]({}#{}) — `{}`",
+                t.cell,
+                t.seed,
+                t.page,
+                super::guarantees::anchor(&t.cell, check),
+                t.replay
+            );
+        }
     }
     s
 }
@@ -277,18 +283,17 @@ fn not_applicable(s: &mut String, g: &Guarantees, check: &str) {
     }
 }
 
-/// A cell's symbol linked: a violation to its first counterexample's timeline in
-/// `index.html`, any other verdict to the cell's scenario file (`–` stays plain).
+/// A cell's symbol linked: a violation to its first counterexample's timeline (on its
+/// cell's page), any other verdict to the cell's scenario file (`–` stays plain).
 fn linked(g: &Guarantees, row: &str, column: &str, fencing: bool, check: &str) -> String {
     let Some(cell) = g.cell(row, column, fencing) else {
         return String::new();
     };
     let sym = cell_symbol(cell, check);
     match cell.checks.get(check) {
-        Some(c) if c.violations > 0 && c.timeline.is_some() => format!(
-            "[{sym}](index.html#{})",
-            c.timeline.as_deref().unwrap_or_default()
-        ),
+        Some(c) if c.violations > 0 && c.timeline.is_some() => {
+            format!("[{sym}]({})", c.timeline.as_deref().unwrap_or_default())
+        }
         Some(_) => format!("[{sym}]({})", cell.scenario),
         None => sym,
     }

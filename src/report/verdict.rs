@@ -18,7 +18,7 @@ pub(crate) struct Break {
     pub violations: u64,
     /// Seeds run.
     pub seeds: u64,
-    /// The first counterexample's anchor in `index.html`.
+    /// Where the first counterexample's timeline is, relative to the output folder.
     pub anchor: Option<String>,
 }
 

@@ -151,7 +151,7 @@ fn a_small_matrix_writes_well_formed_reports() {
         "{md}"
     );
     assert!(
-        md.contains("| redis | off = on | [✓ 0/3 ≤ 63%](cells/redis--none--unfenced.toml) | [✗ 3/3](index.html#redis--pause--unfenced--mutex) |"),
+        md.contains("| redis | off = on | [✓ 0/3 ≤ 63%](cells/redis--none--unfenced.toml) | [✗ 3/3](timelines/redis--pause--unfenced.html#redis--pause--unfenced--mutex) |"),
         "{md}"
     );
     assert!(md.contains("Under process pauses") && md.contains("(measured)"));
@@ -290,20 +290,44 @@ fn stamp_and_counts_agree(out: &Path) {
     }
 }
 
-/// The committed report (reports/): its stamp and verdict agree with its counts.
+/// The committed report (reports/): its stamp and verdict agree with its counts, every
+/// link resolves, one timeline per run, and the page stays small (the pictures are on
+/// the cells' pages).
 #[test]
 fn the_committed_report_agrees_with_its_counts() {
-    stamp_and_counts_agree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("reports"));
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
+    stamp_and_counts_agree(&out);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.len() <= 1_500_000,
+        "reports/index.html is {} bytes, over 1.5 MB",
+        html.len()
+    );
+    links_resolve(&html, &out);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("guarantees.json")).unwrap())
+            .unwrap();
+    let mut runs = BTreeSet::new();
+    for t in json["timelines"].as_array().unwrap() {
+        let run = (t["cell"].as_str().unwrap(), t["seed"].as_u64().unwrap());
+        assert!(runs.insert(run), "{run:?} drawn twice");
+    }
 }
 
-/// Every ✗ cell links to an anchor on the page that holds a timeline; every other link is
-/// an anchor or a file that exists; every `–` says why.
-fn links_resolve(html: &str, out: &Path) {
-    let ids: BTreeSet<&str> = html
-        .split(" id=\"")
+/// The ids a page holds.
+fn ids_of(html: &str) -> BTreeSet<&str> {
+    html.split(" id=\"")
         .skip(1)
         .map(|s| &s[..s.find('"').unwrap()])
-        .collect();
+        .collect()
+}
+
+/// Every ✗ cell links to an anchor (on the page, or on its cell's timeline page) inside
+/// a section that holds a timeline of that check; every other link is an anchor or a
+/// file that exists; every `–` says why.
+fn links_resolve(html: &str, out: &Path) {
+    let ids = ids_of(html);
+    let mut pages: BTreeMap<String, String> = BTreeMap::new();
     let mut violated = 0;
     for td in html.split("<td").skip(1) {
         let td = &td[..td.find("</td>").unwrap()];
@@ -316,32 +340,55 @@ fn links_resolve(html: &str, out: &Path) {
             assert!(title.len() > 30, "a – without a reason: {td}");
             continue;
         }
-        let Some(href) = td
+        for href in td
             .split("href=\"")
-            .nth(1)
+            .skip(1)
             .map(|h| &h[..h.find('"').unwrap()])
-        else {
-            continue;
-        };
-        if let Some(id) = href.strip_prefix('#') {
-            assert!(ids.contains(id), "dangling link {href}");
+        {
+            let Some((file, id)) = href.split_once('#') else {
+                // A broken quality check (`fair`) links to its cell: it has no timeline.
+                let quality = td.starts_with(" class=\"bad quality\"");
+                assert!(td.contains("✓") || td.contains("?") || quality, "{td}");
+                assert!(out.join(href).is_file(), "{href} missing");
+                continue;
+            };
+            let page: &str = if file.is_empty() {
+                html
+            } else {
+                pages.entry(file.to_string()).or_insert_with(|| {
+                    std::fs::read_to_string(out.join(file))
+                        .unwrap_or_else(|e| panic!("{href}: {e}"))
+                })
+            };
+            assert!(
+                file.is_empty() || ids_of(page).contains(id),
+                "dangling link {href}"
+            );
+            assert!(!file.is_empty() || ids.contains(id), "dangling link {href}");
             if td.contains("✗") {
                 violated += 1;
-                let at = html.find(&format!(" id=\"{id}\"")).unwrap();
-                let section = &html[html[..at].rfind("<section").unwrap()..];
+                let at = page.find(&format!(" id=\"{id}\"")).unwrap();
+                let section = &page[page[..at].rfind("<section").unwrap()..];
                 let section = &section[..section.find("</section>").unwrap()];
                 assert!(section.contains("<svg"), "{id}: no timeline");
                 let check = id.rsplit("--").next().unwrap();
                 assert!(section.contains(&format!("<code>{check}</code>")), "{id}");
             }
-        } else {
-            // A broken quality check (`fair`) links to its cell: it has no timeline.
-            let quality = td.starts_with(" class=\"bad quality\"");
-            assert!(td.contains("✓") || td.contains("?") || quality, "{td}");
-            assert!(out.join(href).is_file(), "{href} missing");
         }
     }
     assert!(violated > 0, "the pause column violates something");
+    // The timeline pages' own links lead back to files that exist.
+    for (file, page) in &pages {
+        let dir = out.join(file).parent().unwrap().to_path_buf();
+        for href in page
+            .split("href=\"")
+            .skip(1)
+            .map(|h| &h[..h.find('"').unwrap()])
+        {
+            let target = href.split('#').next().unwrap();
+            assert!(dir.join(target).is_file(), "{file}: {href} missing");
+        }
+    }
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub(super) fn network_lane(c: &mut Canvas, cuts: &[Cut], y: f64) -> f64 {
             format!("{side} cut off"),
         ] {
             if let Some((lx, inside)) = place_label(x0, x1, &text, SMALL, next) {
-                c.label(lx, cy, &text, inside);
+                c.label(lx, cy, &text, inside, Layer::Base);
                 break;
             }
         }
@@ -74,7 +74,7 @@ pub(super) fn leader_lane(c: &mut Canvas, bars: &[(String, u64, u64, u64, &Event
             .unwrap_or(RIGHT);
         let text = format!("{node} · term {term}");
         if let Some((lx, inside)) = place_label(c.x(*t0), c.x(*t1), &text, SMALL, next) {
-            c.label(lx, cy, &text, inside);
+            c.label(lx, cy, &text, inside, Layer::Base);
         }
     }
 }
@@ -138,53 +138,124 @@ pub(super) fn node_bands(c: &mut Canvas, spans: &[Span], cuts: &[Cut], end_ns: u
     }
 }
 
-/// Hold bars with their token labels.
-pub(super) fn holds(c: &mut Canvas, end_ns: u64) {
-    let all = hold_intervals(c.history, end_ns);
-    let holds: Vec<&Hold> = all
+/// Every hold to draw: the holds the checks see (the history without re-entrant
+/// events), then each re-entrant (inner) hold, flagged `true`.
+fn all_holds(history: &[Event], end_ns: u64) -> Vec<(Hold, bool)> {
+    let outer = hold_intervals(&outer_only(history), end_ns);
+    // The inner acquires and releases pair up as holds of their own; a crash ends them.
+    let inner: Vec<Event> = history
         .iter()
-        .filter(|h| c.visible(h.start_ns, h.end_ns))
+        .filter(|e| e.is_reentrant() || e.process == "nemesis")
+        .cloned()
         .collect();
-    for h in &holds {
-        let Some(&y) = c.rows.get(h.process.as_str()) else {
+    let inner = if inner.iter().any(Event::is_reentrant) {
+        hold_intervals(&inner, end_ns)
+    } else {
+        Vec::new()
+    };
+    outer
+        .into_iter()
+        .map(|h| (h, false))
+        .chain(inner.into_iter().map(|h| (h, true)))
+        .collect()
+}
+
+/// Sub-rows of one lane's holds (in start order): each goes on the first row where the
+/// previous hold has ended, so overlapping holds (an inner hold inside its outer one)
+/// stack instead of hiding each other. Returns the row of each and the number of rows.
+fn hold_rows(holds: &[&(Hold, bool)]) -> (Vec<usize>, usize) {
+    let mut ends: Vec<u64> = Vec::new();
+    let rows = holds
+        .iter()
+        .map(|(h, _)| match ends.iter().position(|&e| e <= h.start_ns) {
+            Some(r) => {
+                ends[r] = h.end_ns.max(h.start_ns + 1);
+                r
+            }
+            None => {
+                ends.push(h.end_ns.max(h.start_ns + 1));
+                ends.len() - 1
+            }
+        })
+        .collect();
+    (rows, ends.len().max(1))
+}
+
+/// Hold bars with their token labels, stacked in sub-rows where a lane's holds overlap.
+pub(super) fn holds(c: &mut Canvas, end_ns: u64) {
+    let mut all: Vec<(Hold, bool)> = all_holds(c.history, end_ns)
+        .into_iter()
+        .filter(|(h, _)| c.visible(h.start_ns, h.end_ns))
+        .collect();
+    all.sort_by(|(a, ai), (b, bi)| {
+        (&a.process, a.start_ns, ai, a.start_event).cmp(&(
+            &b.process,
+            b.start_ns,
+            bi,
+            b.start_event,
+        ))
+    });
+    let lanes: BTreeSet<String> = all.iter().map(|(h, _)| h.process.clone()).collect();
+    for lane in lanes {
+        let Some(&y) = c.rows.get(lane.as_str()) else {
             continue;
         };
-        let names = |set: &BTreeSet<u64>| {
-            set.contains(&h.start_event) || h.end_event.is_some_and(|e| set.contains(&e))
-        };
-        let mark = if names(&c.focus) {
-            Mark::HoldFocus
-        } else if names(&c.other) {
-            Mark::HoldOther
-        } else {
-            Mark::Hold
-        };
-        let token = h.token.map(|t| format!("token {t}"));
-        let start = &c.history[h.start_event as usize];
-        let tip = format!(
-            "{} held {}{} from {} to {} true time ({}); acquired{}",
-            h.process,
-            h.lock,
-            token
-                .as_ref()
-                .map(|t| format!(" with {t}"))
-                .unwrap_or_default(),
-            human_time(h.start_ns as i64),
-            human_time(h.end_ns as i64),
-            human_time((h.end_ns - h.start_ns) as i64),
-            when(start)
-        );
-        c.put(mark, h.start_ns, h.end_ns, y, &esc(&tip));
-        let (x0, x1) = (c.x(h.start_ns), c.x(h.end_ns).max(c.x(h.start_ns) + 2.0));
-        let next = holds
-            .iter()
-            .filter(|o| o.process == h.process && o.start_ns > h.start_ns)
-            .map(|o| c.x(o.start_ns) - 4.0)
-            .fold(RIGHT, f64::min);
-        if let Some(t) = token {
-            if let Some((lx, inside)) = place_label(x0, x1, &t, SMALL, next) {
-                c.label(lx, y, &t, inside);
-            }
+        let mine: Vec<&(Hold, bool)> = all.iter().filter(|(h, _)| h.process == lane).collect();
+        let (rows, n) = hold_rows(&mine);
+        // One row: a 14 px bar on the centre line; more share the lane's middle 30 px.
+        let pitch = if n == 1 { 14.0 } else { 30.0 / n as f64 };
+        let height = if n == 1 { 14.0 } else { pitch - 1.0 };
+        for (i, (h, inner)) in mine.iter().enumerate() {
+            let cy = y - pitch * n as f64 / 2.0 + pitch * (rows[i] as f64 + 0.5);
+            let next = mine[i + 1..]
+                .iter()
+                .zip(&rows[i + 1..])
+                .find(|(_, &r)| r == rows[i])
+                .map_or(RIGHT, |((o, _), _)| c.x(o.start_ns) - 4.0);
+            hold(c, h, *inner, (cy, height), next);
+        }
+    }
+}
+
+/// One hold's bar at centre line and height `row`, and its token label when it fits
+/// before `next` (the next bar on its row).
+fn hold(c: &mut Canvas, h: &Hold, inner: bool, (cy, height): (f64, f64), next: f64) {
+    let names = |set: &BTreeSet<u64>| {
+        set.contains(&h.start_event) || h.end_event.is_some_and(|e| set.contains(&e))
+    };
+    let mark = if names(&c.focus) {
+        Mark::HoldFocus
+    } else if names(&c.other) {
+        Mark::HoldOther
+    } else if inner {
+        Mark::HoldInner
+    } else {
+        Mark::Hold
+    };
+    let token = h.token.map(|t| format!("token {t}"));
+    let start = &c.history[h.start_event as usize];
+    let tip = format!(
+        "{} held {}{}{} from {} to {} true time ({}); acquired{}",
+        h.process,
+        h.lock,
+        if inner { " again (re-entrant)" } else { "" },
+        token
+            .as_ref()
+            .map(|t| format!(" with {t}"))
+            .unwrap_or_default(),
+        human_time(h.start_ns as i64),
+        human_time(h.end_ns as i64),
+        human_time((h.end_ns - h.start_ns) as i64),
+        when(start)
+    );
+    let (x0, x1) = (c.x(h.start_ns), c.x(h.end_ns).max(c.x(h.start_ns) + 2.0));
+    let bar = mark.hold_bar(x0, x1, cy, height, &esc(&tip));
+    c.layer(mark.layer()).push_str(&bar);
+    c.marks.insert(mark);
+    // A label needs a bar tall enough to hold it.
+    if let (Some(t), true) = (token, height >= 12.0) {
+        if let Some((lx, inside)) = place_label(x0, x1, &t, SMALL, next) {
+            c.label(lx, cy, &t, inside && !inner, mark.layer());
         }
     }
 }
@@ -197,6 +268,15 @@ pub(super) fn points(c: &mut Canvas) {
         .map(|(e, before)| (e.index, before))
         .collect();
     let (lo, hi) = (c.lo, c.hi);
+    // Stale grants per lane in the window: one is labelled beside its diamond; more get
+    // one note under the lane's name, so their labels never overprint.
+    let mut stale_left: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in c.history.iter().filter(|e| stale.contains_key(&e.index)) {
+        if e.time_ns >= lo && e.time_ns <= hi {
+            *stale_left.entry(e.process.as_str()).or_default() += 1;
+        }
+    }
+    let mut labelled: BTreeSet<&str> = BTreeSet::new();
     for e in c
         .history
         .iter()
@@ -241,13 +321,18 @@ pub(super) fn points(c: &mut Canvas) {
             c.put(Mark::NamedOther, t, t, y, &title(e));
         }
         if let Some(before) = stale.get(&e.index) {
-            stale_mark(c, e, before, y);
+            let label = labelled
+                .insert(e.process.as_str())
+                .then(|| stale_left.get(e.process.as_str()).copied().unwrap_or(1) - 1);
+            stale_mark(c, e, before, y, label);
         }
     }
 }
 
-/// A stale grant's diamond and label.
-pub(super) fn stale_mark(c: &mut Canvas, e: &Event, before: &Event, y: f64) {
+/// A stale grant's diamond, and for the first of its lane (`more` says how many others
+/// the lane shows) a label: beside the diamond when it is the only one, else one note
+/// under the lane's name counting them all.
+pub(super) fn stale_mark(c: &mut Canvas, e: &Event, before: &Event, y: f64, more: Option<usize>) {
     let (tok, prev) = (e.token.unwrap_or(0), before.token.unwrap_or(0));
     let tip = format!(
         "stale grant: {} was granted {} token {tok}{}, after {} had been granted token {prev} at {} true time: the grant came from a stale view of the lock (e.g. a node answering from its stale local state)",
@@ -258,6 +343,18 @@ pub(super) fn stale_mark(c: &mut Canvas, e: &Event, before: &Event, y: f64) {
         human_time(before.time_ns as i64)
     );
     c.put(Mark::StaleGrant, e.time_ns, e.time_ns, y - 8.0, &esc(&tip));
+    let Some(more) = more else {
+        return;
+    };
+    if more > 0 {
+        let _ = write!(
+            c.body,
+            r##"<text x="8" y="{:.1}" font-size="11" fill="#8a5a00">{} stale grants</text>"##,
+            y + 15.0,
+            more + 1
+        );
+        return;
+    }
     let text = format!("stale grant (token {tok} after {prev})");
     let x = c.x(e.time_ns);
     let lx = if x + 8.0 + text_width(&text, SMALL) <= RIGHT {

@@ -1,4 +1,5 @@
-//! Every kind of mark a timeline draws, and the legend that shows a sample of each.
+//! Every kind of mark a timeline draws, the layer it is painted in, and the legend that
+//! shows a sample of each.
 
 use super::*;
 
@@ -6,6 +7,7 @@ use super::*;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Mark {
     Hold,
+    HoldInner,
     HoldFocus,
     HoldOther,
     StaleGrant,
@@ -27,11 +29,13 @@ pub(super) enum Mark {
 }
 
 impl Mark {
-    pub(super) fn label(self, focus: &str) -> String {
+    /// What the mark means, as the legend says it.
+    pub(super) fn label(self) -> String {
         match self {
             Mark::Hold => "hold (acquire ok to release), token as label".into(),
-            Mark::HoldFocus => format!("hold the {focus} violation names"),
-            Mark::HoldOther => "hold another check's violation names".into(),
+            Mark::HoldInner => "re-entrant hold, inside the holder's outer hold".into(),
+            Mark::HoldFocus => "hold a violation names".into(),
+            Mark::HoldOther => "hold only another check's violation names".into(),
             Mark::StaleGrant => "stale grant: token lower than one granted before".into(),
             Mark::Leader => "leader and its term".into(),
             Mark::Partition => "partition (band: a node on the cut-off side)".into(),
@@ -42,13 +46,38 @@ impl Mark {
             Mark::Lost => "connection LOST".into(),
             Mark::ClockFault => "clock jump, skew or drift".into(),
             Mark::Expiry => "server expiry of a lock key".into(),
-            Mark::ExpiryFocus => format!("expiry the {focus} violation names"),
+            Mark::ExpiryFocus => "expiry a violation names".into(),
             Mark::Write => "storage write".into(),
             Mark::WriteRejected => "storage write rejected by fencing".into(),
-            Mark::WriteFocus => format!("storage write the {focus} violation names"),
-            Mark::Named => format!("other event the {focus} violation names"),
-            Mark::NamedOther => "event another check's violation names".into(),
+            Mark::WriteFocus => "storage write a violation names".into(),
+            Mark::Named => "other event a violation names".into(),
+            Mark::NamedOther => "event only another check's violation names".into(),
         }
+    }
+
+    /// The layer it is painted in: what a violation names goes over everything else.
+    pub(super) fn layer(self) -> Layer {
+        match self {
+            Mark::HoldFocus | Mark::ExpiryFocus | Mark::WriteFocus | Mark::Named => Layer::Focus,
+            Mark::HoldOther | Mark::NamedOther => Layer::Other,
+            _ => Layer::Base,
+        }
+    }
+
+    /// A hold bar over `[x0, x1]`, `h` high around the centre line `cy` (a lane's
+    /// sub-row), with `tip` as tooltip.
+    pub(super) fn hold_bar(self, x0: f64, x1: f64, cy: f64, h: f64, tip: &str) -> String {
+        let fill = match self {
+            Mark::HoldFocus => RED,
+            Mark::HoldOther => LIGHT_RED,
+            Mark::HoldInner => PALE_GREEN,
+            _ => GREEN,
+        };
+        format!(
+            r##"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{fill}"><title>{tip}</title></rect>"##,
+            cy - h / 2.0,
+            (x1 - x0).max(2.0)
+        )
     }
 
     /// The mark drawn over `[x0, x1]` around the centre line `y` (a lane's, or the
@@ -64,6 +93,7 @@ impl Mark {
         };
         match self {
             Mark::Hold => bar(GREEN, -7.0, 14.0),
+            Mark::HoldInner => bar(PALE_GREEN, -7.0, 14.0),
             Mark::HoldFocus => bar(RED, -7.0, 14.0),
             Mark::HoldOther => bar(LIGHT_RED, -7.0, 14.0),
             Mark::Leader => bar(LEADERS[0], -8.0, 16.0),
@@ -132,13 +162,28 @@ impl Mark {
     }
 }
 
+/// A legend sample of `m`: a small SVG (sized by the page's style) with the mark centred.
+pub(super) fn legend_sample(m: Mark) -> String {
+    let drawn = match m {
+        Mark::Pause | Mark::Crash => {
+            let fill = if m == Mark::Crash { CRASH } else { PAUSE };
+            format!(r##"<rect x="2" y="0" width="16" height="16" fill="{fill}"/>"##)
+        }
+        _ if m.is_bar() => m.draw(2.0, 18.0, 8.0 + m.legend_dy(), ""),
+        _ => m.draw(10.0, 10.0, 8.0 + m.legend_dy(), ""),
+    };
+    // An empty tooltip says nothing: the label beside the sample does.
+    let drawn = drawn.replace("<title></title>", "");
+    format!(r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 20 16">{drawn}</svg>"#)
+}
+
 /// The legend from `y`: a sample of each mark in `marks` with its label, wrapping onto
 /// as many lines as needed; returns the picture's bottom.
-pub(super) fn draw_legend(s: &mut String, marks: &BTreeSet<Mark>, focus: &str, y: f64) -> f64 {
+pub(super) fn draw_legend(s: &mut String, marks: &BTreeSet<Mark>, y: f64) -> f64 {
     let mut x = 8.0;
     let mut line_y = y + 12.0;
     for &m in marks {
-        let label = m.label(focus);
+        let label = m.label();
         let w = 22.0 + text_width(&label, SMALL) + 18.0;
         if x + w > WIDTH - 8.0 && x > 8.0 {
             x = 8.0;

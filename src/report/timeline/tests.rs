@@ -77,7 +77,7 @@ fn legend_lists_the_marks_present_and_only_those() {
     let svg = timeline_svg(&h, &mutex(vec![1, 4, 6]), "mutex", 3_000_000_000, "t");
     for m in [Mark::HoldFocus, Mark::Pause, Mark::Crash, Mark::Expiry] {
         assert!(
-            svg.contains(&format!(">{}</text>", esc(&m.label("mutex")))),
+            svg.contains(&format!(">{}</text>", esc(&m.label()))),
             "{m:?}"
         );
     }
@@ -87,7 +87,7 @@ fn legend_lists_the_marks_present_and_only_those() {
         Mark::Suspended,
         Mark::WriteRejected,
     ] {
-        assert!(!svg.contains(&esc(&m.label("mutex"))), "{m:?}");
+        assert!(!svg.contains(&esc(&m.label())), "{m:?}");
     }
 }
 
@@ -187,7 +187,7 @@ fn raft_histories_get_a_leader_lane_and_stale_grants() {
     assert!(svg.contains(">raft-0 · term 1</text>") && svg.contains(">raft-1 · term 2</text>"));
     assert!(svg.contains("raft-0 becomes leader (term 1), leads until 900 ms true time"));
     assert!(svg.contains(">stale grant (token 21 after 23)</text>"));
-    assert!(svg.contains(&esc(&Mark::StaleGrant.label("mutex"))));
+    assert!(svg.contains(&esc(&Mark::StaleGrant.label())));
 }
 
 #[test]
@@ -226,4 +226,144 @@ fn times_read_like_people_write_them() {
     assert_eq!(human_time(0), "0 s");
     assert_eq!(human_time(7), "7 ns");
     assert_eq!(signed_time(1_200_000_000), "+1.2 s");
+}
+
+/// A lock whose counter went back: client-0 is granted token 30, then every later grant
+/// (three to client-1, one to client-2) comes from the stale view, tokens 1 to 4.
+fn stale_history() -> Vec<Event> {
+    let mut h = vec![ev(0, "client-0", EventType::Ok, "acquire", 100).token(Some(30))];
+    h.push(ev(1, "client-0", EventType::Invoke, "release", 200));
+    for (i, t) in [(2u64, 400u64), (4, 600), (6, 800)] {
+        h.push(ev(i, "client-1", EventType::Ok, "acquire", t).token(Some(i / 2)));
+        h.push(ev(i + 1, "client-1", EventType::Invoke, "release", t + 50));
+    }
+    h.push(ev(8, "client-2", EventType::Ok, "acquire", 1000).token(Some(4)));
+    h.push(ev(9, "client-2", EventType::Invoke, "release", 1100));
+    h
+}
+
+#[test]
+fn stale_grants_get_one_label_per_lane_and_every_one_a_tooltip() {
+    let h = stale_history();
+    let d = draw(&h, &mutex(vec![0, 8]), &["mutex"], 1_500_000_000);
+    // client-1's three are counted in one note; client-2's one is labelled beside it.
+    assert_eq!(
+        d.svg.matches(">3 stale grants</text>").count(),
+        1,
+        "{}",
+        d.svg
+    );
+    assert_eq!(d.svg.matches(">stale grant (").count(), 1, "{}", d.svg);
+    assert!(d.svg.contains(">stale grant (token 4 after 30)</text>"));
+    assert_eq!(d.svg.matches("<title>stale grant: ").count(), 4);
+}
+
+#[test]
+fn captions_name_the_stale_grant_a_violation_names() {
+    let h = stale_history();
+    let d = draw(&h, &mutex(vec![0, 8]), &["mutex"], 1_500_000_000);
+    let cap = &d.captions[0];
+    assert_eq!((cap.check, cap.focus), ("mutex", true));
+    assert_eq!(cap.events.len(), 2);
+    assert_eq!(cap.events[0].0, "100 ms");
+    assert!(
+        cap.events[1]
+            .1
+            .contains("a stale grant: token 30 had already been granted to client-0 at 100 ms"),
+        "{:?}",
+        cap.events
+    );
+    // The words are beside the picture, not in it.
+    assert!(!d.svg.contains("overlap") && !d.svg.contains("hover"));
+    assert_eq!(d.window, "true time 0 s to 1.4 s");
+}
+
+#[test]
+fn nested_holds_are_two_bars_and_the_outer_lasts_to_the_last_release() {
+    let inner = |e: Event| e.reentrant(true);
+    let h = vec![
+        ev(0, "client-0", EventType::Ok, "acquire", 100).token(Some(5)),
+        inner(ev(1, "client-0", EventType::Invoke, "acquire", 150)),
+        inner(ev(2, "client-0", EventType::Ok, "acquire", 160).token(Some(5))),
+        inner(ev(3, "client-0", EventType::Invoke, "release", 300)),
+        ev(4, "client-1", EventType::Ok, "acquire", 350).token(Some(6)),
+        ev(5, "client-0", EventType::Invoke, "release", 600),
+        ev(6, "client-1", EventType::Invoke, "release", 700),
+    ];
+    let d = draw(&h, &mutex(vec![0, 4, 5, 6]), &["mutex"], 1_000_000_000);
+    let bars: Vec<&str> = d
+        .svg
+        .split("<rect ")
+        .filter(|r| r.contains("<title>client-0 held L"))
+        .collect();
+    assert_eq!(bars.len(), 2, "{}", d.svg);
+    let y = |r: &str| {
+        r.split("y=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_ne!(y(bars[0]), y(bars[1]), "stacked, not on top of each other");
+    assert!(d
+        .svg
+        .contains("client-0 held L with token 5 from 100 ms to 600 ms"));
+    assert!(d
+        .svg
+        .contains("client-0 held L again (re-entrant) with token 5 from 160 ms to 300 ms"));
+    assert!(d.legend.iter().any(|(_, l)| *l == Mark::HoldInner.label()));
+}
+
+#[test]
+fn highlighted_marks_are_painted_last() {
+    let h = redis_history();
+    let d = draw(&h, &mutex(vec![1, 4, 6]), &["mutex"], 3_000_000_000);
+    let first_red = d.svg.find(&format!("fill=\"{RED}\"")).expect("red marks");
+    for plain in [PAUSE, CRASH] {
+        let last = d.svg.rfind(&format!("fill=\"{plain}\"")).expect(plain);
+        assert!(last < first_red, "{plain} painted over a highlight");
+    }
+}
+
+#[test]
+fn the_picture_scales_to_its_container() {
+    let h = redis_history();
+    let d = draw(&h, &mutex(vec![1, 4, 6]), &["mutex"], 3_000_000_000);
+    let root = &d.svg[..d.svg.find('>').unwrap()];
+    assert!(root.contains(&format!("viewBox=\"0 0 {WIDTH} ")), "{root}");
+    assert!(
+        !root.contains(" width=") && !root.contains(" height="),
+        "{root}"
+    );
+    for (sample, _) in &d.legend {
+        let root = &sample[..sample.find('>').unwrap()];
+        assert!(
+            root.contains("viewBox") && !root.contains(" width="),
+            "{root}"
+        );
+    }
+}
+
+#[test]
+fn one_picture_marks_every_focused_check() {
+    let h = redis_history();
+    let mut reports = mutex(vec![1, 4, 6]);
+    reports.push(CheckReport {
+        name: "fencing",
+        kind: crate::check::CheckKind::Safety,
+        verdict: crate::check::Verdict::Violated,
+        violations: vec![Violation::new("stale write", vec![3])],
+    });
+    let d = draw(&h, &reports, &["mutex", "fencing"], 3_000_000_000);
+    let checks: Vec<(&str, bool)> = d.captions.iter().map(|c| (c.check, c.focus)).collect();
+    assert_eq!(checks, [("mutex", true), ("fencing", true)]);
+    assert!(
+        d.svg.contains(&format!("stroke=\"{RED}\"")),
+        "the expiry fencing names is red"
+    );
+    let only_mutex = draw(&h, &reports, &["mutex"], 3_000_000_000);
+    assert_eq!(only_mutex.captions[1].check, "fencing");
+    assert!(!only_mutex.captions[1].focus);
 }
