@@ -20,6 +20,7 @@ mod join;
 mod kernel;
 mod live_net;
 mod node;
+mod panics;
 mod pause;
 pub(crate) mod random_faults;
 mod tokio_seed;

@@ -86,6 +86,7 @@ pub fn replay_command(
     if let Some(e) = &result.error {
         println!("harness error: {e}");
     }
+    print!("{}", node_panics(&result.history));
     print!(
         "{}",
         explain(&result.history, &outcome.checks, &scenario.not_applicable())
@@ -111,6 +112,39 @@ pub fn replay_command(
     }
 }
 
+/// The nodes whose own code panicked, each panic being that node's crash: how often, and
+/// the first time and message. Empty when none did.
+fn node_panics(history: &[crate::history::Event]) -> String {
+    let mut per_node: std::collections::BTreeMap<&str, (usize, &crate::history::Event)> =
+        std::collections::BTreeMap::new();
+    for e in history
+        .iter()
+        .filter(|e| e.f == crate::history::names::PANIC)
+    {
+        per_node.entry(e.process.as_str()).or_insert((0, e)).0 += 1;
+    }
+    if per_node.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "node panics (each one that node's crash; a supervisor restarts it 100 ms later):\n",
+    );
+    for (node, (n, first)) in per_node {
+        let message = first
+            .value
+            .as_ref()
+            .and_then(|v| v.get("message"))
+            .and_then(|m| m.as_str())
+            .unwrap_or("");
+        out += &format!(
+            "  {node}: {}, first at {}: {message}\n",
+            crate::plural::plural(n as u64, "time"),
+            ms(first.time_ns as i64)
+        );
+    }
+    out
+}
+
 /// tracing timer that prints simulated time (or `driver` outside any host).
 struct SimTime;
 
@@ -128,8 +162,9 @@ mod tests {
     use super::*;
     use crate::plugin::*;
 
-    /// `algorithm = "broken"`: a family whose client cannot be built (a bug in the
-    /// harness's reach, not a lock's behaviour).
+    /// `algorithm = "broken"`: a family whose server and client cannot be built (a bug
+    /// in the harness's reach, not a lock's behaviour: a panic while *running* node code
+    /// would be that node's crash instead).
     #[derive(Debug, Clone, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Broken {}
@@ -144,7 +179,7 @@ mod tests {
             vec!["broken-0".into()]
         }
         fn server_main(&self, _ctx: NodeCtx) -> LocalBoxFuture<'static, ()> {
-            Box::pin(std::future::pending())
+            panic!("no server for this family")
         }
         fn client(&self) -> Box<dyn LockClient> {
             panic!("no client for this family")

@@ -73,7 +73,7 @@ use super::config::{RaftConfig, ReadMode};
 use super::storage::{self, Wal};
 use crate::sim::Disk;
 use protobuf::Message as _;
-use raft::prelude::{Entry, EntryType, Message, MessageType};
+use raft::prelude::{Entry, EntryType, Message};
 use raft::storage::MemStorage;
 #[cfg(test)]
 use raft::Storage;
@@ -123,7 +123,7 @@ impl Outgoing {
 
     /// The raft-rs message type, for traces.
     #[cfg(test)]
-    pub(crate) fn msg_type(&self) -> MessageType {
+    pub(crate) fn msg_type(&self) -> raft::prelude::MessageType {
         self.msg.get_msg_type()
     }
 }
@@ -227,9 +227,6 @@ pub(crate) struct CoreStats {
     pub recovered_entries: u64,
     /// Bytes of a torn or corrupt WAL tail dropped at start.
     pub recovered_dropped_bytes: u64,
-    /// Heartbeats whose commit index pointed past this node's log (it lost acknowledged
-    /// entries): see [`RaftCore::step`].
-    pub clamped_heartbeats: u64,
 }
 
 /// One node's Raft state machine over its disk.
@@ -348,16 +345,13 @@ impl RaftCore {
 
     /// Step a message received from a peer.
     ///
-    /// A heartbeat whose commit index is past this node's last entry has its commit
-    /// index lowered to this node's own first: the leader believes this node holds entries
-    /// it lost (only possible after a crash with `fsync = none`). raft-rs (like etcd) would
-    /// panic there ("to_commit is out of range"); lowering it lets the run go on so the
-    /// checks see the data loss, and the leader's next append repairs the log.
-    pub(crate) fn step(&mut self, mut msg: Message) -> Result<(), raft::Error> {
-        if msg.get_msg_type() == MessageType::MsgHeartbeat && msg.commit > self.last_index() {
-            msg.commit = self.commit_index();
-            self.stats.clamped_heartbeats += 1;
-        }
+    /// A heartbeat whose commit index is past this node's last entry (the leader believes
+    /// this node holds entries it lost: only after a crash with `fsync = none`) makes
+    /// raft-rs panic, "to_commit N is out of range [last_index M]", as etcd's raft does
+    /// ("Was the raft log corrupted, truncated, or lost?"). That panic is the node's crash
+    /// (the harness records it and a supervisor restarts the node), so the node
+    /// crash-loops as a real etcd member does until the leader's next append repairs it.
+    pub(crate) fn step(&mut self, msg: Message) -> Result<(), raft::Error> {
         let r = self.raw.step(msg);
         self.fix_timeout();
         r

@@ -46,6 +46,8 @@ pub(crate) struct Cluster {
     pub steps: u64,
     /// Ticks made.
     pub ticks: u64,
+    /// Nodes that panicked, and the ms a supervisor restarts each.
+    restart_at: Vec<(u64, u64)>,
 }
 
 impl Cluster {
@@ -70,6 +72,7 @@ impl Cluster {
             reads: vec![Vec::new(); n],
             steps: 0,
             ticks: 0,
+            restart_at: Vec::new(),
         };
         for id in 1..=n as u64 {
             c.start(id);
@@ -189,8 +192,29 @@ impl Cluster {
                 continue;
             }
             self.steps += 1;
-            let _ = self.node_mut(to).step_bytes(&bytes);
+            // raft-rs panics on a heartbeat past a log this node lost (`fsync = none`):
+            // the process dies, and a supervisor restarts it 100 ms later, as in a run.
+            let node = self.node_mut(to);
+            let stepped =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| node.step_bytes(&bytes)));
+            if stepped.is_err() {
+                self.crash(to);
+                self.restart_at.push((self.now_ms + 100, to));
+                continue;
+            }
             self.process(to);
+        }
+        let due: Vec<u64> = self
+            .restart_at
+            .iter()
+            .filter(|(at, _)| *at <= self.now_ms)
+            .map(|&(_, id)| id)
+            .collect();
+        self.restart_at.retain(|(at, _)| *at > self.now_ms);
+        for id in due {
+            if !self.is_up(id) {
+                self.restart(id);
+            }
         }
         for id in self.ids() {
             let i = (id - 1) as usize;

@@ -79,6 +79,9 @@ pub const DRIFT: &str = "drift";
 pub const CRASH: &str = "crash";
 /// A crashed node restarted.
 pub const RESTART: &str = "restart";
+/// A node's own code panicked (process: the node; `value` {message}); the nemesis then
+/// records its crash and, a supervisor's 100 ms later, its restart.
+pub const PANIC: &str = "panic";
 /// A node's disk stalled (`value` {duration_ms}).
 pub const DISK_STALL: &str = "disk-stall";
 /// A stalled disk is ready again.

@@ -11,6 +11,7 @@ use super::escaped_tasks::EscapedTasks;
 use super::fault::{FaultPoint, WAITING_STRIKES_AFTER};
 use super::kernel::Kernel;
 use super::live_net::LiveNet;
+use super::panics::{CrashOnPanic, SUPERVISOR_RESTART_NS};
 use super::pause::{PauseSwitch, YieldNow};
 use crate::history::{names, Event, EventType, Recorder};
 use rand::{Rng, SeedableRng};
@@ -311,7 +312,31 @@ impl NodeCtx {
         F: Future + 'static,
         F::Output: 'static,
     {
+        let fut = self.crash_on_panic(fut);
         tokio::task::spawn_local(self.state.escaped.watch(self.state.pause.wrap(fut)))
+    }
+
+    /// `fut`, whose panic becomes this node's crash ([`super::panics`]).
+    pub(crate) fn crash_on_panic<F: Future>(&self, fut: F) -> CrashOnPanic<F> {
+        let ctx = self.clone();
+        CrashOnPanic::new(fut, move |message| ctx.panicked(message))
+    }
+
+    /// Node code panicked: record it, and crash as the process would, to be restarted by
+    /// a supervisor. Live, the process itself panics on (as it did before), so whoever
+    /// runs it sees it die.
+    fn panicked(&self, message: String) {
+        self.record(
+            self.event(EventType::Event, names::PANIC)
+                .value(serde_json::json!({ "message": message })),
+        );
+        if self.live().is_some() {
+            panic!("{message}");
+        }
+        self.state
+            .requests
+            .borrow_mut()
+            .push(NodeRequest::Crash(Some(SUPERVISOR_RESTART_NS)));
     }
 
     /// A uniform draw from `[lo, hi]` with the node's seeded RNG.

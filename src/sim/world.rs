@@ -139,6 +139,7 @@ pub struct RunResult {
 
 /// Run `world` with `seed`.
 pub(crate) fn run(world: World, seed: u64) -> RunResult {
+    super::panics::quiet_hook_for_node_panics();
     super::warn_once_if_unseeded();
     let recorder = Recorder::new();
     let net = &world.network;
@@ -164,7 +165,7 @@ pub(crate) fn run(world: World, seed: u64) -> RunResult {
         let (rec, main, kernel) = (recorder.clone(), host.main, kernel.clone());
         sim.host(host.name.as_str(), move || {
             let ctx = NodeCtx::new(state.clone(), rec.clone()).with_kernel(kernel.clone());
-            let run = state.escaped.watch(main(ctx));
+            let run = state.escaped.watch(ctx.crash_on_panic(main(ctx.clone())));
             state.pause.wrap(async move {
                 run.await;
                 Ok(())
@@ -353,3 +354,7 @@ impl FaultTarget for SimNodes<'_> {
         Some((c.mono_ns(now), c.wall_ms(now)))
     }
 }
+
+#[cfg(test)]
+#[path = "world_tests.rs"]
+mod tests;
