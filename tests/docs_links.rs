@@ -49,14 +49,14 @@ struct Link {
     target: String,
 }
 
-/// The lines of `text` outside fenced code blocks, with their 1-based numbers and the
-/// inline code spans blanked (links in code are examples, not links).
-fn prose_lines(text: &str) -> Vec<(usize, String)> {
+/// The lines of `text` outside fenced code blocks (three or more backticks or tildes),
+/// with their 1-based numbers.
+fn unfenced_lines(text: &str) -> Vec<(usize, &str)> {
     let mut fence: Option<String> = None;
     let mut out = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let marker: String = trimmed
+        let marker: String = line
+            .trim_start()
             .chars()
             .take_while(|&c| c == '`' || c == '~')
             .collect();
@@ -69,10 +69,19 @@ fn prose_lines(text: &str) -> Vec<(usize, String)> {
             continue;
         }
         if fence.is_none() {
-            out.push((index + 1, blank_code_spans(line)));
+            out.push((index + 1, line));
         }
     }
     out
+}
+
+/// The lines of `text` outside fenced code blocks, with their 1-based numbers and the
+/// inline code spans blanked (links in code are examples, not links).
+fn prose_lines(text: &str) -> Vec<(usize, String)> {
+    unfenced_lines(text)
+        .into_iter()
+        .map(|(n, line)| (n, blank_code_spans(line)))
+        .collect()
 }
 
 /// `line` with the contents of its backtick code spans replaced by spaces.
@@ -155,24 +164,8 @@ fn strip_link_targets(heading: &str) -> String {
 fn markdown_anchors(text: &str) -> BTreeSet<String> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut anchors = BTreeSet::new();
-    let mut fence: Option<String> = None;
-    for line in text.lines() {
+    for (_, line) in unfenced_lines(text) {
         let trimmed = line.trim_start();
-        let marker: String = trimmed
-            .chars()
-            .take_while(|&c| c == '`' || c == '~')
-            .collect();
-        if marker.len() >= 3 {
-            match &fence {
-                None => fence = Some(marker),
-                Some(open) if marker.starts_with(open.as_str()) => fence = None,
-                Some(_) => {}
-            }
-            continue;
-        }
-        if fence.is_some() {
-            continue;
-        }
         let hashes = trimmed.chars().take_while(|&c| c == '#').count();
         if (1..=6).contains(&hashes) && trimmed[hashes..].starts_with(' ') {
             let text = trimmed[hashes..].trim().trim_end_matches('#').trim();
