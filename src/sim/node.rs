@@ -317,7 +317,7 @@ impl NodeCtx {
     }
 
     /// `fut`, whose panic becomes this node's crash ([`super::panics`]).
-    pub(crate) fn crash_on_panic<F: Future>(&self, fut: F) -> CrashOnPanic<F> {
+    pub(crate) fn crash_on_panic<F: Future>(&self, fut: F) -> CrashOnPanic<F, impl FnOnce(String)> {
         let ctx = self.clone();
         CrashOnPanic::new(fut, move |message| ctx.panicked(message))
     }

@@ -44,39 +44,44 @@ pub(crate) fn quiet_hook_for_node_panics() {
 }
 
 /// A node future whose panic is handed to `on_panic` (once) instead of unwinding further.
-pub(crate) struct CrashOnPanic<F> {
-    inner: Pin<Box<F>>,
-    on_panic: Option<Box<dyn FnOnce(String)>>,
+/// Polled in place (no box of its own): it wraps every task of every node.
+pub(crate) struct CrashOnPanic<F, P> {
+    inner: F,
+    on_panic: Option<P>,
 }
 
-impl<F> CrashOnPanic<F> {
+impl<F, P: FnOnce(String)> CrashOnPanic<F, P> {
     /// Wrap `fut`; `on_panic` gets the panic's message.
-    pub(crate) fn new(fut: F, on_panic: impl FnOnce(String) + 'static) -> Self {
+    pub(crate) fn new(fut: F, on_panic: P) -> Self {
         CrashOnPanic {
-            inner: Box::pin(fut),
-            on_panic: Some(Box::new(on_panic)),
+            inner: fut,
+            on_panic: Some(on_panic),
         }
     }
 }
 
-impl<F: Future> Future for CrashOnPanic<F> {
+impl<F: Future, P: FnOnce(String)> Future for CrashOnPanic<F, P> {
     type Output = F::Output;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `inner` is pinned structurally: it is never moved out of `self`, there
+        // is no `Drop` impl here and no `Unpin` impl beyond the auto one (which requires
+        // `F: Unpin`). `on_panic` is not pinned and only taken.
+        let this = unsafe { self.get_unchecked_mut() };
         // After a panic the future is broken: it waits for the crash that cancels it.
-        let Some(on_panic) = self.on_panic.take() else {
+        if this.on_panic.is_none() {
             return Poll::Pending;
-        };
+        }
+        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let outer = IN_NODE_CODE.with(|f| f.replace(true));
-        let polled = catch_unwind(AssertUnwindSafe(|| self.inner.as_mut().poll(cx)));
+        let polled = catch_unwind(AssertUnwindSafe(|| inner.poll(cx)));
         IN_NODE_CODE.with(|f| f.set(outer));
         match polled {
-            Ok(poll) => {
-                self.on_panic = Some(on_panic);
-                poll
-            }
+            Ok(poll) => poll,
             Err(payload) => {
-                on_panic(message(payload.as_ref()));
+                if let Some(on_panic) = this.on_panic.take() {
+                    on_panic(message(payload.as_ref()));
+                }
                 Poll::Pending
             }
         }
