@@ -41,7 +41,7 @@ pub const EXIT_HARNESS_ERROR: u8 = 4;
 // The subcommands one by one: what `main_with` runs, public for the binaries built before
 // it and not part of the interface (their arguments change with the command line).
 #[doc(hidden)]
-pub use bench::bench_command;
+pub use bench::{bench_command, BenchOptions};
 #[doc(hidden)]
 pub use check::check_command;
 #[doc(hidden)]

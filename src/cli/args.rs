@@ -288,5 +288,13 @@ pub(super) enum Command {
         /// Seeds to run per measurement, 1 to 10000.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000), allow_negative_numbers = true)]
         seeds: u64,
+        /// The guarantees matrix whose report time to estimate, row by row (seed 0 of
+        /// every cell) [reports/matrix.toml, when there]
+        #[arg(long)]
+        matrix: Option<PathBuf>,
+        /// Print only the speed page's tables, as Markdown (scripts/speed-table writes them
+        /// into docs/speed.md)
+        #[arg(long)]
+        markdown: bool,
     },
 }

@@ -255,7 +255,16 @@ fn dispatch_processes(command: Command, binary: Binary<'_>) -> u8 {
             };
             super::serve_command(&family, port, nodes, tick_ms, events, seed)
         }
-        Command::Bench { seeds } => super::bench_command(seeds),
+        Command::Bench {
+            seeds,
+            matrix,
+            markdown,
+        } => super::bench_command(super::BenchOptions {
+            seeds,
+            matrix: matrix.as_deref(),
+            markdown,
+            families,
+        }),
         // `dispatch` handles every other subcommand.
         Command::Run { .. }
         | Command::Merge { .. }

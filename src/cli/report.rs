@@ -141,7 +141,17 @@ fn report(job: ReportJob, out: &Path, binary: Binary<'_>, bar: bool) -> Result<(
         g.timelines.len(),
         start.elapsed().as_secs_f64()
     );
+    print_floor();
     Ok(())
+}
+
+/// The machine's speed beside a report's time: machines (and one machine on different
+/// days) differ, and the floor lets two reports' times be compared.
+fn print_floor() {
+    println!(
+        "machine: the raw turmoil floor runs {:.0} k host-ticks/s here (`locksim bench` measures the same)",
+        super::bench::host_ticks_per_s() / 1e3
+    );
 }
 
 /// The files' names, comma-separated.
@@ -188,6 +198,7 @@ fn write_partial(p: &Partial, out: &Path, start: Instant) -> Result<(), ReportEr
         p.shard[1],
         start.elapsed().as_secs_f64()
     );
+    print_floor();
     Ok(())
 }
 

@@ -224,6 +224,18 @@ impl Matrix {
             .collect()
     }
 
+    /// The scenario of `cell`, parsed from its text without writing it (errors name it
+    /// as `cells/<stem>.toml`).
+    pub(crate) fn cell_scenario(
+        &self,
+        cell: &Cell,
+        families: &[Family],
+    ) -> Result<Scenario, ReportError> {
+        let file = Path::new("cells").join(format!("{}.toml", cell.stem(self)));
+        Scenario::parse_with(&file, &self.scenario_text(cell), families)
+            .map_err(|e| ReportError::Cell(Box::new(e)))
+    }
+
     /// The scenario text of `cell`.
     pub(crate) fn scenario_text(&self, cell: &Cell) -> String {
         let (row, column) = (&self.rows[cell.row], &self.columns[cell.column]);

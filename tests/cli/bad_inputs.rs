@@ -211,6 +211,10 @@ fn bad_command_lines_are_rejected() {
         (vec!["replay", s, "--seed", "-7"], "invalid value '-7'"),
         (vec!["bench", "--seeds", "0"], "--seeds"),
         (
+            vec!["bench", "--matrix", "no-such-matrix.toml"],
+            "no-such-matrix.toml",
+        ),
+        (
             vec!["serve", "sql"],
             "cannot be served; families: zk, raft, redis, db",
         ),
