@@ -37,6 +37,41 @@ clients = 3
 pause = { nodes = "clients", duration_ms = [500, 2000] }
 "#;
 
+/// The replicated-Redis benchmark scenario: a primary, 2 replicas and 3 Sentinels, 3
+/// clients, storage, 10 s, pauses.
+pub(crate) const REDIS_REPLICATED: &str = r#"
+name = "bench-redis-replicated"
+description = "A Redis primary, 2 async replicas and 3 Sentinels, 3 clients, fenced storage, random pauses"
+algorithm = "redis-replicated"
+duration_ms = 10000
+[lock]
+ttl_ms = 1000
+token = "incr"
+replicas = 2
+sentinels = 3
+[workload]
+clients = 3
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
+/// The Redlock benchmark scenario: 5 independent Redis nodes, 3 clients, storage (no
+/// token: Redlock has none), 10 s, pauses.
+pub(crate) const REDLOCK: &str = r#"
+name = "bench-redlock"
+description = "Redlock over 5 Redis nodes, 3 clients, storage, random pauses"
+algorithm = "redlock"
+duration_ms = 10000
+[lock]
+nodes = 5
+ttl_ms = 1000
+[workload]
+clients = 3
+fencing = false
+[faults]
+pause = { nodes = "clients", duration_ms = [500, 2000] }
+"#;
+
 /// The Raft benchmark scenario: 3 Raft nodes, 3 clients, storage, 10 s, pauses.
 pub(crate) const RAFT: &str = r#"
 name = "bench-raft"
@@ -71,6 +106,8 @@ pause = { nodes = "clients", duration_ms = [500, 2000] }
 /// seconds with 3 clients and storage, so the lines compare.
 pub(crate) const FAMILIES: &[(&str, &str)] = &[
     ("redis (1 server)", STANDARD),
+    ("redis-replicated (3+3)", REDIS_REPLICATED),
+    ("redlock (5 nodes)", REDLOCK),
     ("db (unique row)", DB),
     ("raft (3 nodes)", RAFT),
     ("zk (3 servers)", ZK),
