@@ -37,10 +37,10 @@
 //! Lua's incremental collector ends each step where the order in which it marks objects
 //! puts the step's end, and that order follows addresses (Lua places a table, function or
 //! light-userdata key by its address): with address-space randomisation, one script stopped
-//! at different points in different processes, and so in different builds (measured:
-//! a script that fills the cap while making as much garbage as it keeps got 3 different
-//! histories in 6 runs of one binary). Here every collection is a whole cycle (step
-//! multiplier 0), which frees exactly what is unreachable, at points set by the bytes
+//! at different points in different processes, and so in different builds (measured: a
+//! script that fills the cap while making four times as much garbage as it keeps got 3
+//! different histories in 6 runs of one binary). Here every collection is a whole cycle
+//! (step multiplier 0), which frees exactly what is unreachable, at points set by the bytes
 //! allocated alone: where the memory error strikes is a function of the script and the
 //! interpreter's state. Redis runs the incremental collector (and has no cap), so the
 //! garbage held between collections, and `collectgarbage("count")`, differ a little from a
