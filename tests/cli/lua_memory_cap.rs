@@ -5,8 +5,8 @@
 //!
 //! The cap counts garbage not collected yet. With Lua's incremental collector, whose steps
 //! end where the objects' addresses put them, that script stopped at different points in
-//! different runs of one binary (3 different histories in 6 runs); the model's collector
-//! runs whole cycles (`src/locks/redis/model/lua.rs`).
+//! different runs of one binary (it stopped at 5,024 or 5,319 pieces, one run in five
+//! the former); the model's collector runs whole cycles (`src/locks/redis/model/lua.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,7 +53,7 @@ fn a_capped_script_stops_at_the_same_point_in_every_process() {
     // The script caught the memory error inside its pcall, as it should at the cap.
     assert!(first.1.contains("the cap stopped it at "), "{first:?}");
     // Each process has its own address layout; before whole-cycle collections about one
-    // run in two differed from the first.
+    // run in five differed from the others.
     for run in 1..4 {
         assert_eq!(outcome(bin), first, "run {run} of one binary");
     }
