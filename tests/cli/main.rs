@@ -11,6 +11,7 @@ mod bad_inputs;
 mod check_robustness;
 mod commands;
 mod jepsen_data;
+mod lua_memory_cap;
 mod report;
 mod serve;
 mod serve_db;

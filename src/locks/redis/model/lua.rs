@@ -27,7 +27,24 @@
 //! commands still answer the script in RESP2 shapes; `redis.set_repl` is accepted but
 //! effects are always propagated; the interpreter's memory is capped at [`MEMORY_LIMIT`]
 //! (a real server has no cap: the process aborts when the machine runs out), and a script
-//! over the cap gets Lua's `not enough memory` error.
+//! over the cap gets Lua's `not enough memory` error; the collector runs whole cycles
+//! (below), and `collectgarbage("setstepmul", n)` returns the previous multiplier, as
+//! Lua's does, but does not make collections incremental again.
+//!
+//! Memory: the cap counts every byte the interpreter holds, garbage not collected yet
+//! included, as Lua 5.1 does (it has no emergency collection: an allocation over the cap
+//! fails at once). So where a script hits the cap depends on when the collector last ran.
+//! Lua's incremental collector ends each step where the order in which it marks objects
+//! puts the step's end, and that order follows addresses (Lua places a table, function or
+//! light-userdata key by its address): with address-space randomisation, one script stopped
+//! at different points in different processes, and so in different builds (measured: a
+//! script that fills the cap while making four times as much garbage as it keeps got 3
+//! different histories in 6 runs of one binary). Here every collection is a whole cycle
+//! (step multiplier 0), which frees exactly what is unreachable, at points set by the bytes
+//! allocated alone: where the memory error strikes is a function of the script and the
+//! interpreter's state. Redis runs the incremental collector (and has no cap), so the
+//! garbage held between collections, and `collectgarbage("count")`, differ a little from a
+//! real server's.
 //!
 //! Cost: instructions are counted (by the interpreter's count hook, deterministically) and
 //! the node charges [`INSTRUCTIONS_PER_MS`] of them per simulated ms. A run is given a
@@ -38,6 +55,7 @@
 //! would end after the threshold is taken never to end.
 
 use crate::locks::redis::resp::Value;
+use mlua::state::{GcIncParams, GcMode};
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, VmState};
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -272,6 +290,31 @@ xpcall = function(f, handler, ...)
   return unpack(r, 1, r.n)
 end
 
+-- Collections stay whole (see the engine's doc): a script may set the step multiplier and
+-- read it back, as in Lua, without making them incremental again. Lua's argument errors
+-- are raised here, so that they name the script's line and 'collectgarbage'.
+do
+  local collectgarbage, stepmul, modf = collectgarbage, 200, math.modf
+  local options = {stop = 1, restart = 1, collect = 1, count = 1, step = 1, setpause = 1, setstepmul = 1}
+  rawset(_G, 'collectgarbage', function(opt, n)
+    local t = type(opt)
+    if t ~= 'nil' and t ~= 'string' and t ~= 'number' then
+      error("bad argument #1 to 'collectgarbage' (string expected, got " .. t .. ")", 2)
+    end
+    opt = t == 'nil' and 'collect' or tostring(opt)
+    if not options[opt] then
+      error("bad argument #1 to 'collectgarbage' (invalid option '" .. opt .. "')", 2)
+    end
+    if n ~= nil and tonumber(n) == nil then
+      error("bad argument #2 to 'collectgarbage' (number expected, got " .. type(n) .. ")", 2)
+    end
+    if opt ~= 'setstepmul' then return collectgarbage(opt, n) end
+    local prev = stepmul
+    stepmul = n and modf(tonumber(n)) or 0
+    return prev
+  end)
+end
+
 -- string.rep of '' loops n times in C, where no hook runs: same result, at once.
 local rep = string.rep
 string.rep = function(s, n, ...)
@@ -355,6 +398,15 @@ impl LuaEngine {
     fn build(rand: Lrand48) -> mlua::Result<LuaEngine> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::new())?;
+        // Whole collections only (step multiplier 0: a step runs the cycle to its end).
+        // Lua 5.1's incremental steps end where the marking order (addresses, for tables
+        // keyed by pointers) puts them, so how much garbage is left when a script reaches
+        // the cap would vary from run to run; a whole cycle frees exactly what is
+        // unreachable. The first full collection ends whatever cycle the set-up began.
+        lua.gc_set_mode(GcMode::Incremental(
+            GcIncParams::default().step_multiplier(0),
+        ));
+        lua.gc_collect()?;
         let redis = lua.create_table()?;
         let r1 = rand.clone();
         let random =

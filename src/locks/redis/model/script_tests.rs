@@ -267,3 +267,41 @@ fn eval_numkeys_errors() {
         assert_eq!(reply(&mut s, T0, &["EVALSHA", &sha, n, "k"]), err(msg));
     }
 }
+
+#[test]
+fn collectgarbage_keeps_collections_whole() {
+    // The step multiplier reads back as Lua's (200 at start, then what was set), but the
+    // collector keeps running whole cycles (lua.rs: where the memory cap strikes must not
+    // follow addresses).
+    let mut s = RedisServer::new();
+    let set = "local a = collectgarbage('setstepmul', 50) local b = collectgarbage('setstepmul', 7.9) return {a, b}";
+    assert_eq!(
+        eval(&mut s, T0, set, &[], &[]).reply,
+        Value::array(vec![Value::int(200), Value::int(50)])
+    );
+    assert_eq!(
+        eval(&mut s, T0, "return collectgarbage('setstepmul')", &[], &[]).reply,
+        Value::int(7)
+    );
+    let bad = eval(
+        &mut s,
+        T0,
+        "return collectgarbage('setstepmul', {})",
+        &[],
+        &[],
+    )
+    .reply;
+    assert!(
+        matches!(&bad, Value::Error(e) if e.contains("bad argument #2 to 'collectgarbage' (number expected, got table)")),
+        "{bad:?}"
+    );
+    // The other options are Lua's own.
+    assert_eq!(
+        eval(&mut s, T0, "return type(collectgarbage('count'))", &[], &[]).reply,
+        Value::bulk(b"number")
+    );
+    assert_eq!(
+        eval(&mut s, T0, "return collectgarbage()", &[], &[]).reply,
+        Value::int(0)
+    );
+}
