@@ -64,7 +64,7 @@ pub fn bench_command(opts: BenchOptions<'_>) -> u8 {
         opts.seeds
     ));
     let fams = families::bench_families(opts.seeds, &mut |r| say(family_line(r)));
-    let report = match bench_report(&opts, floor, &say) {
+    let report = match bench_report(&opts, &say) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("locksim: bench: {e}");
@@ -101,7 +101,6 @@ fn family_line(r: &families::FamilyBench) -> String {
 /// The report lines: the named matrix, or the default one when this is a checkout.
 fn bench_report(
     opts: &BenchOptions<'_>,
-    floor: f64,
     say: &dyn Fn(String),
 ) -> Result<Option<matrix::MatrixBench>, crate::report::ReportError> {
     let path = match opts.matrix {
@@ -119,7 +118,7 @@ fn bench_report(
         path.display()
     ));
     let mut seeds = 0;
-    let m = matrix::bench_matrix(path, opts.families, floor, &mut |row, file_seeds| {
+    let m = matrix::bench_matrix(path, opts.families, &mut |row, file_seeds| {
         seeds = file_seeds;
         say(format!(
             "  {:<22} {:>3} cells  {:6.3} s/seed  {:6.1} min  (floor {:6.3} s/seed, {:5.1} min)",

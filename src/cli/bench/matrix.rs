@@ -1,6 +1,7 @@
 //! `bench`'s report lines: what each row of the guarantees matrix costs per seed, and
 //! so roughly how long `locksim report` takes on this machine, row by row.
 
+use super::floor::raw_floor;
 use crate::locks::Family;
 use crate::report::{Matrix, ReportError};
 use std::path::Path;
@@ -57,12 +58,11 @@ impl MatrixBench {
 }
 
 /// Run seed 0 of every cell of the matrix in `path` (rows' algorithms among `families`),
-/// calling `on_row` with each row and the file's seeds per cell. `host_ticks_per_s` is
-/// the machine's floor, for each row's least cost.
+/// each beside the raw floor of its hosts, calling `on_row` with each row and the file's
+/// seeds per cell.
 pub(super) fn bench_matrix(
     path: &Path,
     families: &[Family],
-    host_ticks_per_s: f64,
     on_row: &mut dyn FnMut(&RowCost, u64),
 ) -> Result<MatrixBench, ReportError> {
     let m = Matrix::load(path)?;
@@ -70,21 +70,23 @@ pub(super) fn bench_matrix(
     let mut rows = Vec::new();
     for (i, row) in m.rows.iter().enumerate() {
         let mine: Vec<_> = cells.iter().filter(|c| c.row == i).collect();
-        let (mut wall, mut host_ticks) = (0.0, 0.0);
+        let (mut wall, mut floor) = (0.0, 0.0);
         for cell in &mine {
             let scenario = m.cell_scenario(cell, families)?;
             let start = Instant::now();
             std::hint::black_box(crate::sweep::run_seed(&scenario, 0));
             wall += start.elapsed().as_secs_f64();
-            let ticks = scenario.duration_ms / crate::sim::TICK.as_millis() as u64;
-            host_ticks += (scenario.nodes().len() as u64 * ticks) as f64;
+            // The floor of this cell's hosts and duration, run beside it.
+            let start = Instant::now();
+            raw_floor(&scenario.nodes(), scenario.duration_ms, 0);
+            floor += start.elapsed().as_secs_f64();
         }
         let n = mine.len().max(1) as f64;
         let cost = RowCost {
             name: row.name.clone(),
             cells: mine.len(),
             seconds_per_seed: wall / n,
-            floor_seconds_per_seed: host_ticks / n / host_ticks_per_s,
+            floor_seconds_per_seed: floor / n,
         };
         on_row(&cost, m.seeds);
         rows.push(cost);
