@@ -18,6 +18,7 @@ mod families;
 mod list;
 mod live;
 mod main_with;
+mod malloc;
 mod merge;
 mod merge_error;
 mod replay;

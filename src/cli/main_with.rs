@@ -57,6 +57,7 @@ use std::process::ExitCode;
 /// --svg seed-3.svg`, `my-locksim shrink toy.toml --seed 3` and `my-locksim list` (which
 /// shows `toy` with its `[lock]` keys) work as `locksim`'s do.
 pub fn main_with(families: &[Family]) -> ExitCode {
+    super::malloc::keep_big_blocks();
     let families = match with_builtins(families) {
         Ok(f) => f,
         Err(e) => {

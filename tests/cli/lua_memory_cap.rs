@@ -1,12 +1,12 @@
-//! Where Lua's memory error strikes in a script at the Redis model's 64 MiB cap is the
+//! Where Lua's memory error strikes in a script at the Redis model's 8 MiB cap is the
 //! same in every process and in builds at two opt-levels: the history of
 //! `tests/fixtures/hostile_scripts/fills-cap.toml`, whose acquire script fills the cap
 //! while making as much garbage as it keeps and then fails saying how far it got.
 //!
 //! The cap counts garbage not collected yet. With Lua's incremental collector, whose steps
 //! end where the objects' addresses put them, that script stopped at different points in
-//! different runs of one binary (it stopped at 5,024 or 5,319 pieces, one run in five
-//! the former); the model's collector runs whole cycles (`src/locks/redis/model/lua.rs`).
+//! different runs of one binary (at the 64 MiB cap of then, it stopped at 5,024 or 5,319
+//! pieces, one run in five the former); the model's collector runs whole cycles (`src/locks/redis/model/lua.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
