@@ -1,5 +1,6 @@
 //! `bench`'s Lua lines: what the Redis model's embedded Lua 5.1 costs per lock script,
-//! against plain commands, and what a script that never ends costs in real time.
+//! against plain commands, and what a script that never ends, or allocates without
+//! bound, costs in real time.
 
 use std::time::Instant;
 
@@ -79,6 +80,33 @@ pub(super) fn bench_scripts(pairs: u32) {
         redisson / plain
     );
     bench_endless_script();
+    bench_unbounded_script(20);
+}
+
+/// What a script that allocates without bound costs in real time: each run grows a
+/// string to the interpreter's memory cap and gets Lua's memory error, as every retry
+/// of a client whose acquire script does this would.
+fn bench_unbounded_script(runs: u32) {
+    use crate::locks::redis::model::RedisServer;
+    use crate::locks::redis::resp::Value;
+    let mut server = RedisServer::new();
+    let mut client = server.connect();
+    let eval: Vec<Vec<u8>> = ["EVAL", "local s = 'x' while true do s = s .. s end", "0"]
+        .iter()
+        .map(|w| w.as_bytes().to_vec())
+        .collect();
+    let mut capped = 0;
+    let start = Instant::now();
+    for _ in 0..runs {
+        let out = server.execute_as(&mut client, 0, &eval);
+        capped +=
+            u32::from(matches!(&out.reply, Value::Error(e) if e.ends_with("not enough memory")));
+    }
+    let ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(runs);
+    println!(
+        "lua: a script that allocates without bound (s = s .. s): {ms:.1} ms a run \
+         ({capped} of {runs} runs ended on the memory cap)"
+    );
 }
 
 /// What a script that never ends costs in real time: the model runs it to its budget
