@@ -22,6 +22,11 @@ use std::process::ExitCode;
 /// yours included. A family of yours named like one of locksim's own (or two of yours
 /// with one name) is refused before any argument is read: exit 2, and the name said.
 ///
+/// On glibc it first tells the C allocator to keep blocks under 64 MiB in its heap (and
+/// the heap's free top up to 256 MiB) instead of unmapping them after each use: a Lua
+/// script that allocates without bound otherwise costs a page fault per page on every
+/// retry.
+///
 /// What runs real processes is for locksim's families only: `live` on a scenario of
 /// yours says the family has no real counterpart, and `serve` that it serves locksim's
 /// models; both exit 2. The commands a binary prints for you to run next (`replay: ...`,
