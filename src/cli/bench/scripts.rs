@@ -91,10 +91,7 @@ fn bench_unbounded_script(runs: u32) {
     use crate::locks::redis::resp::Value;
     let mut server = RedisServer::new();
     let mut client = server.connect();
-    let eval: Vec<Vec<u8>> = ["EVAL", "local s = 'x' while true do s = s .. s end", "0"]
-        .iter()
-        .map(|w| w.as_bytes().to_vec())
-        .collect();
+    let eval = eval_no_keys("local s = 'x' while true do s = s .. s end");
     let mut capped = 0;
     let start = Instant::now();
     for _ in 0..runs {
@@ -115,10 +112,7 @@ fn bench_endless_script() {
     use crate::locks::redis::model::RedisServer;
     let mut server = RedisServer::new();
     let mut client = server.connect();
-    let eval: Vec<Vec<u8>> = ["EVAL", "while true do end", "0"]
-        .iter()
-        .map(|w| w.as_bytes().to_vec())
-        .collect();
+    let eval = eval_no_keys("while true do end");
     let start = Instant::now();
     let out = std::hint::black_box(server.execute_as(&mut client, 0, &eval));
     let wall = start.elapsed().as_secs_f64();
@@ -128,4 +122,12 @@ fn bench_endless_script() {
         instructions as f64 / 1e6,
         instructions as f64 / 1e6 / wall
     );
+}
+
+/// `EVAL script 0` as a command's words.
+fn eval_no_keys(script: &str) -> Vec<Vec<u8>> {
+    ["EVAL", script, "0"]
+        .iter()
+        .map(|w| w.as_bytes().to_vec())
+        .collect()
 }
