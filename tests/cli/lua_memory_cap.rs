@@ -1,4 +1,4 @@
-//! Where Lua's memory error strikes in a script at the Redis model's 8 MiB cap is the
+//! Where Lua's memory error strikes in a script at the Redis model's 2 MiB cap is the
 //! same in every process and in builds at two opt-levels: the history of
 //! `tests/fixtures/hostile_scripts/fills-cap.toml`, whose acquire script fills the cap
 //! while making as much garbage as it keeps and then fails saying how far it got.

@@ -89,7 +89,7 @@ fn a_script_that_never_ends_freezes_its_server_then_clients_get_busy() {
 
 #[test]
 fn a_script_that_allocates_without_bound_gets_an_error_and_the_run_ends() {
-    // Each attempt allocates up to the 8 MiB cap: a short run.
+    // Each attempt allocates up to the 2 MiB cap: a short run.
     let s = scenario("grows.lua", 600);
     let r = run_twice(&s);
     assert!(script_freezes(&r.history).is_empty());

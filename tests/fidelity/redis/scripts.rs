@@ -102,6 +102,17 @@ pub(super) fn scripting(h: &mut Harness) {
     for args in cases {
         h.exa(0, args);
     }
+    // Where a string key sits in a Lua table follows the string's hash: the order
+    // `pairs` visits keys of 32 bytes or more in is Redis's only if every byte is
+    // hashed, as Redis's Lua does (stock Lua 5.1 reads one byte in len/32 + 1).
+    for len in [31, 32, 33, 40, 64, 100] {
+        let pairs_order = format!(
+            "local t = {{}} for i = 10, 29 do t[string.rep('k', {}) .. i] = i end \
+             local o = {{}} for _, v in pairs(t) do o[#o + 1] = v end return o",
+            len - 2
+        );
+        h.exa(0, &["EVAL", &pairs_order, "0"]);
+    }
     // A script keeps the writes it made before failing (no rollback).
     h.exa(
         0,

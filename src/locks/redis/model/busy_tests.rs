@@ -188,10 +188,10 @@ fn scripts_get_an_error_at_the_memory_cap_and_the_next_runs() {
         on(
             &mut s,
             &mut a,
-            &["EVAL", "return #string.rep('x', 1000000)", "0"]
+            &["EVAL", "return #string.rep('x', 500000)", "0"]
         )
         .reply,
-        Value::int(1_000_000)
+        Value::int(500_000)
     );
 }
 

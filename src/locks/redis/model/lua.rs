@@ -85,10 +85,11 @@ pub(crate) const INSTRUCTIONS_PER_MS: u64 = 100_000;
 /// The most memory the interpreter may hold, bytes (scripts, their data and the cache).
 /// Measured 2026-11-29 with `collectgarbage("count")` after `SCRIPT LOAD` of every lock
 /// script in `sims/scripts/` and `tests/fixtures/lock_scripts/`: 48 KiB here, 41 KiB on
-/// redis-server 7.0.15, so 8 MiB leaves lock scripts about 170 times their need. A script
-/// that allocates without bound rebuilds up to the cap on each retry, so the cap sets
-/// what it costs in wall time: 64 MiB made a 3-seed run of `grows.lua` take 76 s.
-pub(crate) const MEMORY_LIMIT: usize = 8 << 20;
+/// redis-server 7.0.15, so 2 MiB leaves lock scripts about 40 times their need. A script
+/// that allocates without bound rebuilds up to the cap on each retry, and Redis's Lua
+/// hashes every byte of every new string, so the cap sets what it costs in wall time:
+/// 8 MiB made a 3-seed run of `grows.lua` take 38 s.
+pub(crate) const MEMORY_LIMIT: usize = 2 << 20;
 /// The count hook runs every this many instructions: the granularity of the budget.
 const HOOK_EVERY: u32 = 10_000;
 /// The error a script stopped at its budget raises: Redis's for a killed script.
