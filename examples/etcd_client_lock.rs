@@ -7,7 +7,7 @@
 //! cargo run --release --example etcd_client_lock -- run examples/etcd_client/row-17-unfenced.toml --seeds 0..50
 //! cargo run --release --example etcd_client_lock -- run examples/etcd_client/baseline.toml --seeds 0..20
 //! cargo run --release --example etcd_client_lock -- replay examples/etcd_client/row-17.toml --seed 0 --svg row-17.svg
-//! cargo test --release --example etcd_client_lock
+//! cargo test --profile fast-build --example etcd_client_lock
 //! ```
 //!
 //! Building it needs a `protoc` (etcd-client compiles etcd's protos):

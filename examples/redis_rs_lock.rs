@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! # the tests: row 1 unfenced and fenced over a few seeds, each seed run twice
-//! cargo test --release --example redis_rs_lock
+//! cargo test --profile fast-build --example redis_rs_lock
 //!
 //! # the whole locksim command line, with algorithm = "redis-rs" beside locksim's own
 //! cargo run --release --example redis_rs_lock -- run examples/redis_rs/row-01.toml --seeds 0..50

@@ -14,10 +14,10 @@
 //! The same sweep checks the golden histories: the FNV-1a hash of the JSONL history of
 //! seeds 0..20 of every scenario must equal `tests/golden/history_hashes.txt`, so a
 //! refactoring that changes any run's behaviour is caught. A deliberate change
-//! regenerates the file with `LOCKSIM_BLESS=1 cargo test --release --test catalogue`
+//! regenerates the file with `LOCKSIM_BLESS=1 cargo test --profile fast-build --test catalogue`
 //! and explains each changed hash.
 //!
-//! One test per scenario file, named after it (`cargo test --release --test catalogue
+//! One test per scenario file, named after it (`cargo test --profile fast-build --test catalogue
 //! redlock-07` runs one), found in `sims/` at run time, so a new file is tested without
 //! editing this one. The most expensive run first, so parallel runners finish together.
 

@@ -365,7 +365,7 @@ fn proposals_without_a_leader_are_dropped() {
 }
 
 /// Cost of the in-memory cluster: run with
-/// `cargo test --release --lib consensus::core::tests::bench -- --ignored --nocapture`.
+/// `cargo test --profile fast-build --lib consensus::core::tests::bench -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn bench_cluster_cost() {

@@ -836,7 +836,7 @@ fn budgets_give_unknown_and_say_which() {
 }
 
 /// Manual benchmark of the checker on generated cas-register histories:
-/// `cargo test --release --lib bench_generated -- --ignored --nocapture`.
+/// `cargo test --profile fast-build --lib bench_generated -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn bench_generated() {

@@ -114,7 +114,7 @@ fn a_window_refutes_what_the_whole_search_cannot() {
 /// How the stages decide histories with one read changed: every 17th of the last reads
 /// of generated 10,000-operation histories, each changed to every other value, checked
 /// with a 20 s budget. Run with
-/// `cargo test --release --lib sweep_of_changed_reads -- --ignored --nocapture`;
+/// `cargo test --profile fast-build --lib sweep_of_changed_reads -- --ignored --nocapture`;
 /// `LOCKSIM_STAGES=search` turns the pre-pass and the windows off, `=prepass` the
 /// windows only.
 #[test]

@@ -7,7 +7,7 @@
 //! `checkJepsen(t, N, correct)` calls in its `porcupine_test.go`, found in the same scan
 //! (its etcd model starts from nil). Knossos models locksim lacks (`multi-register`) are
 //! skipped and counted. Run with
-//! `LOCKSIM_JEPSEN_DATA=DIR cargo test --release --test cli jepsen_data -- --ignored --nocapture`.
+//! `LOCKSIM_JEPSEN_DATA=DIR cargo test --profile fast-build --test cli jepsen_data -- --ignored --nocapture`.
 
 use locksim::history::edn::{read_history_forms, Value};
 use locksim::linearizability::{check_file_opts, CheckOptions, LinVerdict, MODEL_NAMES};

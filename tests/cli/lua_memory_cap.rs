@@ -60,18 +60,20 @@ fn a_capped_script_stops_at_the_same_point_in_every_process() {
 }
 
 /// locksim built at another opt-level than this test's own binary: opt-level 1 (the
-/// `opt-level-1` profile) beside a release build, else the release build. Cargo brings
-/// it up to date in this target folder, once per test binary.
+/// `opt-level-1` profile) beside an opt-level-3 build, else the fast-build one. Cargo
+/// brings it up to date in this target folder, once per test binary.
 fn other_build() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let own = Path::new(env!("CARGO_BIN_EXE_locksim"));
         let own_profile_dir = own.parent().expect("<target>/<profile>/");
         let target_dir = own_profile_dir.parent().expect("<target>/");
-        let (profile, dir) = if own_profile_dir.file_name().is_some_and(|n| n == "release") {
-            ("opt-level-1", "opt-level-1")
+        // `debug` holds the dev and test profiles' builds (opt-level 0 and 1); every
+        // other folder here is an opt-level-3 profile's (fast-build, release).
+        let (profile, dir) = if own_profile_dir.file_name().is_some_and(|n| n == "debug") {
+            ("fast-build", "fast-build")
         } else {
-            ("release", "release")
+            ("opt-level-1", "opt-level-1")
         };
         let status = Command::new(env!("CARGO"))
             .args(["build", "--quiet", "--bin", "locksim", "--profile", profile])
@@ -93,7 +95,7 @@ fn other_build() -> &'static Path {
 /// Ignored under `cargo test`: it builds locksim and every dependency once more (the
 /// `opt-level-1` profile), minutes that CI's budget does not have; the test above runs
 /// in CI and covers the cause (the address layout differs between any two processes).
-/// Run it with `cargo test --release --test cli -- --ignored two_opt_levels`.
+/// Run it with `cargo test --profile fast-build --test cli -- --ignored two_opt_levels`.
 #[test]
 #[ignore = "builds a second profile; run with --ignored"]
 fn a_capped_scripts_history_is_the_same_at_two_opt_levels() {

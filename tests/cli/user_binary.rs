@@ -34,8 +34,12 @@ fn my_locksim() -> &'static Path {
             ])
             .arg(target_dir)
             .current_dir(MANIFEST_DIR);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cargo.arg("--release");
+        // A profile's folder is its name, except the dev and test profiles' (`debug`).
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => {}
+            Some(profile) => {
+                cargo.args(["--profile", profile]);
+            }
         }
         let status = cargo.status().expect("cargo runs");
         assert!(

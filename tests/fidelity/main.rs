@@ -4,7 +4,7 @@
 //! `mariadb` client against locksim's server side). Each family's sections are tests of
 //! their own that share one real server (started by the first test that needs it,
 //! stopped when the process ends), so one section that differs shows beside the others
-//! that pass. `cargo test --release --test fidelity zk::` runs one family. Real client
+//! that pass. `cargo test --profile fast-build --test fidelity zk::` runs one family. Real client
 //! libraries run against a model and the real server alike too (`python_redis_lock`:
 //! python-redis-lock's blocking waiters).
 

@@ -1,7 +1,7 @@
 //! The simulation's integration tests, in one binary: whole runs of the harness and the
 //! families (no real server, no subprocess), their determinism, and the tools built on
 //! runs (shrinking, mutations, traffic counting, hour-long soaks). Each module is one
-//! concern; `cargo test --release --test simulation determinism` runs one of them.
+//! concern; `cargo test --profile fast-build --test simulation determinism` runs one of them.
 
 mod db;
 mod determinism;

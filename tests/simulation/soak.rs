@@ -7,7 +7,7 @@
 //!
 //! The fast tests reproduce each leak in seconds; the `#[ignore]`d soaks run one hour of
 //! simulated time under partitions for every algorithm family:
-//! `cargo test --release --test simulation soak:: -- --ignored --nocapture`.
+//! `cargo test --profile fast-build --test simulation soak:: -- --ignored --nocapture`.
 
 use locksim::history::Recorder;
 use locksim::plugin::{encode_frame, serve, CallError, Frames, Remote};
