@@ -32,25 +32,46 @@ impl Binary<'_> {
         }
     }
 
-    /// How hints spell the command: `cargo run --release --` (or `cargo run --`) when
-    /// cargo started locksim's own binary (`cargo run` sets `CARGO` and the package's
-    /// name for the program it runs), else `name`.
+    /// How hints spell the command: `cargo run --release --` (`cargo run --` for the dev
+    /// profile, `cargo run --profile P --` for another) when cargo started locksim's own
+    /// binary (`cargo run` sets `CARGO` and the package's name for the program it runs),
+    /// else `name`.
     pub(crate) fn hint_of_program(name: &str, families: &[Family]) -> String {
         let under_cargo = std::env::var_os("CARGO").is_some()
             && std::env::var_os("CARGO_PKG_NAME").is_some_and(|n| n == "locksim");
         if !under_cargo || families.len() > ALGORITHMS.len() {
             return name.to_string();
         }
-        let release = std::env::args_os().next().is_some_and(|a| {
-            Path::new(&a)
-                .components()
-                .any(|c| c.as_os_str() == "release")
+        // cargo runs target/[TRIPLE/]PROFILE/locksim; `debug` holds the dev profile's.
+        let profile = std::env::args_os().next().and_then(|a| {
+            let dir = Path::new(&a).parent()?.file_name()?;
+            Some(dir.to_string_lossy().into_owned())
         });
-        if release {
-            "cargo run --release --"
-        } else {
-            "cargo run --"
-        }
-        .to_string()
+        cargo_run_in(profile.as_deref())
+    }
+}
+
+/// `cargo run` spelled for the build in a profile's folder.
+fn cargo_run_in(profile_dir: Option<&str>) -> String {
+    match profile_dir {
+        Some("release") => "cargo run --release --".to_string(),
+        Some("debug") | None => "cargo run --".to_string(),
+        Some(profile) => format!("cargo run --profile {profile} --"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cargo_run_in;
+
+    #[test]
+    fn each_profiles_folder_spells_its_own_cargo_run() {
+        assert_eq!(cargo_run_in(Some("release")), "cargo run --release --");
+        assert_eq!(cargo_run_in(Some("debug")), "cargo run --");
+        assert_eq!(cargo_run_in(None), "cargo run --");
+        assert_eq!(
+            cargo_run_in(Some("fast-build")),
+            "cargo run --profile fast-build --"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The command line: exit codes, bad input reported with file/key/expectation (never a
 //! panic), JSON lines, and replays that show true and local time.
 
+use std::path::Path;
 use std::process::Command;
 
 fn locksim(args: &[&str]) -> (i32, String, String) {
@@ -624,8 +625,21 @@ fn hints_spell_the_command_as_invoked_under_cargo_run() {
         .output()
         .expect("binary runs");
     let text = String::from_utf8_lossy(&out.stdout);
+    // The profile this test binary was built in: release, or fast-build under scripts/test.
+    let profile = Path::new(env!("CARGO_BIN_EXE_locksim"))
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .expect("<target>/<profile>/locksim");
+    let cargo_run = match profile {
+        "release" => "cargo run --release --".to_string(),
+        "debug" => "cargo run --".to_string(),
+        other => format!("cargo run --profile {other} --"),
+    };
     assert!(
-        text.contains("cargo run --release -- replay sims/redis-01-pause-past-lease.toml --seed 0"),
+        text.contains(&format!(
+            "{cargo_run} replay sims/redis-01-pause-past-lease.toml --seed 0"
+        )),
         "{text}"
     );
 }
