@@ -518,11 +518,14 @@ fn interrupt_mid_run(scenario: &str, after_ms: u64) {
         std::process::id()
     ));
     std::fs::create_dir_all(&tmp).unwrap();
+    // Beside the TMPDIR, which must end empty: what locksim said, for a failure message.
+    let stderr_path = tmp.with_extension("stderr");
+    let stderr = std::fs::File::create(&stderr_path).unwrap();
     let mut child = Command::new(BIN)
         .args(["live", scenario, "--duration", "30s"])
         .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(stderr)
         .process_group(0)
         .spawn()
         .expect("locksim starts");
@@ -540,9 +543,14 @@ fn interrupt_mid_run(scenario: &str, after_ms: u64) {
         if !found.is_empty() {
             break found;
         }
-        if started.elapsed() > std::time::Duration::from_secs(10) {
+        if let Some(status) = child.try_wait().unwrap() {
+            let said = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            panic!("locksim live ended ({status}) before a server ran:\n{said}");
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
             let _ = child.kill();
-            panic!("no server ran as a child of locksim within 10 s");
+            let said = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            panic!("no server ran as a child of locksim within 30 s; it said:\n{said}");
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
@@ -581,6 +589,7 @@ fn interrupt_mid_run(scenario: &str, after_ms: u64) {
         .collect();
     assert!(left.is_empty(), "the interrupted run left {left:?}");
     let _ = std::fs::remove_dir_all(&tmp);
+    let _ = std::fs::remove_file(&stderr_path);
 }
 
 #[test]

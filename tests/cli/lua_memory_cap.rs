@@ -69,8 +69,9 @@ fn other_build() -> &'static Path {
         let own_profile_dir = own.parent().expect("<target>/<profile>/");
         let target_dir = own_profile_dir.parent().expect("<target>/");
         // `debug` holds the dev and test profiles' builds (opt-level 0 and 1); every
-        // other folder here is an opt-level-3 profile's (fast-build, release).
-        let (profile, dir) = if own_profile_dir.file_name().is_some_and(|n| n == "debug") {
+        // other folder but opt-level-1 is an opt-level-3 profile's (fast-build, release).
+        let below_3 = |n: &std::ffi::OsStr| n == "debug" || n == "opt-level-1";
+        let (profile, dir) = if own_profile_dir.file_name().is_some_and(below_3) {
             ("fast-build", "fast-build")
         } else {
             ("opt-level-1", "opt-level-1")
