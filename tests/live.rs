@@ -388,17 +388,55 @@ fn servers_of(root: &str) -> String {
 fn row_6_live_minority_primary_keeps_granting_behind_real_partitions() {
     // redis-0 and client-0 are cut off from 2000 to 5000 ms, from the replicas and the
     // Sentinels too: the proxies carry replication and Sentinel traffic.
-    let (code, out, err, events) =
-        alone(|| live_history("sims/redis-06-minority-primary.toml", "7s"));
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("mutex                violated"), "{out}");
-    assert!(
-        out.contains("between servers:")
-            && out.contains("sentinel-0→redis-0")
-            && out.contains("redis-1→redis-0"),
-        "replication and Sentinel links were not proxied: {out}"
-    );
-    assert!(events.iter().any(|e| e.f == "partition"));
+    //
+    // Real Sentinels decide when the majority side finds the new primary: the leader
+    // promotes a replica about 1.7 s into the partition, but a client keeps asking the
+    // Sentinel that answered it last, and the other Sentinels learn of the switch from the
+    // leader's hello, published every 2 s. So in some runs (2 of 55 measured) no client
+    // on the majority side reaches the new primary before the heal. Such a run shows
+    // nothing either way and is run again, at most three times; a run in which the majority
+    // side was granted the lock during the partition must show two holders.
+    const RUNS: u32 = 3;
+    for run in 1..=RUNS {
+        let (code, out, err, events) =
+            alone(|| live_history("sims/redis-06-minority-primary.toml", "7s"));
+        let granted = granted_during_partition(&events, "client-0");
+        if granted == 0 && run < RUNS {
+            eprintln!("run {run} of {RUNS}: no grant on the majority side during the partition (the Sentinels' switch came late); again\n{out}");
+            continue;
+        }
+        assert!(
+            granted > 0,
+            "in {RUNS} runs no client on the majority side was granted the lock during the partition: did the Sentinels fail over?\n{out}\n{err}"
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(out.contains("mutex                violated"), "{out}");
+        assert!(
+            out.contains("between servers:")
+                && out.contains("sentinel-0→redis-0")
+                && out.contains("redis-1→redis-0"),
+            "replication and Sentinel links were not proxied: {out}"
+        );
+        return;
+    }
+}
+
+/// Acquires granted, while the history's first partition lasted, to clients other than
+/// `cut_off` (the client inside it).
+fn granted_during_partition(events: &[locksim::Event], cut_off: &str) -> usize {
+    let at = |f: &str| events.iter().find(|e| e.f == f).map(|e| e.time_ns);
+    let (Some(from), Some(to)) = (at("partition"), at("heal")) else {
+        panic!("the history has no partition and heal");
+    };
+    events
+        .iter()
+        .filter(|e| {
+            e.f == "acquire"
+                && e.kind == locksim::EventType::Ok
+                && e.process != cut_off
+                && (from..to).contains(&e.time_ns)
+        })
+        .count()
 }
 
 #[test]
